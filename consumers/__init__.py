@@ -1,0 +1,3 @@
+"""posewire consumers: pose vectors -> avatar state, and the subscribing client."""
+
+__all__: list[str] = []
