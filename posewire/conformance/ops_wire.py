@@ -1,0 +1,36 @@
+"""Conformance operations for spec §5 (wire format).
+
+* ``wire.encode``: ``{"message": <JSON message>}`` → ``{"hex": <canonical bytes>}``.
+* ``wire.decode``: ``{"hex": ..., "max_size"?: int}`` → the message as JSON
+  (:func:`codec.wire.message_to_json`: long field names, bytes as hex, frame values as
+  ``{dim id: value}``).
+* ``wire.quantize``: ``{"values": {dim id: n}}`` → ``{"q": {dim id: integer}}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from codec import wire
+from codec.registry import REGISTRY
+from codec.vector import from_dict
+
+__all__ = ["OPS"]
+
+
+def _encode(inp: dict[str, Any]) -> Any:
+    return {"hex": wire.encode(wire.message_from_json(inp["message"])).hex()}
+
+
+def _decode(inp: dict[str, Any]) -> Any:
+    data = bytes.fromhex(inp["hex"])
+    max_size = int(inp.get("max_size", wire.DEFAULT_MAX_MESSAGE_BYTES))
+    return wire.message_to_json(wire.decode(data, max_size=max_size))
+
+
+def _quantize(inp: dict[str, Any]) -> Any:
+    q = wire.quantize(from_dict(inp["values"]))
+    return {"q": {k: int(q[REGISTRY.index(k)]) for k in inp["values"]}}
+
+
+OPS = {"wire.encode": _encode, "wire.decode": _decode, "wire.quantize": _quantize}
