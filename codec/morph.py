@@ -1,0 +1,283 @@
+"""Face and mouth dims <-> the 52 ARKit blendshape weights (spec §4.6, §4.7).
+
+Every face/mouth row names, per direction, the ARKit channels it drives and a gain
+(registry rows). The mapping is linear per direction and is held here as two
+precomputed ``(52, K)`` gain matrices over the ``K`` face/mouth dims, built once at
+import from :mod:`codec.registry`:
+
+* dims -> weights (consumer, spec §4.6): ``w_c = g·max(n, 0)`` for a positive channel,
+  ``g·max(-n, 0)`` for a negative one; weights clipped to ``[0, 1]`` and the clip
+  reported.
+* weights -> dims (producer, spec §4.6): per dim, ``p = Σ g·w / Σ g²`` over its positive
+  channels (least squares), ``m`` likewise over its negative channels, ``n = p - m``
+  clipped to ``[-1, 1]``; a direction without channels contributes 0.
+
+Every ARKit channel is driven by exactly one (dim, direction) (spec §4.6), so the
+round trip dims -> weights -> dims is exact for in-range dims with gains ≤ 1 — in the
+directions that have channels (a negative value of a dim whose negative direction has
+no channel, e.g. ``f_squint``, is not representable in ARKit and comes back as 0).
+
+Weights are dimensionless in ``[0, 1]``; arrays are float64, batch first, the last axis
+in :data:`codec.registry.ARKIT_CHANNELS` order (52) or registry order (``N``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .errors import UsageError
+from .registry import ARKIT_CHANNELS, DIMENSIONS
+from .vector import DEFAULTS, N_DIMS, as_vector
+
+__all__ = [
+    "ARKIT_INDEX",
+    "ARKIT_MIRROR_PERMUTATION",
+    "CHANNEL_DRIVERS",
+    "FACE_DIM_INDICES",
+    "IGNORED_ARKIT_NAMES",
+    "NEGATIVE_GAINS",
+    "N_ARKIT",
+    "POSITIVE_GAINS",
+    "WeightReport",
+    "arkit_array_to_dict",
+    "arkit_dict_to_array",
+    "arkit_to_dims",
+    "dims_to_arkit",
+    "validate_weights",
+]
+
+Policy = Literal["raise", "clamp"]
+
+#: Number of ARKit channels (spec §4.6).
+N_ARKIT = len(ARKIT_CHANNELS)
+#: ``{ARKit name: index}`` in :data:`ARKIT_CHANNELS` order.
+ARKIT_INDEX: dict[str, int] = {name: i for i, name in enumerate(ARKIT_CHANNELS)}
+#: Names a producer may meet that are not channels and are dropped on purpose:
+#: MediaPipe's face blendshape list starts with ``_neutral``.
+IGNORED_ARKIT_NAMES: frozenset[str] = frozenset({"_neutral"})
+
+#: Registry indices of the dims that drive ARKit channels (groups face and mouth).
+FACE_DIM_INDICES: NDArray[np.intp] = np.array(
+    [d.index for d in DIMENSIONS if d.row.group in ("face", "mouth")], dtype=np.intp
+)
+
+
+def _gain_tables() -> tuple[NDArray[np.float64], NDArray[np.float64],
+                            tuple[tuple[str, int], ...]]:
+    positive = np.zeros((N_ARKIT, FACE_DIM_INDICES.size))
+    negative = np.zeros((N_ARKIT, FACE_DIM_INDICES.size))
+    drivers: list[list[tuple[str, int]]] = [[] for _ in ARKIT_CHANNELS]
+    for k, index in enumerate(FACE_DIM_INDICES):
+        dim = DIMENSIONS[int(index)]
+        for direction, table in ((1, positive), (-1, negative)):
+            for channel in dim.channels(direction):
+                c = ARKIT_INDEX[channel.name]  # KeyError = registry typo
+                table[c, k] = channel.gain
+                drivers[c].append((dim.id, direction))
+    # spec §4.6: every channel is driven by exactly one (dim, direction)
+    bad = [ARKIT_CHANNELS[c] for c, who in enumerate(drivers) if len(who) != 1]
+    if bad:
+        raise RuntimeError(f"ARKit channels not driven exactly once: {bad}")
+    return positive, negative, tuple(who[0] for who in drivers)
+
+
+#: ``POSITIVE_GAINS[c, k]``: gain of channel ``c`` on the positive part of face dim ``k``
+#: (``k`` indexes :data:`FACE_DIM_INDICES`); :data:`NEGATIVE_GAINS` likewise.
+#: :data:`CHANNEL_DRIVERS` ``[c]`` is the one ``(dim id, direction ±1)`` driving ``c``.
+POSITIVE_GAINS, NEGATIVE_GAINS, CHANNEL_DRIVERS = _gain_tables()
+
+
+def _least_squares(gains: NDArray[np.float64]) -> NDArray[np.float64]:
+    # spec §4.6: p_k = Σ_c g_ck·w_c / Σ_c g_ck², 0 for a direction without channels
+    norm = (gains**2).sum(axis=0)
+    solve: NDArray[np.float64] = np.zeros_like(gains)
+    np.divide(gains, norm, out=solve, where=norm > 0)
+    return solve
+
+
+_POSITIVE_SOLVE = _least_squares(POSITIVE_GAINS)
+_NEGATIVE_SOLVE = _least_squares(NEGATIVE_GAINS)
+
+
+def _mirror_permutation() -> NDArray[np.intp]:
+    def swap(name: str) -> str:
+        return name.replace("Left", "\0").replace("Right", "Left").replace("\0", "Right")
+
+    return np.array([ARKIT_INDEX[swap(n)] for n in ARKIT_CHANNELS], dtype=np.intp)
+
+
+#: ``weights[..., ARKIT_MIRROR_PERMUTATION]`` swaps every Left/Right channel pair
+#: (``eyeLookInLeft`` <-> ``eyeLookInRight``, ``mouthLeft`` <-> ``mouthRight``, ...);
+#: ``dims_to_arkit(mirror(v))`` equals it applied to ``dims_to_arkit(v)`` (spec §3.2).
+ARKIT_MIRROR_PERMUTATION = _mirror_permutation()
+
+
+@dataclass(frozen=True)
+class WeightReport:
+    """What :func:`validate_weights` / :func:`arkit_to_dims` changed.
+
+    ``clamped`` and ``replaced`` are ``(..., 52)`` masks over input weights outside
+    ``[0, 1]`` (clamped) or non-finite (replaced by 0); ``dims_clipped`` is a
+    ``(..., N)`` mask over the dims whose solved value left ``[-1, 1]`` and was clipped.
+    """
+
+    clamped: NDArray[np.bool_]
+    replaced: NDArray[np.bool_]
+    dims_clipped: NDArray[np.bool_]
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing was clamped, replaced or clipped."""
+        return not (self.clamped.any() or self.replaced.any() or self.dims_clipped.any())
+
+    def channels(self) -> dict[str, list[str]]:
+        """Names of the channels clamped / replaced and dims clipped, in any frame."""
+        clamped = np.any(self.clamped.reshape(-1, N_ARKIT), axis=0)
+        replaced = np.any(self.replaced.reshape(-1, N_ARKIT), axis=0)
+        clipped = np.any(self.dims_clipped.reshape(-1, N_DIMS), axis=0)
+        return {
+            "clamped": [n for i, n in enumerate(ARKIT_CHANNELS) if clamped[i]],
+            "replaced": [n for i, n in enumerate(ARKIT_CHANNELS) if replaced[i]],
+            "dims_clipped": [d.id for d in DIMENSIONS if clipped[d.index]],
+        }
+
+
+def arkit_dict_to_array(weights: Mapping[str, float]) -> NDArray[np.float64]:
+    """``{ARKit name: weight}`` as a ``(52,)`` array in ARKIT_CHANNELS order.
+
+    Channels not named are 0. ``_neutral`` (MediaPipe) is ignored; any other unknown
+    name raises ``usage.unknown_id``. Values are not range-checked here
+    (:func:`validate_weights` does that).
+    """
+    out = np.zeros(N_ARKIT)
+    for name, value in weights.items():
+        if name in IGNORED_ARKIT_NAMES:
+            continue
+        index = ARKIT_INDEX.get(name)
+        if index is None:
+            raise UsageError("usage.unknown_id", f"no ARKit channel {name!r}", path=name)
+        out[index] = float(value)
+    return out
+
+
+def arkit_array_to_dict(weights: ArrayLike, *, nonzero_only: bool = False) -> dict[str, float]:
+    """One ``(52,)`` weight array as ``{ARKit name: weight}`` (optionally only ≠ 0)."""
+    arr = _as_weights(weights)
+    if arr.ndim != 1:
+        raise UsageError("usage.shape", f"expected one (52,) weight array, got {arr.shape}")
+    return {n: float(arr[i]) for i, n in enumerate(ARKIT_CHANNELS)
+            if not nonzero_only or arr[i] != 0.0}
+
+
+def _as_weights(weights: ArrayLike | Mapping[str, float]) -> NDArray[np.float64]:
+    if isinstance(weights, Mapping):
+        return arkit_dict_to_array(weights)
+    arr = np.asarray(weights, dtype=np.float64)
+    if arr.ndim == 0 or arr.shape[-1] != N_ARKIT:
+        raise UsageError("usage.shape", f"expected shape (..., {N_ARKIT}), got {arr.shape}")
+    return arr
+
+
+def _check_policy(policy: str) -> None:
+    if policy not in ("raise", "clamp"):
+        raise UsageError("usage.bad_option", f"policy must be 'raise' or 'clamp', not {policy!r}")
+
+
+def validate_weights(
+    weights: ArrayLike | Mapping[str, float], *, policy: Policy = "raise"
+) -> tuple[NDArray[np.float64], WeightReport]:
+    """Check ARKit weights ``(..., 52)`` (or a name dict) against ``[0, 1]``.
+
+    ``policy="raise"``: ``usage.not_finite`` / ``usage.out_of_range`` naming the first
+    offending channel. ``policy="clamp"``: a copy with out-of-range weights clamped and
+    non-finite ones replaced by 0, plus a :class:`WeightReport` of what changed.
+    """
+    _check_policy(policy)
+    arr = _as_weights(weights)
+    finite = np.isfinite(arr)
+    outside = finite & ((arr < 0.0) | (arr > 1.0))
+    no_dims = np.zeros((*arr.shape[:-1], N_DIMS), dtype=bool)
+    if policy == "raise":
+        for mask, code, what in ((~finite, "usage.not_finite", "is not finite"),
+                                 (outside, "usage.out_of_range", "is outside [0, 1]")):
+            if mask.any():
+                where = tuple(np.argwhere(mask)[0])
+                name = ARKIT_CHANNELS[int(where[-1])]
+                raise UsageError(code, f"{name} = {float(arr[where])!r} {what}", path=name)
+        none = np.zeros(arr.shape, dtype=bool)
+        return arr.copy(), WeightReport(none, none.copy(), no_dims)
+    out = np.where(finite, np.clip(arr, 0.0, 1.0), 0.0)
+    return out, WeightReport(outside, ~finite, no_dims)
+
+
+def dims_to_arkit(
+    vector: ArrayLike, *, policy: Policy = "clamp"
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """ARKit weights for a pose vector (consumer side, spec §4.6).
+
+    ``vector`` has shape ``(..., N)``; only the face and mouth dims are read, so other
+    dims may be anything (NaN included). Returns ``(weights, clipped)``: weights of
+    shape ``(..., 52)`` in ARKIT_CHANNELS order, in ``[0, 1]``, and a boolean mask of
+    the channels whose raw weight was clipped to ``[0, 1]`` (spec §4.6: clip reported).
+
+    ``policy="clamp"`` (default) treats a non-finite face/mouth dim as its default 0
+    (spec §3.5) and flags its channels in ``clipped``; ``policy="raise"`` raises
+    ``usage.not_finite`` / ``usage.out_of_range`` for a face/mouth dim that is NaN or
+    outside ``[-1, 1]``.
+    """
+    _check_policy(policy)
+    vec = as_vector(vector)
+    face = vec[..., FACE_DIM_INDICES]
+    finite = np.isfinite(face)
+    if policy == "raise":
+        bad = ~finite | (np.abs(np.where(finite, face, 0.0)) > 1.0)
+        if bad.any():
+            where = tuple(np.argwhere(bad)[0])
+            dim = DIMENSIONS[int(FACE_DIM_INDICES[where[-1]])]
+            code = "usage.not_finite" if not finite[where] else "usage.out_of_range"
+            raise UsageError(code, f"{dim.id} = {float(face[where])!r}", path=dim.id)
+    face = np.where(finite, face, 0.0)
+    # spec §4.6: positive part through positive channels, negative part through negative
+    raw = np.maximum(face, 0.0) @ POSITIVE_GAINS.T + np.maximum(-face, 0.0) @ NEGATIVE_GAINS.T
+    weights = np.clip(raw, 0.0, 1.0)
+    nonfinite_channels = (~finite).astype(np.float64) @ (POSITIVE_GAINS + NEGATIVE_GAINS).T > 0
+    clipped = (raw != weights) | nonfinite_channels
+    return weights, clipped
+
+
+def arkit_to_dims(
+    weights: ArrayLike | Mapping[str, float],
+    *,
+    into: ArrayLike | None = None,
+    policy: Policy = "raise",
+) -> tuple[NDArray[np.float64], WeightReport]:
+    """Face/mouth dims solved from ARKit weights (producer side, spec §4.6).
+
+    ``weights``: shape ``(..., 52)`` in ARKIT_CHANNELS order, or one ``{name: weight}``
+    dict (see :func:`arkit_dict_to_array`). Weights are first checked with
+    :func:`validate_weights` under ``policy``. Every face/mouth dim is written
+    (least squares per direction, ``n = p - m`` clipped to ``[-1, 1]``, clips
+    reported); every other dim is taken from ``into`` (shape ``(N,)`` or
+    broadcastable to ``(..., N)``) or, without ``into``, from the registry defaults.
+    Returns ``(vector (..., N), report)``.
+    """
+    arr, report = validate_weights(weights, policy=policy)
+    base = DEFAULTS if into is None else as_vector(into)
+    try:
+        shape = np.broadcast_shapes((*arr.shape[:-1], N_DIMS), base.shape)
+    except ValueError as exc:
+        raise UsageError("usage.shape", f"into {base.shape} does not fit weights {arr.shape}",
+                         path="into") from exc
+    out = np.array(np.broadcast_to(base, shape), dtype=np.float64)
+    # spec §4.6: n = p - m, each direction solved on its own channels
+    solved = arr @ _POSITIVE_SOLVE - arr @ _NEGATIVE_SOLVE
+    clipped_face = np.clip(solved, -1.0, 1.0)
+    out[..., FACE_DIM_INDICES] = clipped_face
+    dims_clipped = np.zeros(out.shape, dtype=bool)
+    dims_clipped[..., FACE_DIM_INDICES] = clipped_face != solved
+    return out, WeightReport(report.clamped, report.replaced, dims_clipped)

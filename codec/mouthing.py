@@ -1,0 +1,222 @@
+"""Mouthing: the viseme mix and the mouth dims as a bounded delta (spec §4.7, §3.4.1).
+
+While mouthing is active the artist's ``viseme_*`` morphs are the primary mouth shape,
+played with the shares ``s`` of the viseme mix (15 shares in
+:data:`codec.registry.VISEMES` order, each in ``[0, 1]``, sum ≤ 1). The mix implies a
+baseline ``b`` over the mouth dims (``b_d = Σ_v s_v·T[v][d]``, ``T`` =
+:data:`codec.registry.MOUTHING_SEED_TABLE`), and the authored mouth dim ``a`` is a
+*delta* from that baseline (spec §4.7):
+
+* same direction (``sign(a) == sign(b)`` or ``b == 0``): ``Δ = a·(1 - |b|)`` — only the
+  remaining range is used;
+* opposite direction: ``Δ = a·|b|`` — ``a = -sign(b)`` cancels exactly, ``b + Δ = 0``.
+
+The effective value is ``e = b + Δ ∈ [-1, 1]``. A consumer sends ``Δ`` (never ``e``)
+through the ARKit mouth channels, because the viseme morphs already show ``b``; it
+never drives ``viseme_*`` from ``m_*``. Laws: ``a = 0 → Δ = 0`` (the viseme is left
+untouched), ``|b + Δ| ≤ 1``, ``Δ`` monotone in ``a``. An all-zero mix gives ``b = 0``
+and so ``Δ = e = a``: mouthing inactive.
+
+Arrays are float64, batch first; vectors ``(..., N)`` in registry order, shares
+``(..., 15)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .errors import UsageError
+from .morph import dims_to_arkit
+from .registry import DIMENSIONS, MOUTHING_SEED_TABLE, REGISTRY, VISEMES
+from .vector import N_DIMS, as_vector
+
+__all__ = [
+    "BASELINE_TABLE",
+    "MOUTH_DIM_INDICES",
+    "N_VISEMES",
+    "SHARE_SUM_TOLERANCE",
+    "MouthingMorphs",
+    "apply_mouthing",
+    "as_shares",
+    "mouthing_delta",
+    "mouthing_to_arkit",
+    "normalize_shares",
+    "shares_from_dict",
+    "viseme_baseline",
+]
+
+N_VISEMES = len(VISEMES)
+#: A mix whose sum is at most ``1 + SHARE_SUM_TOLERANCE`` is accepted as is (spec §3.4.1).
+SHARE_SUM_TOLERANCE = 1e-6
+#: Registry indices of the mouth dims (group ``mouth``), the dims mouthing acts on.
+MOUTH_DIM_INDICES: NDArray[np.intp] = np.array(
+    [d.index for d in DIMENSIONS if d.row.group == "mouth"], dtype=np.intp
+)
+
+
+def _baseline_table() -> NDArray[np.float64]:
+    table = np.zeros((N_VISEMES, N_DIMS))
+    for viseme, pairs in MOUTHING_SEED_TABLE:
+        for dim_id, value in pairs:
+            index = REGISTRY.index(dim_id)
+            if DIMENSIONS[index].row.group != "mouth":
+                raise RuntimeError(f"mouthing seed table names non-mouth dim {dim_id}")
+            table[VISEMES.index(viseme), index] = value
+    return table
+
+
+#: ``BASELINE_TABLE[v, i]``: baseline of dim ``i`` implied by viseme ``v`` at share 1
+#: (spec §4.7 seed table: aa -> m_jaw +0.7; PP -> m_jaw -0.7, m_press +0.7).
+BASELINE_TABLE = _baseline_table()
+
+
+def as_shares(shares: ArrayLike) -> NDArray[np.float64]:
+    """``shares`` as a float64 ``(..., 15)`` array; an empty last axis (an empty mix)
+    means mouthing is inactive and becomes all zeros (spec §3.4.1). Raises
+    ``usage.shape``, ``usage.not_finite``, or ``usage.out_of_range`` for a negative
+    share.
+    """
+    arr = np.asarray(shares, dtype=np.float64)
+    if arr.ndim >= 1 and arr.shape[-1] == 0:
+        arr = np.zeros((*arr.shape[:-1], N_VISEMES))
+    if arr.ndim == 0 or arr.shape[-1] != N_VISEMES:
+        raise UsageError("usage.shape", f"expected shares of shape (..., {N_VISEMES}), "
+                         f"got {arr.shape}", path="mouthing")
+    for bad, code, what in ((~np.isfinite(arr), "usage.not_finite", "is not finite"),
+                            (arr < 0.0, "usage.out_of_range", "is negative")):
+        if bad.any():
+            where = tuple(np.argwhere(bad)[0])
+            viseme = VISEMES[int(where[-1])]
+            raise UsageError(code, f"share of {viseme} = {float(arr[where])!r} {what}",
+                             path=f"mouthing.{viseme}")
+    return arr
+
+
+def shares_from_dict(shares: Mapping[str, float]) -> NDArray[np.float64]:
+    """``{viseme: share}`` as a ``(15,)`` array in VISEMES order; visemes not named are
+    0, an unknown viseme raises ``usage.unknown_id``. Values are checked by the users of
+    the array (:func:`as_shares`).
+    """
+    out = np.zeros(N_VISEMES)
+    for viseme, value in shares.items():
+        if viseme not in VISEMES:
+            raise UsageError("usage.unknown_id", f"no viseme {viseme!r}",
+                             path=f"mouthing.{viseme}")
+        out[VISEMES.index(viseme)] = float(value)
+    return out
+
+
+def normalize_shares(shares: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """The viseme mix with sum ≤ 1 (spec §4.7).
+
+    ``shares (..., 15)``: a mix whose sum exceeds 1 is divided by its sum (then sums
+    to 1) and reported; other mixes are returned unchanged. Returns
+    ``(shares (..., 15), normalized (...,) bool)``. Negative or non-finite shares raise
+    (:func:`as_shares`).
+    """
+    arr = as_shares(shares)
+    total = arr.sum(axis=-1)
+    normalized = total > 1.0
+    divisor = np.where(normalized, total, 1.0)[..., None]
+    return arr / divisor, normalized
+
+
+def _checked_mix(shares: ArrayLike) -> NDArray[np.float64]:
+    arr = as_shares(shares)
+    total = arr.sum(axis=-1)
+    if (total > 1.0 + SHARE_SUM_TOLERANCE).any():
+        worst = float(total.max())
+        raise UsageError("usage.out_of_range", f"viseme shares sum to {worst!r} > 1; "
+                         "normalize_shares() them first", path="mouthing")
+    return arr
+
+
+def viseme_baseline(shares: ArrayLike) -> NDArray[np.float64]:
+    """The baseline ``b (..., N)`` implied by a viseme mix ``shares (..., 15)`` (spec §4.7).
+
+    ``b_d = Σ_v s_v·T[v][d]`` on the mouth dims, 0 elsewhere, limited to ``[-1, 1]``.
+    The mix must already satisfy sum ≤ 1 (+1e-6): a larger sum raises
+    ``usage.out_of_range`` — call :func:`normalize_shares` first, which reports.
+    """
+    return np.clip(_checked_mix(shares) @ BASELINE_TABLE, -1.0, 1.0)
+
+
+def mouthing_delta(authored: ArrayLike, baseline: ArrayLike) -> NDArray[np.float64]:
+    """The delta ``Δ`` of the §4.7 law, elementwise on broadcastable arrays.
+
+    ``authored`` ``a`` and ``baseline`` ``b`` in ``[-1, 1]``. Same direction
+    (equal signs, or ``b == 0``, or ``a == 0``): ``Δ = a·(1 - |b|)``;
+    opposite: ``Δ = a·|b|``. Hence ``b + Δ ∈ [-1, 1]`` and ``a = -sign(b)`` gives
+    ``b + Δ = 0`` exactly.
+    """
+    a = np.asarray(authored, dtype=np.float64)
+    b = np.asarray(baseline, dtype=np.float64)
+    magnitude = np.abs(b)
+    # spec §4.7: b == 0 counts as the same direction; signs are compared directly
+    # (not via a·b, which underflows to 0 for tiny operands and breaks monotonicity)
+    same = (a == 0.0) | (b == 0.0) | ((a > 0.0) == (b > 0.0))
+    return np.where(same, a * (1.0 - magnitude), a * magnitude)
+
+
+def apply_mouthing(
+    vector: ArrayLike, shares: ArrayLike
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Split the authored mouth dims into delta and effective values (spec §4.7).
+
+    ``vector (..., N)``: the authored pose; its mouth dims (``a``) must be finite and
+    in ``[-1, 1]`` (else ``usage.not_finite`` / ``usage.out_of_range``; validate first).
+    ``shares (..., 15)``: the viseme mix, sum ≤ 1 (see :func:`viseme_baseline`).
+    Returns ``(delta, effective)``, both ``(..., N)``: a copy of ``vector`` whose mouth
+    dims are replaced by ``Δ`` — what goes through the ARKit mouth channels — and one
+    whose mouth dims are ``e = b + Δ``, the mouth the avatar shows. Non-mouth dims are
+    passed through unchanged.
+    """
+    vec = as_vector(vector)
+    authored = vec[..., MOUTH_DIM_INDICES]
+    for bad, code in ((~np.isfinite(authored), "usage.not_finite"),
+                      (np.abs(np.nan_to_num(authored)) > 1.0, "usage.out_of_range")):
+        if bad.any():
+            where = tuple(np.argwhere(bad)[0])
+            dim = DIMENSIONS[int(MOUTH_DIM_INDICES[where[-1]])]
+            raise UsageError(code, f"{dim.id} = {float(authored[where])!r}", path=dim.id)
+    baseline = viseme_baseline(shares)[..., MOUTH_DIM_INDICES]
+    delta = mouthing_delta(authored, baseline)
+    shape = np.broadcast_shapes(vec.shape, (*delta.shape[:-1], N_DIMS))
+    delta_vec = np.array(np.broadcast_to(vec, shape), dtype=np.float64)
+    effective_vec = delta_vec.copy()
+    delta_vec[..., MOUTH_DIM_INDICES] = delta
+    # spec §4.7: e = b + Δ, kept in [-1, 1] by the law (the clip only absorbs rounding)
+    effective_vec[..., MOUTH_DIM_INDICES] = np.clip(baseline + delta, -1.0, 1.0)
+    return delta_vec, effective_vec
+
+
+class MouthingMorphs(NamedTuple):
+    """What a consumer plays while mouthing (spec §4.7).
+
+    ``arkit (..., 52)``: ARKit weights with the mouth channels driven by ``Δ``;
+    ``visemes (..., 15)``: the ``viseme_*`` morph weights (= the shares, untouched);
+    ``clipped (..., 52)``: channels whose weight was clipped (from
+    :func:`codec.morph.dims_to_arkit`).
+    """
+
+    arkit: NDArray[np.float64]
+    visemes: NDArray[np.float64]
+    clipped: NDArray[np.bool_]
+
+
+def mouthing_to_arkit(vector: ArrayLike, shares: ArrayLike) -> MouthingMorphs:
+    """The morph weights a consumer sends for ``vector (..., N)`` under mix ``shares``.
+
+    Mouth dims go through the ARKit mouth channels as ``Δ`` (spec §4.7); face dims as
+    usual (spec §4.6). The viseme weights are the shares themselves, broadcast to the
+    batch.
+    """
+    delta_vec, _ = apply_mouthing(vector, shares)
+    weights, clipped = dims_to_arkit(delta_vec)
+    mix = _checked_mix(shares)
+    visemes = np.array(np.broadcast_to(mix, (*weights.shape[:-1], N_VISEMES)))
+    return MouthingMorphs(weights, visemes, clipped)
