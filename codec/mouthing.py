@@ -29,6 +29,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .conditions import MOUTHING_SUM_TOLERANCE
 from .errors import UsageError
 from .morph import dims_to_arkit
 from .registry import DIMENSIONS, MOUTHING_SEED_TABLE, REGISTRY, VISEMES
@@ -51,7 +52,7 @@ __all__ = [
 
 N_VISEMES = len(VISEMES)
 #: A mix whose sum is at most ``1 + SHARE_SUM_TOLERANCE`` is accepted as is (spec §3.4.1).
-SHARE_SUM_TOLERANCE = 1e-6
+SHARE_SUM_TOLERANCE = MOUTHING_SUM_TOLERANCE
 #: Registry indices of the mouth dims (group ``mouth``), the dims mouthing acts on.
 MOUTH_DIM_INDICES: NDArray[np.intp] = np.array(
     [d.index for d in DIMENSIONS if d.row.group == "mouth"], dtype=np.intp

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
+import math
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -55,6 +59,200 @@ def _cmd_conformance(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+# ---------------------------------------------------------------- networking (spec §5)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    import logging
+
+    from codec.errors import UsageError
+
+    from .relay import Relay
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    logging.getLogger("websockets").setLevel(logging.WARNING)  # no per-connection lines
+    token = None if args.no_auth else (args.token or os.environ.get("POSEWIRE_TOKEN") or None)
+    try:
+        relay = Relay(args.host, args.port, token=token, no_auth=args.no_auth,
+                      max_fps=args.max_fps, max_bytes=args.max_bytes,
+                      status_every=args.status_every or None)
+    except UsageError as exc:
+        print(f"posewire serve: {exc.message}", file=sys.stderr)
+        return 2
+    try:
+        asyncio.run(relay.run())
+    except OSError as exc:
+        print(f"posewire serve: cannot listen on {args.host}:{args.port}: {exc}",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+async def _produce(args: argparse.Namespace) -> int:
+    from producers.publisher import Publisher
+    from producers.recording import read_recording
+
+    header, frames = read_recording(args.replay)
+    if not frames:
+        print("posewire produce: the recording has no frames", file=sys.stderr)
+        return 1
+    loop = asyncio.get_running_loop()
+    scale = args.rate_scale
+    sent = 0
+    async with Publisher(args.url, args.stream, token=args.token,
+                         calibration=header.calibration, client="posewire-produce") as pub:
+        while True:
+            start = loop.time()
+            t0 = frames[0].t_us
+            for frame in frames:
+                if scale > 0:  # keep the recorded gaps, scaled
+                    due = start + (frame.t_us - t0) / 1e6 / scale
+                    delay = due - loop.time()
+                    if delay > 0:
+                        await asyncio.sleep(delay)
+                await pub.send_frame(frame.vector(), conditions=frame.conditions,
+                                     timestamp_us=frame.t_us if args.keep_timestamps else None)
+                sent += 1
+            if not args.loop:
+                break
+    print(f"posewire produce: sent {sent} frames to {args.stream!r}", file=sys.stderr)
+    return 0
+
+
+def _cmd_produce(args: argparse.Namespace) -> int:
+    from codec.errors import UsageError
+    from posewire.wsclient import RelayError
+
+    if args.rate_scale < 0:
+        print("posewire produce: --rate-scale must be >= 0", file=sys.stderr)
+        return 2
+    args.token = args.token or os.environ.get("POSEWIRE_TOKEN") or None
+    try:
+        return asyncio.run(_produce(args))
+    except (RelayError, UsageError, OSError) as exc:
+        print(f"posewire produce: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _format_frame(seq: int, t_us: int, values: dict[str, float]) -> str:
+    from codec.registry import REGISTRY
+
+    parts = [f"seq={seq}", f"t_us={t_us}"]
+    for key, value in values.items():
+        if abs(value - REGISTRY.by_id[key].row.default) > 1e-4:
+            parts.append(f"{key}={value:.4f}")
+    return " ".join(parts)
+
+
+async def _consume(args: argparse.Namespace) -> int:
+    from codec.conditions import conditions_to_obj
+    from codec.registry import DIMENSIONS as DIMS
+    from consumers.subscriber import Subscriber
+    from producers.recording import (
+        RecordedFrame,
+        RecordingHeader,
+        RecordingWriter,
+    )
+
+    writer: RecordingWriter | None = None
+    got = 0
+    try:
+        async with Subscriber(args.url, args.stream, token=args.token,
+                              client="posewire-consume") as sub:
+            async for frame in sub:
+                values = {d.id: float(frame.values[d.index]) for d in DIMS
+                          if not math.isnan(frame.values[d.index])}
+                if args.record:
+                    if writer is None:
+                        cal = sub.calibration
+                        from codec.calibration import Calibration as AvatarCalibration
+
+                        header = RecordingHeader(calibration=None if cal is None else
+                                                 AvatarCalibration(cal.hand_length,
+                                                                   cal.torso_length,
+                                                                   cal.arm_length,
+                                                                   cal.shoulder_width))
+                        writer = RecordingWriter(args.record, header=header).__enter__()
+                    writer.write(RecordedFrame(frame.timestamp_us, values, frame.conditions))
+                elif args.json:
+                    obj: dict[str, object] = {"seq": frame.seq, "t_us": frame.timestamp_us,
+                                              "values": values}
+                    if frame.conditions is not None and not frame.conditions.empty:
+                        obj["conditions"] = conditions_to_obj(frame.conditions)
+                    print(json.dumps(obj, separators=(",", ":")), flush=True)
+                else:
+                    print(_format_frame(frame.seq, frame.timestamp_us, values), flush=True)
+                got += 1
+                if args.count and got >= args.count:
+                    break
+    finally:
+        if writer is not None:
+            writer.close()
+            print(f"posewire consume: recorded {writer.count} frames to {args.record}",
+                  file=sys.stderr)
+    return 0
+
+
+def _cmd_consume(args: argparse.Namespace) -> int:
+    from codec.errors import UsageError
+    from posewire.wsclient import RelayError
+
+    args.token = args.token or os.environ.get("POSEWIRE_TOKEN") or None
+    try:
+        return asyncio.run(_consume(args))
+    except (RelayError, UsageError, OSError) as exc:
+        print(f"posewire consume: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _add_net_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from codec.wire import DEFAULT_MAX_FPS, DEFAULT_MAX_MESSAGE_BYTES
+
+    url_help = "relay URL"
+    token_help = "auth token (default: $POSEWIRE_TOKEN)"
+
+    p = sub.add_parser("serve", help="run the websocket relay (spec §5.7)")
+    p.add_argument("--host", default="127.0.0.1", help="interface to bind (default loopback)")
+    p.add_argument("--port", type=int, default=8765)
+    auth = p.add_mutually_exclusive_group()
+    auth.add_argument("--token", help="require this auth token (default: $POSEWIRE_TOKEN)")
+    auth.add_argument("--no-auth", action="store_true",
+                      help="allow unauthenticated clients on a non-loopback host")
+    p.add_argument("--max-fps", type=int, default=DEFAULT_MAX_FPS,
+                   help="frames per second per producer")
+    p.add_argument("--max-bytes", type=int, default=DEFAULT_MAX_MESSAGE_BYTES,
+                   help="largest accepted message in bytes")
+    p.add_argument("--status-every", type=float, default=5.0,
+                   help="seconds between status lines on stderr (0: off)")
+    p.set_defaults(func=_cmd_serve)
+
+    p = sub.add_parser("produce", help="publish frames to a relay")
+    p.add_argument("--replay", required=True, metavar="FILE",
+                   help="a recording (JSON lines, see producers.recording)")
+    p.add_argument("--url", default="ws://127.0.0.1:8765", help=url_help)
+    p.add_argument("--stream", default="default", help="stream name")
+    p.add_argument("--token", help=token_help)
+    p.add_argument("--loop", action="store_true", help="replay forever")
+    p.add_argument("--rate-scale", type=float, default=1.0,
+                   help="playback speed factor (2 = twice as fast, 0 = as fast as possible)")
+    p.add_argument("--keep-timestamps", action="store_true",
+                   help="send the recorded timestamps instead of the wall clock")
+    p.set_defaults(func=_cmd_produce)
+
+    p = sub.add_parser("consume", help="subscribe to a stream and print or record frames")
+    p.add_argument("stream", help="stream name")
+    p.add_argument("--url", default="ws://127.0.0.1:8765", help=url_help)
+    p.add_argument("--token", help=token_help)
+    p.add_argument("--record", metavar="FILE", help="write a recording instead of printing")
+    p.add_argument("--count", type=int, default=0, help="stop after N frames (0: never)")
+    p.add_argument("--json", action="store_true", help="one JSON object per frame")
+    p.set_defaults(func=_cmd_consume)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="posewire", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -73,13 +271,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(func=_cmd_conformance)
 
-    for extend in _EXTENSIONS:
-        extend(sub)
+    _add_net_parsers(sub)
     return parser
-
-
-#: Sub-command installers from other modules (relay, clients): each adds its parsers.
-_EXTENSIONS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = []
 
 
 def main(argv: Sequence[str] | None = None) -> int:

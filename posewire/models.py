@@ -31,6 +31,7 @@ from pydantic import (
     model_validator,
 )
 
+from codec.conditions import MOUTHING_SUM_TOLERANCE
 from codec.registry import (
     AFFECT_LABELS,
     AFFECT_MODES,
@@ -61,9 +62,6 @@ __all__ = [
     "TargetExport",
     "enum_str",
 ]
-
-#: Slack on the mouthing sum rule ``sum(s) <= 1`` (spec §3.4.1).
-MOUTHING_SUM_TOLERANCE = 1e-6
 
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 _DIM_IDS: tuple[str, ...] = tuple(d.id for d in DIMENSIONS)
@@ -259,24 +257,38 @@ class AffectCondition(BaseModel):
     mode: AffectMode
 
 
+def _drop_default(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)
+
+
+def _absent(description: str | None = None) -> Any:
+    """An optional field that may be absent but never null (no ``default`` in the schema)."""
+    return Field(default=None, json_schema_extra=_drop_default, description=description)
+
+
+def _mouthing_schema(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)
+    schema["minItems"] = len(VISEMES)
+
+
 def _fields_for(keys: Sequence[str], value_type: Any) -> dict[str, Any]:
-    return {key: (value_type | None, Field(default=None)) for key in keys}
+    return {key: (value_type, _absent()) for key in keys}
 
 
 #: ``{part: state}`` (spec §3.4.2); an absent part is tracked.
-TrackingCondition: type[BaseModel] = create_model(  # type: ignore[call-overload]
+TrackingCondition: type[BaseModel] = create_model(
     "TrackingCondition", __config__=_STRICT, **_fields_for(TRACKING_PARTS, TrackingState)
 )
 
 #: ``{hand_l | hand_r: site}`` (spec §3.4.3); absent or "none" = no contact.
-ContactCondition: type[BaseModel] = create_model(  # type: ignore[call-overload]
+ContactCondition: type[BaseModel] = create_model(
     "ContactCondition", __config__=_STRICT, **_fields_for(("hand_l", "hand_r"), ContactSite)
 )
 
 
 def _check_mouthing(shares: list[float]) -> list[float]:
-    if len(shares) not in (0, len(VISEMES)):
-        raise ValueError(f"mouthing has {len(shares)} shares, expected 0 or {len(VISEMES)}")
+    if len(shares) != len(VISEMES):
+        raise ValueError(f"mouthing has {len(shares)} shares, expected {len(VISEMES)}")
     if sum(shares) > 1.0 + MOUTHING_SUM_TOLERANCE:
         raise ValueError(f"mouthing shares sum to {sum(shares)!r} > 1")
     return shares
@@ -289,18 +301,23 @@ Mouthing = Annotated[
 
 
 class PoseConditions(BaseModel):
-    """The hyper conditions beside the vector (spec §3.4); each one optional."""
+    """The hyper conditions beside the vector (spec §3.4); each one optional.
 
-    model_config = _STRICT
-    mouthing: Mouthing | None = Field(
-        default=None,
+    Unknown condition ids are ignored, not rejected (evolution rule, spec §3.5, §5),
+    as ``codec.conditions.conditions_from_obj`` does.
+    """
+
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
+    mouthing: Mouthing = Field(
+        default=None,  # type: ignore[arg-type]
+        json_schema_extra=_mouthing_schema,
         description="viseme shares in the order " + " ".join(VISEMES)
-        + f"; 0 or {len(VISEMES)} entries, each in [0, 1], sum <= 1 + "
-        f"{MOUTHING_SUM_TOLERANCE:g} (spec §3.4.1)",
+        + f"; exactly {len(VISEMES)} entries, each in [0, 1], sum <= 1 + "
+        f"{MOUTHING_SUM_TOLERANCE:g}; absent = mouthing inactive (spec §3.4.1)",
     )
-    tracking: TrackingCondition | None = None
-    contact: ContactCondition | None = None
-    affect: AffectCondition | None = None
+    tracking: TrackingCondition = _absent()
+    contact: ContactCondition = _absent()
+    affect: AffectCondition = _absent()
 
 
 class PoseObject(BaseModel):

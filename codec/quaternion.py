@@ -1,0 +1,320 @@
+"""Unit quaternions and the palm-facing encoding (spec §3.3, §4.2).
+
+Conventions (spec §3.3):
+
+* Component order ``(w, x, y, z)``; arrays are batch first, shape ``(..., 4)``.
+* Rotations act on column vectors in the body frame (metres, +Y up, +Z forward,
+  +X = the character's left; right-handed), right-hand rule about each axis.
+* Hamilton product: ``rotate(multiply(a, b), v) == rotate(a, rotate(b, v))``.
+* Canonical form: ``w >= 0`` (``q`` and ``-q`` are the same rotation). When ``w == 0``
+  exactly, the first non-zero of ``(x, y, z)`` is made positive so that the canonical
+  form is still unique.
+
+Palm encoding (spec §4.2): the stored dims ``(w_qx, w_qy, w_qz)`` are the vector part of
+the canonical quaternion of the hand's global (body-frame) orientation. The hand-local
+frame is +Y fingers (wrist -> middle-finger base), +Z palm normal (out of the palm),
++X = Y × Z, which points toward the thumb on the right hand and away from it on the
+left hand. The stored value of the left hand is the sagittal mirror of its physical
+quaternion: ``physical_l = mirror_sagittal(stored_l)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .errors import UsageError
+
+__all__ = [
+    "IDENTITY",
+    "PALM_CLAMP",
+    "ZERO_NORM_EPS",
+    "PalmDirections",
+    "as_quaternion",
+    "canonicalize",
+    "conjugate",
+    "from_axis_angle",
+    "from_matrix",
+    "mirror_sagittal",
+    "multiply",
+    "normalize",
+    "palm_decode",
+    "palm_directions",
+    "palm_encode",
+    "palm_from_directions",
+    "reconstruct_w",
+    "rotate",
+    "to_axis_angle",
+    "to_matrix",
+]
+
+Side = Literal["l", "r"]
+F64 = NDArray[np.float64]
+
+#: The identity rotation ``(1, 0, 0, 0)``.
+IDENTITY: F64 = np.array([1.0, 0.0, 0.0, 0.0])
+#: Largest stored vector-part length (spec §4.2 SHOULD: clamp slightly below 1).
+PALM_CLAMP = 0.98
+#: A quaternion or direction whose norm is at most this is "zero" (``usage.zero_norm``).
+ZERO_NORM_EPS = 1e-12
+
+
+def _as_array(values: ArrayLike, k: int, what: str) -> F64:
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim == 0 or arr.shape[-1] != k:
+        raise UsageError("usage.shape", f"{what} must have shape (..., {k}), got {arr.shape}")
+    if not np.isfinite(arr).all():
+        raise UsageError("usage.not_finite", f"{what} contains NaN or infinity")
+    return arr
+
+
+def _check_side(side: str) -> None:
+    if side not in ("l", "r"):
+        raise UsageError("usage.bad_option", f"side must be 'l' or 'r', not {side!r}")
+
+
+def _unit(vectors: F64, what: str) -> F64:
+    norm = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    if (norm <= ZERO_NORM_EPS).any():
+        raise UsageError("usage.zero_norm", f"{what} has zero length")
+    out: F64 = vectors / norm
+    return out
+
+
+def as_quaternion(q: ArrayLike) -> F64:
+    """``q`` as a finite float64 array of shape ``(..., 4)``; raises ``usage.shape`` /
+    ``usage.not_finite``."""
+    return _as_array(q, 4, "quaternion")
+
+
+def normalize(q: ArrayLike) -> F64:
+    """``q / |q|`` for shape ``(..., 4)``; a zero-norm quaternion raises ``usage.zero_norm``."""
+    return _unit(as_quaternion(q), "quaternion")
+
+
+def canonicalize(q: ArrayLike) -> F64:
+    """The canonical unit form of ``q`` (spec §3.3): normalized, ``w >= 0``.
+
+    Ties at ``w == 0`` are broken by making the first non-zero of ``(x, y, z)``
+    positive, so ``canonicalize(q) == canonicalize(-q)`` for every ``q``.
+    Zero-norm input raises ``usage.zero_norm``.
+    """
+    unit = normalize(q)
+    # First non-zero component decides the sign (w first): lexicographic sign rule.
+    nonzero = unit != 0.0
+    first = np.argmax(nonzero, axis=-1)
+    lead = np.take_along_axis(unit, first[..., None], axis=-1)
+    out: F64 = np.where(lead < 0.0, -unit, unit)
+    return out
+
+
+def multiply(a: ArrayLike, b: ArrayLike) -> F64:
+    """Hamilton product ``a · b`` of shape-broadcast ``(..., 4)`` arrays (apply b, then a)."""
+    qa, qb = as_quaternion(a), as_quaternion(b)
+    aw, ax, ay, az = np.moveaxis(qa, -1, 0)
+    bw, bx, by, bz = np.moveaxis(qb, -1, 0)
+    return np.stack([
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+    ], axis=-1)
+
+
+def conjugate(q: ArrayLike) -> F64:
+    """``(w, -x, -y, -z)``: the inverse rotation for a unit quaternion."""
+    out: F64 = as_quaternion(q) * np.array([1.0, -1.0, -1.0, -1.0])
+    return out
+
+
+def rotate(q: ArrayLike, v: ArrayLike) -> F64:
+    """Rotate vectors ``v (..., 3)`` by unit quaternions ``q (..., 4)`` (broadcast)."""
+    quat = as_quaternion(q)
+    vec = _as_array(v, 3, "vector")
+    w = quat[..., :1]
+    u = quat[..., 1:]
+    t = 2.0 * np.cross(u, vec)
+    out: F64 = vec + w * t + np.cross(u, t)
+    return out
+
+
+def to_matrix(q: ArrayLike) -> F64:
+    """Rotation matrices ``(..., 3, 3)`` of unit quaternions ``(..., 4)`` (normalized first)."""
+    w, x, y, z = np.moveaxis(normalize(q), -1, 0)
+    rows = [
+        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+    ]
+    return np.stack([np.stack(r, axis=-1) for r in rows], axis=-2)
+
+
+def from_matrix(m: ArrayLike) -> F64:
+    """Canonical quaternions ``(..., 4)`` of rotation matrices ``(..., 3, 3)``.
+
+    Uses the numerically stable branch per matrix (largest of ``w, x, y, z``); the input
+    is assumed orthonormal with determinant +1.
+    """
+    mat = np.asarray(m, dtype=np.float64)
+    if mat.ndim < 2 or mat.shape[-2:] != (3, 3):
+        raise UsageError("usage.shape", f"matrix must have shape (..., 3, 3), got {mat.shape}")
+    if not np.isfinite(mat).all():
+        raise UsageError("usage.not_finite", "matrix contains NaN or infinity")
+    m00, m11, m22 = mat[..., 0, 0], mat[..., 1, 1], mat[..., 2, 2]
+    # 4·(w², x², y², z²) from the diagonal; pick the largest for stability.
+    sq = np.stack([1 + m00 + m11 + m22, 1 + m00 - m11 - m22,
+                   1 - m00 + m11 - m22, 1 - m00 - m11 + m22], axis=-1)
+    branch = np.argmax(sq, axis=-1)
+    big = np.sqrt(np.maximum(np.take_along_axis(sq, branch[..., None], axis=-1)[..., 0], 0.0))
+    d21 = mat[..., 2, 1] - mat[..., 1, 2]
+    d02 = mat[..., 0, 2] - mat[..., 2, 0]
+    d10 = mat[..., 1, 0] - mat[..., 0, 1]
+    s01 = mat[..., 0, 1] + mat[..., 1, 0]
+    s02 = mat[..., 0, 2] + mat[..., 2, 0]
+    s12 = mat[..., 1, 2] + mat[..., 2, 1]
+    cand = np.stack([
+        np.stack([big * big, d21, d02, d10], axis=-1),
+        np.stack([d21, big * big, s01, s02], axis=-1),
+        np.stack([d02, s01, big * big, s12], axis=-1),
+        np.stack([d10, s02, s12, big * big], axis=-1),
+    ], axis=-2)
+    q = np.take_along_axis(cand, branch[..., None, None], axis=-2)[..., 0, :]
+    return canonicalize(q)
+
+
+def from_axis_angle(axis: ArrayLike, angle_rad: ArrayLike) -> F64:
+    """Quaternion ``(..., 4)`` of a rotation by ``angle_rad`` (radians, right-hand rule)
+    about ``axis (..., 3)`` (normalized here; zero length raises ``usage.zero_norm``)."""
+    unit = _unit(_as_array(axis, 3, "axis"), "axis")
+    half = 0.5 * np.asarray(angle_rad, dtype=np.float64)[..., None]
+    return np.concatenate([np.cos(half), np.sin(half) * unit], axis=-1)
+
+
+def to_axis_angle(q: ArrayLike) -> tuple[F64, F64]:
+    """``(axis (..., 3), angle (...,) radians in [0, π])`` of the canonical form of ``q``.
+
+    The identity gives axis ``(1, 0, 0)`` and angle 0.
+    """
+    quat = canonicalize(q)
+    vec = quat[..., 1:]
+    # pre-scale by the largest component so tiny angles do not underflow in the norm
+    big = np.max(np.abs(vec), axis=-1, keepdims=True)
+    scaled = vec / np.where(big > 0.0, big, 1.0)
+    scaled_norm = np.linalg.norm(scaled, axis=-1, keepdims=True)
+    sin_half = (big * scaled_norm)[..., 0]
+    angle = 2.0 * np.arctan2(sin_half, quat[..., 0])
+    axis = np.where(big > 0.0, scaled / np.where(big > 0.0, scaled_norm, 1.0),
+                    np.array([1.0, 0.0, 0.0]))
+    return axis, angle
+
+
+def mirror_sagittal(q: ArrayLike) -> F64:
+    """Reflect a rotation across the sagittal plane (spec §3.2): ``(w, x, -y, -z)``.
+
+    For ``M = diag(-1, 1, 1)`` the mirrored rotation matrix is ``M·R·M``. An involution.
+    """
+    out: F64 = as_quaternion(q) * np.array([1.0, 1.0, -1.0, -1.0])
+    return out
+
+
+def reconstruct_w(v: ArrayLike, *, clamp: float | None = PALM_CLAMP) -> tuple[F64, NDArray[np.bool_]]:
+    """Unit quaternions ``(..., 4)`` from stored vector parts ``v (..., 3)`` (spec §4.2).
+
+    MUST: when ``|v| > 1`` the vector part is rescaled to length 1. SHOULD: when
+    ``|v| > clamp`` (default 0.98) it is scaled down to ``clamp`` to keep away from the
+    ``w = 0`` singularity; ``clamp=None`` applies only the MUST. Then
+    ``w = sqrt(1 - |v|²) >= 0``. Returns the quaternion and a boolean ``(...,)`` mask of
+    the entries whose vector part was rescaled or clamped (the report: never silent).
+    """
+    vec = _as_array(v, 3, "vector part")
+    limit = 1.0 if clamp is None else float(clamp)
+    if not 0.0 < limit <= 1.0:
+        raise UsageError("usage.bad_option", f"clamp must be in (0, 1], not {clamp!r}")
+    norm = np.linalg.norm(vec, axis=-1)
+    changed = norm > limit
+    scale = np.where(changed, limit / np.where(changed, norm, 1.0), 1.0)
+    vec = vec * scale[..., None]
+    w = np.sqrt(np.maximum(0.0, 1.0 - np.sum(vec * vec, axis=-1)))
+    return np.concatenate([w[..., None], vec], axis=-1), changed
+
+
+def palm_encode(
+    q: ArrayLike, *, side: Side, clamp: float | None = PALM_CLAMP
+) -> tuple[F64, NDArray[np.bool_]]:
+    """Stored palm dims ``(w_qx, w_qy, w_qz)`` ``(..., 3)`` from physical body-frame hand
+    quaternions ``(..., 4)`` (producer side, spec §4.2).
+
+    The left hand is mirrored first (``stored = mirror_sagittal(physical)``), then the
+    quaternion is canonicalized (``w >= 0``) and its vector part clamped to length
+    ``clamp`` (0.98). Returns the vector parts and a ``(...,)`` mask of clamped entries.
+    ``q`` and ``-q`` give the same stored value; ``palm_encode(mirror_sagittal(q),
+    side="l") == palm_encode(q, side="r")``.
+    """
+    _check_side(side)
+    quat = as_quaternion(q)
+    if side == "l":
+        quat = mirror_sagittal(quat)
+    vec = canonicalize(quat)[..., 1:]
+    limit = 1.0 if clamp is None else float(clamp)
+    if not 0.0 < limit <= 1.0:
+        raise UsageError("usage.bad_option", f"clamp must be in (0, 1], not {clamp!r}")
+    norm = np.linalg.norm(vec, axis=-1)
+    clamped = norm > limit
+    scale = np.where(clamped, limit / np.where(clamped, norm, 1.0), 1.0)
+    out: F64 = vec * scale[..., None]
+    return out, clamped
+
+
+def palm_decode(
+    v: ArrayLike, *, side: Side, clamp: float | None = PALM_CLAMP
+) -> tuple[F64, NDArray[np.bool_]]:
+    """Physical body-frame hand quaternions ``(..., 4)`` (``w >= 0``) from stored palm
+    dims ``(..., 3)`` (consumer side, spec §4.2): :func:`reconstruct_w`, then the
+    sagittal mirror for the left hand. Returns the mask of rescaled/clamped entries."""
+    _check_side(side)
+    quat, changed = reconstruct_w(v, clamp=clamp)
+    if side == "l":
+        quat = mirror_sagittal(quat)
+    return quat, changed
+
+
+@dataclass(frozen=True)
+class PalmDirections:
+    """Unit body-frame directions ``(..., 3)`` of one hand (spec §3.3)."""
+
+    fingers: F64  # wrist -> middle-finger base
+    palm_normal: F64  # out of the palm
+    thumb: F64  # toward the thumb
+
+
+def palm_directions(q: ArrayLike, *, side: Side) -> PalmDirections:
+    """Fingers, palm normal and thumb directions of physical hand quaternions ``(..., 4)``.
+
+    ``fingers = R·e_y``, ``palm_normal = R·e_z``; ``thumb = R·e_x`` for the right hand
+    and ``-R·e_x`` for the left hand (its local +X points away from the thumb).
+    """
+    _check_side(side)
+    mat = to_matrix(q)
+    thumb_sign = 1.0 if side == "r" else -1.0
+    return PalmDirections(fingers=mat[..., :, 1], palm_normal=mat[..., :, 2],
+                          thumb=thumb_sign * mat[..., :, 0])
+
+
+def palm_from_directions(fingers: ArrayLike, palm_normal: ArrayLike, *, side: Side) -> F64:
+    """Physical hand quaternions ``(..., 4)`` (canonical) from body-frame directions.
+
+    ``fingers`` is kept exactly (normalized); ``palm_normal`` is orthogonalized against it
+    (Gram-Schmidt); local +X = Y × Z. Both sides use the same construction — the side
+    only decides which way the thumb points (see :func:`palm_directions`) — so ``side``
+    is validated for symmetry with it. Zero or parallel inputs raise ``usage.zero_norm``.
+    """
+    _check_side(side)
+    y = _unit(_as_array(fingers, 3, "fingers"), "fingers")
+    normal = _as_array(palm_normal, 3, "palm_normal")
+    z = _unit(normal - np.sum(normal * y, axis=-1, keepdims=True) * y,
+              "palm_normal orthogonal to fingers")
+    x = np.cross(y, z)
+    return from_matrix(np.stack([x, y, z], axis=-1))

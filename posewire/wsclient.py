@@ -1,0 +1,189 @@
+"""Websocket plumbing shared by :mod:`producers.publisher` and :mod:`consumers.subscriber`.
+
+One :class:`ClientLink` is one websocket to a relay driven by a sans-I/O
+:class:`codec.protocol.Connection` (spec §5.10): it connects with the ``posewire.v1``
+subprotocol (spec §5.1), sends the hello, waits for the welcome (spec §5.3) and turns
+an error message or a close into :class:`RelayError` / :class:`LinkClosedError`.
+:class:`Backoff` is the exponential reconnect schedule both clients use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass
+from typing import Literal
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+from websockets.typing import Subprotocol
+
+from codec.errors import DecodeError
+from codec.protocol import (
+    CLOSE_CODES,
+    Closed,
+    Connection,
+    Event,
+    ProtocolFailure,
+    Received,
+    State,
+)
+from codec.wire import SUBPROTOCOL, ErrorMessage, Message, Welcome
+
+__all__ = [
+    "FATAL_CODES",
+    "Backoff",
+    "ClientLink",
+    "LinkClosedError",
+    "RelayError",
+]
+
+#: Error codes a reconnect cannot fix (spec §5.8): the client gives up on them.
+FATAL_CODES: frozenset[str] = frozenset({"decode.auth", "decode.registry", "decode.version"})
+_FATAL_CLOSE = frozenset(CLOSE_CODES[c] for c in FATAL_CODES)
+
+
+class RelayError(Exception):
+    """The relay (or the link to it) reported an error: stable ``code`` (a key of
+    :data:`codec.errors.ERROR_CODES`, or ``"link"`` for transport failures), optional
+    websocket ``close_code``, ``path`` and ``message``. ``fatal`` errors are not retried."""
+
+    def __init__(self, code: str, message: str, *, close_code: int | None = None,
+                 path: str = "") -> None:
+        self.code = code
+        self.message = message
+        self.close_code = close_code
+        self.path = path
+        super().__init__(f"[{code}] {message}" + (f" (close {close_code})" if close_code else ""))
+
+    @property
+    def fatal(self) -> bool:
+        """True when reconnecting cannot help (auth, registry, protocol version)."""
+        return self.code in FATAL_CODES or self.close_code in _FATAL_CLOSE
+
+    @classmethod
+    def from_message(cls, msg: ErrorMessage, close_code: int | None = None) -> RelayError:
+        """From a received error message (spec §5.8)."""
+        return cls(msg.code, msg.message, close_code=close_code, path=msg.path)
+
+
+class LinkClosedError(Exception):
+    """The websocket closed without an error message (``code``: close code or None)."""
+
+    def __init__(self, code: int | None, reason: str = "") -> None:
+        self.code = code
+        self.reason = reason
+        super().__init__(f"connection closed ({code}) {reason}".strip())
+
+
+@dataclass
+class Backoff:
+    """Exponential reconnect delays: ``initial · factor^k`` capped at ``maximum``, with
+    ±``jitter`` relative randomization; :meth:`reset` after a successful connect."""
+
+    initial: float = 0.05
+    maximum: float = 5.0
+    factor: float = 2.0
+    jitter: float = 0.1
+    attempt: int = 0
+
+    def next_delay(self) -> float:
+        """The delay before the next attempt (and count the attempt)."""
+        base = min(self.maximum, self.initial * self.factor ** self.attempt)
+        self.attempt += 1
+        return base * (1.0 + self.jitter * (2.0 * random.random() - 1.0))
+
+    def reset(self) -> None:
+        """Back to the initial delay."""
+        self.attempt = 0
+
+
+class ClientLink:
+    """One websocket to a relay with its protocol state machine (spec §5.3, §5.10)."""
+
+    def __init__(self, ws: ClientConnection, conn: Connection) -> None:
+        self.ws = ws
+        self.conn = conn
+        self.welcome: Welcome | None = None
+        #: Whether the last frame fed was behind the newest seen (spec §5.4).
+        self.last_stale = False
+
+    @classmethod
+    async def open(cls, url: str, stream: str, *, role: Literal["producer", "consumer"],
+                   token: str | None, client: str, open_timeout: float,
+                   max_size: int) -> ClientLink:
+        """Connect, send the hello and wait for the welcome.
+
+        Raises :class:`RelayError` when the relay answers with an error (e.g. auth) or
+        the transport fails (code ``"link"``).
+        """
+        try:
+            ws = await connect(url, subprotocols=[Subprotocol(SUBPROTOCOL)],
+                               open_timeout=open_timeout, max_size=max_size,
+                               compression=None, proxy=None)
+        except (OSError, InvalidHandshake, InvalidURI, TimeoutError) as exc:
+            raise RelayError("link", f"cannot connect to {url}: {exc}") from None
+        link = cls(ws, Connection(side="client", role=role))
+        try:
+            await ws.send(link.conn.hello(stream, client=client, token=token))
+            async with asyncio.timeout(open_timeout):
+                while link.conn.state is State.AWAIT_WELCOME:
+                    for msg in link.feed(await ws.recv()):
+                        if isinstance(msg, Welcome):
+                            link.welcome = msg
+        except ConnectionClosed as exc:
+            raise link.closed_error(exc) from None
+        except TimeoutError:
+            await ws.close()
+            raise RelayError("link", "no welcome from the relay in time") from None
+        except RelayError:
+            await ws.close()
+            raise
+        return link
+
+    def feed(self, data: bytes | str) -> list[Message]:
+        """Feed one received websocket message to the state machine; the valid messages.
+
+        An error message from the relay raises :class:`RelayError`; a violation by the
+        relay raises :class:`RelayError` with its code (we close the link).
+        """
+        if isinstance(data, str):
+            events: list[Event] = [self.conn.fail(DecodeError(
+                "decode.type", "a message must be binary", path="$"))]
+        else:
+            events = self.conn.receive_data(data)
+        out: list[Message] = []
+        for ev in events:
+            if isinstance(ev, Received):
+                if isinstance(ev.message, ErrorMessage):
+                    raise RelayError.from_message(ev.message)
+                if ev.message.TYPE == "f":
+                    self.last_stale = ev.stale
+                out.append(ev.message)
+            elif isinstance(ev, ProtocolFailure):
+                raise RelayError(ev.error.code, f"relay sent bad data: {ev.error.message}",
+                                 close_code=ev.close_code, path=ev.error.path)
+            elif isinstance(ev, Closed):
+                break
+        return out
+
+    def closed_error(self, exc: ConnectionClosed) -> RelayError | LinkClosedError:
+        """The exception for a close seen as ``exc`` (an app close code → RelayError)."""
+        code = exc.rcvd.code if exc.rcvd is not None else None
+        reason = exc.rcvd.reason if exc.rcvd is not None else ""
+        self.conn.connection_closed()
+        if code is not None and 4000 <= code < 5000:
+            known = {v: k for k, v in CLOSE_CODES.items()}
+            return RelayError(known.get(code, reason or "decode.state"),
+                              reason or "closed by the relay", close_code=code)
+        return LinkClosedError(code, reason)
+
+    async def close(self, reason: str = "") -> None:
+        """Say bye (when allowed) and close the websocket (1000)."""
+        try:
+            if self.conn.state is State.OPEN:
+                await self.ws.send(self.conn.bye(reason))
+        except ConnectionClosed:
+            pass
+        await self.ws.close()
+        self.conn.connection_closed()

@@ -1,0 +1,293 @@
+"""The publishing client: send pose frames to a posewire relay (spec §5.3–5.6).
+
+Example::
+
+    from producers.publisher import Publisher
+
+    async with Publisher("ws://127.0.0.1:8765", "alice", token="s3cret") as pub:
+        seq = await pub.send_frame({"h_yaw": 0.25, "a_y_r": 0.4})   # a masked frame
+        await pub.send_frame(full_vector, conditions=Conditions(affect=Affect("happy", 0.5)))
+
+The publisher numbers frames (uint32 ``seq``, +1 per frame, spec §5.4) and stamps them
+with the wall clock in µs unless given ``timestamp_us``. When the link drops it
+reconnects with exponential backoff, sends the hello and the calibration (and the last
+condition state) again, and keeps numbering where it left off. Errors a reconnect cannot
+fix (auth, registry, protocol version) raise :class:`~posewire.wsclient.RelayError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from websockets.exceptions import ConnectionClosed
+
+from codec.calibration import Calibration as AvatarCalibration
+from codec.conditions import Conditions
+from codec.errors import UsageError
+from codec.protocol import State
+from codec.registry import REGISTRY
+from codec.vector import N_DIMS
+from codec.wire import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    Bye,
+    Calibration,
+    ConditionsMessage,
+    Frame,
+    Message,
+)
+from posewire.wsclient import Backoff, ClientLink, LinkClosedError, RelayError
+
+__all__ = ["Publisher", "RelayError", "frame_values"]
+
+_U32 = 2**32
+
+
+def frame_values(values: ArrayLike | Mapping[str, float], *,
+                 mask: ArrayLike | Iterable[str] | None = None) -> NDArray[np.float64]:
+    """The ``(N,)`` frame vector for :meth:`Publisher.send_frame` (NaN = not sent).
+
+    ``values``: a ``(N,)`` vector (NaN entries are not sent) or ``{dim id: value}``
+    (only the named dims are sent, spec §5.4). ``mask``: a ``(N,)`` bool array or an
+    iterable of dim ids; dims outside it are not sent either.
+    """
+    if isinstance(values, Mapping):
+        vec = np.full(N_DIMS, np.nan)
+        for key, value in values.items():
+            dim = REGISTRY.by_id.get(key)
+            if dim is None:
+                raise UsageError("usage.unknown_id", f"no dimension {key!r}", path=key)
+            vec[dim.index] = float(value)
+    else:
+        vec = np.array(values, dtype=np.float64)
+        if vec.shape != (N_DIMS,):
+            raise UsageError("usage.shape", f"expected shape ({N_DIMS},), got {vec.shape}")
+    if mask is not None:
+        keep = _mask_array(mask)
+        vec[~keep] = np.nan
+    return vec
+
+
+def _mask_array(mask: ArrayLike | Iterable[str]) -> NDArray[np.bool_]:
+    if isinstance(mask, np.ndarray) and mask.dtype == np.bool_:
+        if mask.shape != (N_DIMS,):
+            raise UsageError("usage.shape", f"mask must have shape ({N_DIMS},)", path="mask")
+        return mask
+    items: list[object] = list(mask)  # type: ignore[arg-type]
+    if all(isinstance(m, str) for m in items):
+        keep = np.zeros(N_DIMS, dtype=bool)
+        for key in items:
+            dim = REGISTRY.by_id.get(str(key))
+            if dim is None:
+                raise UsageError("usage.unknown_id", f"no dimension {key!r}", path="mask")
+            keep[dim.index] = True
+        return keep
+    arr = np.asarray(items, dtype=bool)
+    if arr.shape != (N_DIMS,):
+        raise UsageError("usage.shape", f"mask must have shape ({N_DIMS},)", path="mask")
+    return arr
+
+
+def _wire_calibration(cal: AvatarCalibration | Calibration | None) -> Calibration | None:
+    if cal is None or isinstance(cal, Calibration):
+        return cal
+    return Calibration(cal.hand_length, cal.torso_length, cal.arm_length, cal.shoulder_width)
+
+
+class Publisher:
+    """Async producer client of one stream (spec §5.3).
+
+    ``url``: the relay (``ws://host:port``); ``stream``: the stream name; ``token``:
+    the relay's auth token; ``calibration``: the avatar's measurements (spec §4.1),
+    sent after every (re)connect. ``reconnect``: retry a lost link with :class:`Backoff`
+    (``backoff_initial`` … ``backoff_max`` seconds, at most ``max_retries`` attempts
+    in a row, None = forever).
+    """
+
+    def __init__(self, url: str, stream: str, *, token: str | None = None,
+                 calibration: AvatarCalibration | Calibration | None = None,
+                 client: str = "posewire-publisher", reconnect: bool = True,
+                 backoff_initial: float = 0.05, backoff_max: float = 5.0,
+                 max_retries: int | None = None, open_timeout: float = 5.0) -> None:
+        self.url = url
+        self.stream = stream
+        self.token = token
+        self.calibration = _wire_calibration(calibration)
+        self.client = client
+        self.reconnect = reconnect
+        self.backoff = Backoff(initial=backoff_initial, maximum=backoff_max)
+        self.max_retries = max_retries
+        self.open_timeout = open_timeout
+        #: The next sequence number (continues across reconnects, spec §5.4).
+        self.seq = 0
+        self.frames_sent = 0
+        self.reconnects = 0
+        self.conditions: Conditions | None = None
+        self._link: ClientLink | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._error: RelayError | None = None
+        self._closed = False
+        self._ever_connected = False
+        self._lock = asyncio.Lock()
+
+    async def __aenter__(self) -> Publisher:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def connected(self) -> bool:
+        """True while the link is open."""
+        return self._link is not None and self._link.conn.state is State.OPEN
+
+    @property
+    def max_message_bytes(self) -> int:
+        """The relay's announced size limit (spec §5.8)."""
+        welcome = self._link.welcome if self._link else None
+        return welcome.max_message_bytes if welcome else DEFAULT_MAX_MESSAGE_BYTES
+
+    async def connect(self) -> None:
+        """Open the link (hello, welcome, calibration, conditions); retries with backoff
+        when ``reconnect`` is set, raises :class:`RelayError` otherwise or when fatal."""
+        failures = 0
+        while True:
+            if self._closed:
+                raise UsageError("usage.state", "the publisher is closed")
+            try:
+                await self._open()
+                self.backoff.reset()
+                return
+            except (RelayError, LinkClosedError) as exc:
+                err = exc if isinstance(exc, RelayError) else RelayError(
+                    "link", str(exc), close_code=exc.code)
+                failures += 1
+                if err.fatal or not self.reconnect or (
+                        self.max_retries is not None and failures > self.max_retries):
+                    raise err from None
+            await asyncio.sleep(self.backoff.next_delay())
+
+    async def _open(self) -> None:
+        self._error = None
+        link = await ClientLink.open(self.url, self.stream, role="producer", token=self.token,
+                                     client=self.client, open_timeout=self.open_timeout,
+                                     max_size=2**20)
+        try:
+            if self.calibration is not None:
+                await link.ws.send(link.conn.send(self.calibration))
+            if self.conditions is not None:
+                await link.ws.send(link.conn.send(ConditionsMessage(self.conditions,
+                                                                    self._now_us())))
+        except ConnectionClosed as exc:
+            raise link.closed_error(exc) from None
+        self._link = link
+        self._ever_connected = True
+        self._reader = asyncio.create_task(self._read(link))
+
+    async def _read(self, link: ClientLink) -> None:
+        """Watch the link: the relay sends only err / bye to a producer (spec §5.3)."""
+        try:
+            async for data in link.ws:
+                for msg in link.feed(data):
+                    if isinstance(msg, Bye):
+                        return
+        except RelayError as exc:
+            self._error = exc
+        except ConnectionClosed as exc:
+            closed = link.closed_error(exc)
+            if isinstance(closed, RelayError):
+                self._error = closed
+        finally:
+            link.conn.connection_closed()
+
+    @staticmethod
+    def _now_us() -> int:
+        return time.time_ns() // 1000
+
+    async def _send(self, msg: Message) -> None:
+        """Send over the link, reconnecting (with backoff) when it dropped."""
+        async with self._lock:
+            while True:
+                if self._error is not None and self._error.fatal:
+                    raise self._error
+                if not self.connected:
+                    if self._ever_connected and not self.reconnect:
+                        raise self._error or RelayError("link", "the link to the relay closed")
+                    await self._drop_link()
+                    if self._ever_connected:
+                        self.reconnects += 1
+                    await self.connect()
+                link = self._link
+                assert link is not None
+                try:
+                    await link.ws.send(link.conn.send(msg))
+                    return
+                except (ConnectionClosed, UsageError):
+                    link.conn.connection_closed()
+                    if not self.reconnect:
+                        raise RelayError("link", "the link to the relay closed") from None
+
+    async def _drop_link(self) -> None:
+        link, self._link = self._link, None
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
+            self._reader = None
+        if link is not None:
+            with contextlib.suppress(Exception):
+                await link.ws.close()
+
+    async def send_frame(self, values: ArrayLike | Mapping[str, float], *,
+                         mask: ArrayLike | Iterable[str] | None = None,
+                         conditions: Conditions | None = None,
+                         timestamp_us: int | None = None) -> int:
+        """Send one frame; returns its ``seq``.
+
+        ``values``/``mask``: see :func:`frame_values` (NaN / unnamed dims are not sent,
+        spec §5.4). ``conditions``: the full condition state, sent inside the frame and
+        remembered for reconnects (spec §5.5). ``timestamp_us``: defaults to the wall
+        clock in µs.
+        """
+        vec = frame_values(values, mask=mask)
+        seq = self.seq
+        ts = self._now_us() if timestamp_us is None else int(timestamp_us)
+        frame = Frame(seq, ts, vec, conditions)
+        if conditions is not None:
+            self.conditions = conditions
+        await self._send(frame)
+        self.seq = (seq + 1) % _U32
+        self.frames_sent += 1
+        return seq
+
+    async def send_calibration(self, calibration: AvatarCalibration | Calibration) -> None:
+        """Send (and remember for reconnects) the avatar calibration (spec §5.6)."""
+        cal = _wire_calibration(calibration)
+        assert cal is not None
+        self.calibration = cal
+        await self._send(cal)
+
+    async def send_conditions(self, conditions: Conditions, *,
+                              timestamp_us: int | None = None) -> None:
+        """Send (and remember) a standalone condition state (spec §5.5)."""
+        self.conditions = conditions
+        ts = self._now_us() if timestamp_us is None else int(timestamp_us)
+        await self._send(ConditionsMessage(conditions, ts))
+
+    async def close(self) -> None:
+        """Say bye and close (idempotent)."""
+        self._closed = True
+        link = self._link
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
+            self._reader = None
+        if link is not None:
+            await link.close("publisher closing")
+        self._link = None

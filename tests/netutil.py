@@ -1,0 +1,103 @@
+"""Helpers for the networking tests: raw protocol clients over real loopback websockets."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
+from websockets.typing import Subprotocol
+
+from codec.protocol import Connection
+from codec.wire import SUBPROTOCOL, ErrorMessage, Hello, Message, Welcome, decode, encode
+
+__all__ = ["TIMEOUT", "Closed", "RawClient", "open_raw", "wait_for"]
+
+#: Upper bound for any single wait in these tests (seconds).
+TIMEOUT = 2.0
+
+
+@dataclass
+class Closed:
+    """How a connection ended: the messages received before, and the close code."""
+
+    messages: list[Message] = field(default_factory=list)
+    code: int | None = None
+    reason: str = ""
+
+    @property
+    def error(self) -> ErrorMessage | None:
+        errs = [m for m in self.messages if isinstance(m, ErrorMessage)]
+        return errs[0] if errs else None
+
+
+@dataclass
+class RawClient:
+    """A websocket speaking posewire by hand (to send bad data on purpose)."""
+
+    ws: ClientConnection
+    conn: Connection
+
+    async def send(self, msg: Message) -> None:
+        await self.ws.send(self.conn.send(msg))
+
+    async def recv(self) -> Message:
+        async with asyncio.timeout(TIMEOUT):
+            data = await self.ws.recv()
+        assert isinstance(data, bytes)
+        return decode(data)
+
+    async def until_closed(self) -> Closed:
+        """Read everything until the relay closes the connection."""
+        out = Closed()
+        try:
+            async with asyncio.timeout(TIMEOUT):
+                async for data in self.ws:
+                    assert isinstance(data, bytes)
+                    out.messages.append(decode(data, max_size=1 << 20))
+        except ConnectionClosed:
+            pass
+        await self.ws.wait_closed()
+        if self.ws.close_code is not None:
+            out.code = self.ws.close_code
+            out.reason = self.ws.close_reason or ""
+        return out
+
+
+async def open_raw(url: str, role: Literal["producer", "consumer"], stream: str, *,
+                   token: str | None = None, hello: Hello | None = None,
+                   welcome: bool = True, rcvbuf: int | None = None,
+                   max_queue: int = 16) -> RawClient:
+    """Connect and send a hello (``hello`` overrides it); with ``welcome``, expect it."""
+    kwargs: dict[str, object] = {}
+    if rcvbuf is not None:
+        host, port = url.removeprefix("ws://").rsplit(":", 1)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        sock.setblocking(False)
+        await asyncio.get_running_loop().sock_connect(sock, (host, int(port)))
+        kwargs["sock"] = sock
+    ws = await connect(url, subprotocols=[Subprotocol(SUBPROTOCOL)], compression=None,
+                       proxy=None, max_queue=max_queue, **kwargs)  # type: ignore[arg-type]
+    conn = Connection(side="client", role=role)
+    client = RawClient(ws, conn)
+    if hello is None:
+        await ws.send(conn.hello(stream, token=token))
+    else:
+        await ws.send(encode(hello))
+    if welcome:
+        msg = await client.recv()
+        assert isinstance(msg, Welcome), msg
+        conn.receive_data(encode(msg))
+    return client
+
+
+async def wait_for(predicate: Callable[[], bool], *, timeout: float = TIMEOUT) -> None:
+    """Poll ``predicate`` on the loop (for relay-side state that has no event)."""
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            await asyncio.sleep(0.002)

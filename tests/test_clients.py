@@ -1,0 +1,297 @@
+"""Publisher, Subscriber, recordings and the serve/produce/consume CLI (spec §5)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from netutil import TIMEOUT, open_raw, wait_for
+
+from codec.calibration import REFERENCE_CALIBRATION
+from codec.conditions import Affect, Conditions
+from codec.errors import UsageError
+from codec.registry import REGISTRY
+from codec.vector import DEFAULTS, N_DIMS
+from codec.wire import Bye
+from consumers.subscriber import SubscribedFrame, Subscriber
+from posewire.cli import _consume, build_parser
+from posewire.relay import Relay
+from posewire.wsclient import Backoff, RelayError
+from producers.publisher import Publisher, frame_values
+from producers.recording import RecordedFrame, read_recording, write_recording
+
+ROOT = Path(__file__).resolve().parents[1]
+WAVE = ROOT / "tests" / "data" / "wave.jsonl"
+H_YAW = REGISTRY.index("h_yaw")
+A_Y_R = REGISTRY.index("a_y_r")
+
+
+async def next_frame(sub: Subscriber) -> SubscribedFrame:
+    async with asyncio.timeout(TIMEOUT):
+        frame = await sub.recv()
+    assert frame is not None
+    return frame
+
+
+# ---------------------------------------------------------------- values and masks
+
+
+def test_frame_values_from_dict_vector_and_mask() -> None:
+    vec = frame_values({"h_yaw": 0.25})
+    assert vec[H_YAW] == 0.25 and int(np.isnan(vec).sum()) == N_DIMS - 1
+    vec = frame_values(DEFAULTS, mask=["h_yaw", "a_y_r"])
+    assert set(np.flatnonzero(~np.isnan(vec))) == {H_YAW, A_Y_R}
+    with pytest.raises(UsageError):
+        frame_values({"nope": 1.0})
+    with pytest.raises(UsageError):
+        frame_values(np.zeros(3))
+
+
+def test_backoff_grows_exponentially_to_the_cap() -> None:
+    b = Backoff(initial=0.1, maximum=1.0, jitter=0.0)
+    assert [round(b.next_delay(), 3) for _ in range(6)] == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
+    b.reset()
+    assert b.next_delay() == pytest.approx(0.1)
+
+
+# ---------------------------------------------------------------- publisher → subscriber
+
+
+async def test_publish_subscribe_masked_frames_conditions_and_merge() -> None:
+    cond = Conditions(affect=Affect("happy", 0.5, "blend"))
+    async with Relay("127.0.0.1", port=0) as relay, \
+            Publisher(relay.url, "a", calibration=REFERENCE_CALIBRATION) as pub, \
+            Subscriber(relay.url, "a") as plain, Subscriber(relay.url, "a", merge=True) as merged:
+        await wait_for(lambda: relay.streams.get("a") == (1, 2))
+        assert await pub.send_frame(DEFAULTS, conditions=cond, timestamp_us=7) == 0
+        assert await pub.send_frame({"h_yaw": -0.5}) == 1
+        for sub in (plain, merged):
+            first = await next_frame(sub)
+            assert (first.seq, first.timestamp_us) == (0, 7) and bool(first.mask.all())
+            assert first.conditions == cond and first.calibration is not None
+            assert first.calibration.arm_length == pytest.approx(0.56)
+            second = await next_frame(sub)
+            assert second.seq == 1 and int(second.mask.sum()) == 1
+            assert second.values[H_YAW] == pytest.approx(-0.5, abs=1e-4)
+            assert second.conditions == cond  # the state persists between frames
+        assert np.isnan(second.values).sum() == 0  # merged: the full latest state
+        np.testing.assert_allclose(second.values[A_Y_R], DEFAULTS[A_Y_R], atol=1e-4)
+
+
+async def test_late_subscriber_gets_calibration_and_latest_full_frame_at_once() -> None:
+    async with Relay("127.0.0.1", port=0) as relay, \
+            Publisher(relay.url, "a", calibration=REFERENCE_CALIBRATION) as pub:
+        await pub.send_frame(DEFAULTS)
+        await pub.send_frame({"h_yaw": 0.3})
+        await wait_for(lambda: relay.stats.frames_in == 2)
+        async with Subscriber(relay.url, "a") as sub:
+            frame = await next_frame(sub)
+            assert frame.seq == 1 and bool(frame.mask.all())
+            assert frame.values[H_YAW] == pytest.approx(0.3, abs=1e-4)
+            assert sub.calibration is not None
+            assert sub.calibration.hand_length == pytest.approx(0.19)
+
+
+async def test_wrong_token_is_fatal_for_both_clients() -> None:
+    async with Relay("127.0.0.1", port=0, token="s3cret") as relay:
+        with pytest.raises(RelayError) as err:
+            await Publisher(relay.url, "a", token="bad").connect()
+        assert err.value.code == "decode.auth" and err.value.fatal
+        with pytest.raises(RelayError) as err:
+            await Subscriber(relay.url, "a").connect()
+        assert err.value.code == "decode.auth"
+        async with Publisher(relay.url, "a", token="s3cret") as pub:
+            assert pub.connected
+
+
+async def test_unreachable_relay_gives_up_after_max_retries() -> None:
+    relay = Relay("127.0.0.1", port=0)
+    await relay.start()
+    url = relay.url
+    await relay.close()
+    pub = Publisher(url, "a", backoff_initial=0.01, max_retries=2)
+    with pytest.raises(RelayError) as err:
+        await pub.connect()
+    assert err.value.code == "link" and not err.value.fatal
+
+
+async def test_producer_reconnects_after_relay_restart_and_seq_continues() -> None:
+    first = Relay("127.0.0.1", port=0)
+    await first.start()
+    port = first.port
+    pub = Publisher(first.url, "a", calibration=REFERENCE_CALIBRATION, backoff_initial=0.01)
+    sub = Subscriber(first.url, "a", backoff_initial=0.01)
+    await pub.connect()
+    await sub.connect()
+    await wait_for(lambda: first.streams.get("a") == (1, 1))
+    for i in range(3):
+        await pub.send_frame({"h_yaw": i / 10})
+        assert (await next_frame(sub)).seq == i
+    await first.close()  # both clients get a bye
+    second = Relay("127.0.0.1", port=port)
+    await second.start()
+    try:
+        recv = asyncio.create_task(next_frame(sub))  # the subscriber reconnects by itself
+        await wait_for(lambda: second.streams.get("a", (0, 0))[1] == 1)
+        assert await pub.send_frame({"h_yaw": 0.5}) == 3  # reconnects, then sends
+        frame = await recv
+        assert frame.seq == 3 and frame.values[H_YAW] == pytest.approx(0.5, abs=1e-4)
+        assert pub.reconnects == 1 and sub.reconnects == 1
+        assert sub.calibration is not None  # resent after the reconnect
+        assert await pub.send_frame({"h_yaw": 0.6}) == 4
+        assert (await next_frame(sub)).seq == 4
+    finally:
+        await pub.close()
+        await sub.close()
+        await second.close()
+
+
+async def test_subscriber_iteration_ends_on_close() -> None:
+    async with Relay("127.0.0.1", port=0) as relay, Publisher(relay.url, "a") as pub:
+        sub = Subscriber(relay.url, "a")
+        await sub.connect()
+        await pub.send_frame({"h_yaw": 0.1})
+        seen = []
+
+        async def consume() -> None:
+            async for frame in sub:
+                seen.append(frame.seq)
+                await sub.close()
+
+        async with asyncio.timeout(TIMEOUT):
+            await consume()
+        assert seen == [0]
+
+
+# ---------------------------------------------------------------- recordings
+
+
+def test_recording_round_trip(tmp_path: Path) -> None:
+    cond = Conditions(tracking={"hand_l": "lost"})
+    frames = [RecordedFrame(i * 1000, {"h_yaw": i / 10, "a_y_r": -0.5}, cond if i else None)
+              for i in range(4)]
+    path = tmp_path / "r.jsonl"
+    assert write_recording(path, frames, calibration=REFERENCE_CALIBRATION) == 4
+    header, again = read_recording(path)
+    assert header.calibration == REFERENCE_CALIBRATION and header.registry_hash == REGISTRY.hash
+    assert again == frames
+    assert again[2].vector()[H_YAW] == pytest.approx(0.2)
+
+
+def test_recording_rejects_a_bad_file(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"format": "other"}\n')
+    with pytest.raises(UsageError):
+        read_recording(path)
+
+
+def test_wave_recording_is_plausible() -> None:
+    header, frames = read_recording(WAVE)
+    assert len(frames) == 120 and header.calibration == REFERENCE_CALIBRATION
+    yaw = np.array([f.values["h_yaw"] for f in frames])
+    assert yaw.max() == pytest.approx(0.2, abs=1e-3) and yaw.min() == pytest.approx(-0.2, abs=1e-3)
+    assert all(len(f.values) == N_DIMS for f in frames)
+    assert np.diff([f.t_us for f in frames]).min() > 0
+
+
+# ---------------------------------------------------------------- CLI end to end
+
+
+async def _posewire(*args: str) -> asyncio.subprocess.Process:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("POSEWIRE_TOKEN", None)
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "posewire.cli", *args, cwd=ROOT, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+
+
+async def test_cli_produce_replay_to_consume_count() -> None:
+    async with Relay("127.0.0.1", port=0, token="tok") as relay:
+        consume = await _posewire("consume", "wave", "--url", relay.url, "--token", "tok",
+                                  "--count", "10", "--json")
+        await wait_for(lambda: relay.streams.get("wave", (0, 0))[1] == 1, timeout=10)
+        produce = await _posewire("produce", "--replay", str(WAVE), "--url", relay.url,
+                                  "--stream", "wave", "--token", "tok", "--rate-scale", "8",
+                                  "--keep-timestamps")
+        async with asyncio.timeout(15):
+            out, err = await consume.communicate()
+            _, prod_err = await produce.communicate()
+    assert consume.returncode == 0, err.decode()
+    assert produce.returncode == 0, prod_err.decode()
+    assert "sent 120 frames" in prod_err.decode()
+    lines = [json.loads(line) for line in out.decode().splitlines()]
+    assert [o["seq"] for o in lines] == list(range(10))
+    _, wave = read_recording(WAVE)
+    for obj, src in zip(lines, wave, strict=False):
+        assert obj["t_us"] == src.t_us
+        assert obj["values"]["h_yaw"] == pytest.approx(src.values["h_yaw"], abs=1e-4)
+        assert obj["conditions"]["affect"]["label"] == "happy"
+
+
+async def test_consume_record_writes_a_replayable_recording(tmp_path: Path) -> None:
+    record = tmp_path / "rec.jsonl"
+    _, wave = read_recording(WAVE)
+    async with Relay("127.0.0.1", port=0) as relay, \
+            Publisher(relay.url, "w", calibration=REFERENCE_CALIBRATION) as pub:
+        args = build_parser().parse_args(["consume", "w", "--url", relay.url, "--count", "5",
+                                          "--record", str(record)])
+        consume = asyncio.create_task(_consume(args))
+        await wait_for(lambda: relay.streams.get("w", (0, 0))[1] == 1)
+        for src in wave[:5]:
+            await pub.send_frame(src.vector(), conditions=src.conditions, timestamp_us=src.t_us)
+            await wait_for(lambda: relay.stats.frames_out >= pub.frames_sent)
+        async with asyncio.timeout(TIMEOUT):
+            assert await consume == 0
+    header, rec = read_recording(record)
+    assert len(rec) == 5 and header.calibration == REFERENCE_CALIBRATION
+    for got, src in zip(rec, wave, strict=False):
+        assert got.t_us == src.t_us and got.conditions == src.conditions
+        assert got.values["w_qz_r"] == pytest.approx(src.values["w_qz_r"], abs=1e-4)
+
+
+async def test_cli_serve_shuts_down_gracefully_on_sigterm() -> None:
+    serve = await _posewire("serve", "--port", "0", "--status-every", "0.05")
+    assert serve.stderr is not None
+    async with asyncio.timeout(10):
+        line = ""
+        while not line.startswith("posewire relay on "):
+            line = (await serve.stderr.readline()).decode()
+    url = line.split()[3]
+    raw = await open_raw(url, "consumer", "s")
+    expected = "posewire relay: streams=1 producers=0 consumers=1 "
+    async with asyncio.timeout(10):  # status lines every 0.05 s
+        status = ""
+        while not status.startswith(expected):
+            status = (await serve.stderr.readline()).decode()
+    serve.send_signal(signal.SIGTERM)
+    closed = await raw.until_closed()
+    assert any(isinstance(m, Bye) for m in closed.messages) and closed.code == 1000
+    async with asyncio.timeout(10):
+        await serve.communicate()
+    assert serve.returncode == 0
+
+
+async def test_cli_consume_prints_non_default_dims() -> None:
+    async with Relay("127.0.0.1", port=0) as relay, Publisher(relay.url, "p") as pub:
+        vec = DEFAULTS.copy()
+        vec[H_YAW] = 0.25
+        await pub.send_frame(vec, timestamp_us=42)
+        consume = await _posewire("consume", "p", "--url", relay.url, "--count", "1")
+        async with asyncio.timeout(10):
+            out, err = await consume.communicate()
+    assert consume.returncode == 0, err.decode()
+    assert out.decode().strip() == "seq=0 t_us=42 h_yaw=0.2500"
+
+
+async def test_cli_serve_refuses_a_public_host_without_token() -> None:
+    serve = await _posewire("serve", "--host", "0.0.0.0", "--port", "0")
+    async with asyncio.timeout(10):
+        _, err = await serve.communicate()
+    assert serve.returncode == 2
+    assert "--token" in err.decode()

@@ -1,0 +1,290 @@
+"""The relay over real loopback websockets (spec §5.3, §5.7, §5.8)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import msgpack
+import numpy as np
+import pytest
+from netutil import TIMEOUT, open_raw, wait_for
+
+from codec.calibration import REFERENCE_CALIBRATION
+from codec.conditions import Affect, Conditions
+from codec.errors import UsageError
+from codec.protocol import CLOSE_CODES
+from codec.registry import REGISTRY
+from codec.vector import DEFAULTS, N_DIMS
+from codec.wire import Bye, Calibration, ConditionsMessage, ErrorMessage, Frame, Hello, encode
+from consumers.subscriber import Subscriber
+from posewire.relay import Mailbox, Relay, is_loopback
+from producers.publisher import Publisher
+
+H_YAW = REGISTRY.index("h_yaw")
+
+
+def frame(seq: int, yaw: float = 0.0, *, full: bool = True) -> Frame:
+    values = DEFAULTS.copy() if full else np.full(N_DIMS, np.nan)
+    values[H_YAW] = yaw
+    return Frame(seq, 1000 + seq, values)
+
+
+# ---------------------------------------------------------------- mailbox (spec §5.7)
+
+
+async def test_mailbox_latest_wins_counts_drops_and_keeps_kind_order() -> None:
+    box: Mailbox[bytes] = Mailbox()
+    box.put("cal", b"c1")
+    box.put("f", b"f1")
+    box.put("f", b"f2")
+    box.put("cal", b"c2")  # replaces c1 and is now younger than f2
+    assert len(box) == 2
+    assert box.dropped == {"f": 1, "cal": 1}
+    assert await box.get() == ("f", b"f2")
+    assert await box.get() == ("cal", b"c2")
+    waiter = asyncio.create_task(box.get())
+    await asyncio.sleep(0)
+    box.close()
+    assert await waiter is None
+
+
+# ---------------------------------------------------------------- handshake (spec §5.3, §5.9)
+
+
+@pytest.mark.parametrize(
+    ("hello", "code"),
+    [
+        (Hello("consumer", "s", protocol=2), "decode.version"),
+        (Hello("consumer", "s", registry_hash=b"\0" * 8), "decode.registry"),
+        (Hello("consumer", "s", registry_version="2.0.0"), "decode.registry"),
+    ],
+)
+async def test_hello_mismatch_is_refused_with_error_then_close_code(hello: Hello, code: str) -> None:
+    async with Relay("127.0.0.1", port=0) as relay:
+        raw = await open_raw(relay.url, "consumer", "s", hello=hello, welcome=False)
+        closed = await raw.until_closed()
+        assert closed.error is not None and closed.error.code == code
+        assert closed.code == CLOSE_CODES[code]
+        assert relay.stats.errors_by_code[code] == 1
+
+
+async def test_auth_token_is_enforced() -> None:
+    async with Relay("127.0.0.1", port=0, token="s3cret") as relay:
+        for token in (None, "wrong"):
+            raw = await open_raw(relay.url, "consumer", "s", token=token, welcome=False)
+            closed = await raw.until_closed()
+            assert closed.error is not None and closed.error.code == "decode.auth"
+            assert closed.code == CLOSE_CODES["decode.auth"] == 4012
+        ok = await open_raw(relay.url, "consumer", "s", token="s3cret")  # gets a welcome
+        await ok.ws.close()
+
+
+def test_non_loopback_host_needs_a_token_or_explicit_no_auth() -> None:
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("") and not is_loopback("10.0.0.1")
+    with pytest.raises(UsageError) as err:
+        Relay("0.0.0.0", 0)
+    assert err.value.code == "usage.bad_option"
+    Relay("0.0.0.0", 0, token="t")  # constructing does not bind
+    Relay("0.0.0.0", 0, no_auth=True)
+
+
+async def test_missing_subprotocol_is_refused() -> None:
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import InvalidStatus
+
+    async with Relay("127.0.0.1", port=0) as relay:
+        with pytest.raises(InvalidStatus) as err:  # spec §5.1: refused in the handshake
+            await connect(relay.url, proxy=None)
+        assert err.value.response.status_code == 400
+
+
+# ---------------------------------------------------------------- bad data (spec §5.8)
+
+
+async def test_oversized_message_is_refused_with_too_large() -> None:
+    async with Relay("127.0.0.1", port=0, max_bytes=512) as relay:
+        raw = await open_raw(relay.url, "producer", "s")
+        await raw.ws.send(msgpack.packb({"t": "f", "pad": b"x" * 1000}))
+        closed = await raw.until_closed()
+        assert closed.error is not None and closed.error.code == "decode.too_large"
+        assert closed.code == 4009
+        # far beyond the codec limit websockets refuses to read it at all (1009)
+        raw = await open_raw(relay.url, "producer", "s")
+        await raw.ws.send(b"x" * (512 * 64))
+        closed = await raw.until_closed()
+        assert closed.code == 1009
+
+
+@pytest.mark.parametrize(
+    ("payload", "code"),
+    [
+        (b"\xc1\xff garbage", "decode.malformed"),
+        (msgpack.packb([1, 2, 3]), "decode.type"),
+        (msgpack.packb({"t": "f", "s": "one", "ts": 0, "m": b"", "v": b""}), "decode.type"),
+        (msgpack.packb({"t": "nope"}), "decode.unknown_type"),
+        ("a text message", "decode.type"),
+    ],
+)
+async def test_bad_message_closes_only_that_client(payload: bytes | str, code: str) -> None:
+    async with Relay("127.0.0.1", port=0) as relay:
+        good_consumer = await open_raw(relay.url, "consumer", "s")
+        pub = await open_raw(relay.url, "producer", "s")
+        bad_producer = await open_raw(relay.url, "producer", "s2")
+        bad_consumer = await open_raw(relay.url, "consumer", "s")
+        await pub.send(frame(0, 0.1))
+        assert isinstance(await good_consumer.recv(), Frame)
+        for bad in (bad_producer, bad_consumer):
+            await bad.ws.send(payload)
+            closed = await bad.until_closed()
+            assert closed.error is not None and closed.error.code == code
+            assert closed.error.message  # public meaning only, no internals
+            assert closed.code == CLOSE_CODES[code]
+        await pub.send(frame(1, 0.2))
+        got = await good_consumer.recv()
+        assert isinstance(got, Frame) and got.seq == 1
+        assert relay.stats.errors == 2
+
+
+async def test_consumer_sending_a_frame_is_a_state_violation() -> None:
+    async with Relay("127.0.0.1", port=0) as relay:
+        consumer = await open_raw(relay.url, "consumer", "s")
+        await consumer.ws.send(encode(frame(0)))
+        closed = await consumer.until_closed()
+        assert closed.error is not None and closed.error.code == "decode.state"
+        assert closed.code == 4013
+
+
+# ---------------------------------------------------------------- fan-out (spec §5.7)
+
+
+async def test_slow_consumer_drops_old_frames_and_never_slows_fast_ones() -> None:
+    n_frames = 500
+    async with Relay("127.0.0.1", port=0, max_fps=1000, burst_s=2.0, send_buffer=4096) as relay:
+        fast = [await open_raw(relay.url, "consumer", "s") for _ in range(2)]
+        # never reads, tiny receive buffer: its queue fills after a few frames
+        slow = await open_raw(relay.url, "consumer", "s", rcvbuf=2048, max_queue=1)
+        pub = await open_raw(relay.url, "producer", "s")
+        max_pending = 0
+        max_buffered = 0
+        for seq in range(n_frames):
+            await pub.send(frame(seq, (seq % 100) / 100))
+            for consumer in fast:  # paced by the fast consumers only
+                got = await consumer.recv()
+                assert isinstance(got, Frame) and got.seq == seq
+            info = {c.session: c for c in relay.consumers("s")}
+            max_pending = max(max_pending, *(c.pending for c in info.values()))
+            max_buffered = max(max_buffered, *(c.buffered_bytes for c in info.values()))
+        infos = relay.consumers("s")
+        dropped = sorted(c.dropped for c in infos)
+        assert dropped[0] == dropped[1] == 0  # the fast ones lost nothing
+        assert dropped[2] > 0  # the slow one lost old frames
+        assert relay.stats.drops == dropped[2]
+        assert max_pending <= 3  # one slot per kind: bounded, whatever the backlog
+        assert max_buffered <= 64 * 1024
+        slow.ws.transport.abort()  # it never reads: no close handshake
+
+
+async def test_late_joiner_gets_calibration_conditions_and_merged_full_frame() -> None:
+    async with Relay("127.0.0.1", port=0) as relay:
+        pub = await open_raw(relay.url, "producer", "s")
+        cal = Calibration(0.2, 0.5, 0.6, 0.4)
+        cond = Conditions(affect=Affect("happy", 0.5, "add"))
+        await pub.send(cal)
+        await pub.send(ConditionsMessage(cond, 5))
+        await pub.send(frame(0, 0.1))
+        await pub.send(frame(1, 0.5, full=False))  # masked: only h_yaw
+        await wait_for(lambda: relay.stats.frames_in == 2)
+        late = await open_raw(relay.url, "consumer", "s")
+        got = [await late.recv() for _ in range(3)]
+        assert got[0] == cal
+        assert isinstance(got[1], ConditionsMessage) and got[1].conditions == cond
+        full = got[2]
+        assert isinstance(full, Frame) and full.is_full and full.seq == 1
+        assert full.values[H_YAW] == pytest.approx(0.5, abs=1e-4)
+        expected = DEFAULTS.copy()
+        expected[H_YAW] = 0.5
+        np.testing.assert_allclose(full.values, expected, atol=1e-2)
+
+
+async def test_many_streams_have_no_cross_talk() -> None:
+    n_streams, n_frames = 20, 5
+    async with Relay("127.0.0.1", port=0) as relay:
+        consumers = {i: [await open_raw(relay.url, "consumer", f"s{i}") for _ in range(2)]
+                     for i in range(n_streams)}
+        producers = {i: await open_raw(relay.url, "producer", f"s{i}") for i in range(n_streams)}
+        assert relay.streams == {f"s{i}": (1, 2) for i in range(n_streams)}
+
+        async def run(i: int) -> None:
+            for seq in range(n_frames):
+                await producers[i].send(frame(seq, i / 100))
+                for c in consumers[i]:
+                    got = await c.recv()
+                    assert isinstance(got, Frame) and got.seq == seq
+                    assert got.values[H_YAW] == pytest.approx(i / 100, abs=1e-4)
+
+        await asyncio.gather(*(run(i) for i in range(n_streams)))
+        assert relay.stats.frames_in == n_streams * n_frames
+        assert relay.stats.frames_out == 2 * n_streams * n_frames
+
+
+async def test_rate_limit_drops_excess_frames() -> None:
+    async with Relay("127.0.0.1", port=0, max_fps=10, burst_s=0.25) as relay:
+        pub = await open_raw(relay.url, "producer", "s")
+        for seq in range(20):  # a burst far above 10 fps
+            await pub.send(frame(seq))
+        await wait_for(lambda: relay.stats.frames_in + relay.stats.rate_limited == 20)
+        assert relay.stats.frames_in <= 4
+        assert relay.stats.rate_limited >= 16
+
+
+async def test_rate_limit_close_mode_closes_the_producer() -> None:
+    async with Relay("127.0.0.1", port=0, max_fps=10, burst_s=0.25, on_rate="close") as relay:
+        pub = await open_raw(relay.url, "producer", "s")
+        for seq in range(20):
+            try:
+                await pub.send(frame(seq))
+            except Exception:
+                break
+        closed = await pub.until_closed()
+        assert closed.error is not None and closed.error.code == "decode.rate"
+        assert closed.code == 4014
+
+
+async def test_graceful_shutdown_sends_bye_to_everyone() -> None:
+    relay = Relay("127.0.0.1", port=0)
+    await relay.start()
+    consumer = await open_raw(relay.url, "consumer", "s")
+    producer = await open_raw(relay.url, "producer", "s")
+    await relay.close()
+    for raw in (consumer, producer):
+        closed = await raw.until_closed()
+        assert any(isinstance(m, Bye) for m in closed.messages)
+        assert closed.code == 1000
+        assert not any(isinstance(m, ErrorMessage) for m in closed.messages)
+
+
+async def test_status_line_counts() -> None:
+    async with Relay("127.0.0.1", port=0) as relay:
+        async with Publisher(relay.url, "a", calibration=REFERENCE_CALIBRATION) as pub, \
+                Subscriber(relay.url, "a") as sub:
+            await wait_for(lambda: relay.streams.get("a") == (1, 1))
+            await pub.send_frame(DEFAULTS)
+            async with asyncio.timeout(TIMEOUT):
+                await sub.recv()
+            line = relay.status_line()
+        assert "streams=1 producers=1 consumers=1 frames_in=1 frames_out=1 drops=0" in line
+
+
+async def test_second_producer_on_a_busy_stream_is_refused() -> None:
+    # spec §5.7 (1): at most one producer per stream; the first keeps publishing
+    async with Relay("127.0.0.1", port=0) as relay:
+        first = await open_raw(relay.url, "producer", "busy")
+        second = await open_raw(relay.url, "producer", "busy", welcome=False)
+        closed = await second.until_closed()
+        assert closed.error is not None and closed.error.code == "decode.state"
+        assert closed.code == CLOSE_CODES["decode.state"]
+        other = await open_raw(relay.url, "producer", "free")  # another stream is fine
+        assert relay.streams == {"busy": (1, 0), "free": (1, 0)}
+        await first.ws.close()
+        await other.ws.close()
