@@ -16,7 +16,7 @@ run: install
 	$(BIN)/posewire registry
 
 lint: install
-	$(BIN)/ruff check codec producers consumers posewire tests benchmarks
+	$(BIN)/ruff check .
 	$(BIN)/mypy codec producers consumers posewire
 
 test: install lint

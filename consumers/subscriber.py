@@ -18,7 +18,6 @@ errors a reconnect cannot fix raise :class:`~posewire.wsclient.RelayError`.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass
 
@@ -27,11 +26,10 @@ from numpy.typing import NDArray
 from websockets.exceptions import ConnectionClosed
 
 from codec.conditions import Conditions
-from codec.errors import UsageError
 from codec.protocol import State
 from codec.vector import N_DIMS
 from codec.wire import Bye, Calibration, ConditionsMessage, Frame
-from posewire.wsclient import Backoff, ClientLink, LinkClosedError, RelayError
+from posewire.wsclient import Backoff, ClientLink, RelayError, retry_connect
 
 __all__ = ["RelayError", "SubscribedFrame", "Subscriber"]
 
@@ -117,27 +115,17 @@ class Subscriber:
     async def connect(self) -> None:
         """Open the link (hello → welcome); retries with backoff when ``reconnect`` is
         set; raises :class:`RelayError` when fatal or out of retries."""
-        failures = 0
-        while True:
-            if self._closed:
-                raise UsageError("usage.state", "the subscriber is closed")
-            try:
-                self._link = await ClientLink.open(
-                    self.url, self.stream, role="consumer", token=self.token,
-                    client=self.client, open_timeout=self.open_timeout, max_size=2**20)
-                if self._ever_connected:
-                    self.reconnects += 1
-                self._ever_connected = True
-                self.backoff.reset()
-                return
-            except (RelayError, LinkClosedError) as exc:
-                err = exc if isinstance(exc, RelayError) else RelayError(
-                    "link", str(exc), close_code=exc.code)
-                failures += 1
-                if err.fatal or not self.reconnect or (
-                        self.max_retries is not None and failures > self.max_retries):
-                    raise err from None
-            await asyncio.sleep(self.backoff.next_delay())
+        async def open_once() -> None:
+            self._link = await ClientLink.open(
+                self.url, self.stream, role="consumer", token=self.token,
+                client=self.client, open_timeout=self.open_timeout, max_size=2**20)
+            if self._ever_connected:
+                self.reconnects += 1
+            self._ever_connected = True
+
+        await retry_connect(open_once, backoff=self.backoff, reconnect=self.reconnect,
+                            max_retries=self.max_retries, is_closed=lambda: self._closed,
+                            what="subscriber")
 
     async def recv(self) -> SubscribedFrame | None:
         """The next frame; ``None`` when the subscriber is finished (closed, or the

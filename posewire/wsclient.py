@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -18,7 +19,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from websockets.typing import Subprotocol
 
-from codec.errors import DecodeError
+from codec.errors import DecodeError, UsageError
 from codec.protocol import (
     CLOSE_CODES,
     Closed,
@@ -36,6 +37,7 @@ __all__ = [
     "ClientLink",
     "LinkClosedError",
     "RelayError",
+    "retry_connect",
 ]
 
 #: Error codes a reconnect cannot fix (spec §5.8): the client gives up on them.
@@ -96,6 +98,30 @@ class Backoff:
     def reset(self) -> None:
         """Back to the initial delay."""
         self.attempt = 0
+
+
+async def retry_connect(open_once: Callable[[], Awaitable[None]], *, backoff: Backoff,
+                        reconnect: bool, max_retries: int | None,
+                        is_closed: Callable[[], bool], what: str) -> None:
+    """Call ``open_once`` until it succeeds, sleeping ``backoff`` delays between tries
+    (spec §5.9 clients). Raises :class:`RelayError` when the failure is fatal (auth,
+    registry, version), when ``reconnect`` is off, or after ``max_retries`` failures;
+    ``usage.state`` when ``is_closed()`` turns true meanwhile."""
+    failures = 0
+    while True:
+        if is_closed():
+            raise UsageError("usage.state", f"the {what} is closed")
+        try:
+            await open_once()
+            backoff.reset()
+            return
+        except (RelayError, LinkClosedError) as exc:
+            err = exc if isinstance(exc, RelayError) else RelayError(
+                "link", str(exc), close_code=exc.code)
+            failures += 1
+            if err.fatal or not reconnect or (max_retries is not None and failures > max_retries):
+                raise err from None
+        await asyncio.sleep(backoff.next_delay())
 
 
 class ClientLink:

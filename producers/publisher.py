@@ -40,7 +40,7 @@ from codec.wire import (
     Frame,
     Message,
 )
-from posewire.wsclient import Backoff, ClientLink, LinkClosedError, RelayError
+from posewire.wsclient import Backoff, ClientLink, RelayError, retry_connect
 
 __all__ = ["Publisher", "RelayError", "frame_values"]
 
@@ -155,22 +155,9 @@ class Publisher:
     async def connect(self) -> None:
         """Open the link (hello, welcome, calibration, conditions); retries with backoff
         when ``reconnect`` is set, raises :class:`RelayError` otherwise or when fatal."""
-        failures = 0
-        while True:
-            if self._closed:
-                raise UsageError("usage.state", "the publisher is closed")
-            try:
-                await self._open()
-                self.backoff.reset()
-                return
-            except (RelayError, LinkClosedError) as exc:
-                err = exc if isinstance(exc, RelayError) else RelayError(
-                    "link", str(exc), close_code=exc.code)
-                failures += 1
-                if err.fatal or not self.reconnect or (
-                        self.max_retries is not None and failures > self.max_retries):
-                    raise err from None
-            await asyncio.sleep(self.backoff.next_delay())
+        await retry_connect(self._open, backoff=self.backoff, reconnect=self.reconnect,
+                            max_retries=self.max_retries, is_closed=lambda: self._closed,
+                            what="publisher")
 
     async def _open(self) -> None:
         self._error = None
