@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from hypothesis import given
@@ -14,7 +12,6 @@ from codec.affect import AFFECT_DIM_MASK, PRESET_MASKS, PRESET_TARGETS, apply_af
 from codec.errors import UsageError
 from codec.registry import AFFECT_LABELS, AFFECT_MODES, REGISTRY
 from codec.vector import LOWER, MIRROR_PERMUTATION, MIRROR_SIGN, N_DIMS, UPPER, from_dict, mirror
-from posewire.conformance import load_cases, operations, run_case
 
 unit = st.floats(-1.0, 1.0, allow_nan=False)
 intensities = st.floats(0.0, 1.0, allow_nan=False)
@@ -180,15 +177,3 @@ def test_mirror_commutes_with_affect(vec: np.ndarray, label: str, mode: str, i: 
     out, _ = apply_affect(vec, label=label, intensity=i, mode=mode)  # type: ignore[arg-type]
     m_out, _ = apply_affect(mirror(vec), label=label, intensity=i, mode=mode)  # type: ignore[arg-type]
     np.testing.assert_array_equal(m_out, mirror(out))
-
-
-# --- conformance vectors --------------------------------------------------------------
-
-def test_conformance_file() -> None:
-    root = Path(__file__).resolve().parent.parent / "spec" / "conformance"
-    ops = operations()
-    cases = [(f, c) for f, c in load_cases(root) if f == "affect.json"]
-    assert len(cases) >= 10
-    for file, case in cases:
-        result = run_case(case, ops, file)
-        assert result.passed, (case["id"], result.why)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from hypothesis import given
@@ -27,7 +25,6 @@ from codec.morph import (
 )
 from codec.registry import ARKIT_CHANNELS, DIMENSIONS, REGISTRY
 from codec.vector import DEFAULTS, LOWER, N_DIMS, UPPER, from_dict, mirror
-from posewire.conformance import load_cases, operations, run_case
 
 unit = st.floats(-1.0, 1.0, allow_nan=False)
 weight = st.floats(0.0, 1.0, allow_nan=False)
@@ -274,15 +271,3 @@ def test_clamp_policy_always_yields_valid_weights(weights: np.ndarray) -> None:
     assert ((out >= 0) & (out <= 1)).all()
     changed = ~(out == weights)
     np.testing.assert_array_equal(changed, report.clamped | report.replaced)
-
-
-# --- conformance vectors --------------------------------------------------------------
-
-def test_conformance_file() -> None:
-    root = Path(__file__).resolve().parent.parent / "spec" / "conformance"
-    ops = operations()
-    cases = [(f, c) for f, c in load_cases(root) if f == "morph.json"]
-    assert len(cases) >= 15
-    for file, case in cases:
-        result = run_case(case, ops, file)
-        assert result.passed, (case["id"], result.why)

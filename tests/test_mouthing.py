@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from hypothesis import assume, example, given
@@ -27,7 +25,6 @@ from codec.mouthing import (
 )
 from codec.registry import ARKIT_CHANNELS, DIMENSIONS, REGISTRY, VISEMES
 from codec.vector import LOWER, N_DIMS, UPPER, from_dict, mirror
-from posewire.conformance import load_cases, operations, run_case
 
 unit = st.floats(-1.0, 1.0, allow_nan=False)
 JAW = REGISTRY.index("m_jaw")
@@ -268,15 +265,3 @@ def test_mouth_channels_are_the_mouth_group() -> None:
     names = {ARKIT_CHANNELS[i] for i in np.flatnonzero(MOUTH_CHANNELS)}
     assert {"jawOpen", "mouthClose", "tongueOut", "cheekPuff"} <= names
     assert "eyeBlinkLeft" not in names and len(names) == 29
-
-
-# --- conformance vectors --------------------------------------------------------------
-
-def test_conformance_file() -> None:
-    root = Path(__file__).resolve().parent.parent / "spec" / "conformance"
-    ops = operations()
-    cases = [(f, c) for f, c in load_cases(root) if f == "mouthing.json"]
-    assert len(cases) >= 15
-    for file, case in cases:
-        result = run_case(case, ops, file)
-        assert result.passed, (case["id"], result.why)
