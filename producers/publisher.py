@@ -219,13 +219,16 @@ class Publisher:
                     if not self.reconnect:
                         raise RelayError("link", "the link to the relay closed") from None
 
-    async def _drop_link(self) -> None:
-        link, self._link = self._link, None
+    async def _stop_reader(self) -> None:
         if self._reader is not None:
             self._reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reader
             self._reader = None
+
+    async def _drop_link(self) -> None:
+        link, self._link = self._link, None
+        await self._stop_reader()
         if link is not None:
             with contextlib.suppress(Exception):
                 await link.ws.close()
@@ -270,11 +273,7 @@ class Publisher:
         """Say bye and close (idempotent)."""
         self._closed = True
         link = self._link
-        if self._reader is not None:
-            self._reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reader
-            self._reader = None
+        await self._stop_reader()
         if link is not None:
             await link.close("publisher closing")
         self._link = None
