@@ -27,6 +27,7 @@ import msgpack
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from . import calibration
 from .conditions import Conditions, conditions_from_obj, conditions_to_obj
 from .errors import ERROR_CODES, DecodeError, PosewireError, UsageError
 from .registry import REGISTRY, REGISTRY_VERSION, Registry
@@ -183,18 +184,19 @@ class Welcome:
 
 
 @dataclass(frozen=True, slots=True)
-class Calibration:
-    """Producer's avatar measurements in metres (spec §4.1, §5.6); ``None`` = unknown.
-
-    ``hand_length`` d_x (wrist → middle fingertip), ``torso_length`` d_y (neck → navel),
-    ``arm_length`` d_z (shoulder → wrist, extended), ``shoulder_width`` S.
-    """
+class Calibration(calibration.Calibration):
+    """The calibration message (spec §5.6): a :class:`codec.calibration.Calibration`
+    (the producer's reference distances in metres, spec §4.1; ``None`` = unknown) with its
+    wire type tag, so it can be passed to :func:`codec.calibration.units` as it is."""
 
     TYPE: ClassVar[str] = "cal"
-    hand_length: float | None = None
-    torso_length: float | None = None
-    arm_length: float | None = None
-    shoulder_width: float | None = None
+
+    @classmethod
+    def of(cls, cal: calibration.Calibration) -> Calibration:
+        """The message carrying ``cal``'s distances (``cal`` itself when it is one)."""
+        if isinstance(cal, cls):
+            return cal
+        return cls(cal.hand_length, cal.torso_length, cal.arm_length, cal.shoulder_width)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -166,14 +166,7 @@ async def _consume(args: argparse.Namespace) -> int:
                           if not math.isnan(frame.values[d.index])}
                 if args.record:
                     if writer is None:
-                        cal = sub.calibration
-                        from codec.calibration import Calibration as AvatarCalibration
-
-                        header = RecordingHeader(calibration=None if cal is None else
-                                                 AvatarCalibration(cal.hand_length,
-                                                                   cal.torso_length,
-                                                                   cal.arm_length,
-                                                                   cal.shoulder_width))
+                        header = RecordingHeader(calibration=sub.calibration)
                         writer = RecordingWriter(args.record, header=header).__enter__()
                     writer.write(RecordedFrame(frame.timestamp_us, values, frame.conditions))
                 elif args.json:

@@ -92,10 +92,8 @@ def _mask_array(mask: ArrayLike | Iterable[str]) -> NDArray[np.bool_]:
     return arr
 
 
-def _wire_calibration(cal: AvatarCalibration | Calibration | None) -> Calibration | None:
-    if cal is None or isinstance(cal, Calibration):
-        return cal
-    return Calibration(cal.hand_length, cal.torso_length, cal.arm_length, cal.shoulder_width)
+def _wire_calibration(cal: AvatarCalibration | None) -> Calibration | None:
+    return None if cal is None else Calibration.of(cal)
 
 
 class Publisher:
@@ -109,7 +107,7 @@ class Publisher:
     """
 
     def __init__(self, url: str, stream: str, *, token: str | None = None,
-                 calibration: AvatarCalibration | Calibration | None = None,
+                 calibration: AvatarCalibration | None = None,
                  client: str = "posewire-publisher", reconnect: bool = True,
                  backoff_initial: float = 0.05, backoff_max: float = 5.0,
                  max_retries: int | None = None, open_timeout: float = 5.0) -> None:
@@ -255,7 +253,7 @@ class Publisher:
         self.frames_sent += 1
         return seq
 
-    async def send_calibration(self, calibration: AvatarCalibration | Calibration) -> None:
+    async def send_calibration(self, calibration: AvatarCalibration) -> None:
         """Send (and remember for reconnects) the avatar calibration (spec §5.6)."""
         cal = _wire_calibration(calibration)
         assert cal is not None
