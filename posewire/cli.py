@@ -48,14 +48,24 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
 
 def _cmd_conformance(args: argparse.Namespace) -> int:
-    from .conformance import run_dir
+    import shlex
 
-    results = run_dir(Path(args.directory))
-    failed = [r for r in results if not r.passed]
+    from .conformance import ProcessExecutor, run_dir
+
+    executor = ProcessExecutor(shlex.split(args.exec)) if args.exec else None
+    try:
+        results = run_dir(Path(args.directory), executor)
+    finally:
+        if executor is not None:
+            executor.close()
+    failed = [r for r in results if not r.passed and not r.skipped]
+    skipped = [r for r in results if r.skipped]
     for r in results:
         if not r.passed or args.verbose:
-            print(f"{'PASS' if r.passed else 'FAIL'}  {r.file}:{r.id}  {r.why}")
-    print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
+            status = "PASS" if r.passed else "SKIP" if r.skipped else "FAIL"
+            print(f"{status}  {r.file}:{r.id}  {r.why}")
+    print(f"{len(results) - len(failed) - len(skipped)} passed, {len(failed)} failed, "
+          f"{len(skipped)} skipped")
     return 1 if failed else 0
 
 
@@ -262,6 +272,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("conformance", help="run the conformance vectors")
     p.add_argument("directory", nargs="?", default="spec/conformance")
     p.add_argument("-v", "--verbose", action="store_true")
+    p.add_argument("--exec", metavar="COMMAND",
+                   help="run the cases against another implementation speaking the kit's "
+                        "JSON-lines protocol on stdin/stdout (spec §6.3)")
     p.set_defaults(func=_cmd_conformance)
 
     _add_net_parsers(sub)

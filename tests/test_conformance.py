@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from posewire.conformance import compare, load_cases, operations, run_case
+from posewire.conformance import builtin_executor, compare, load_cases, operations, run_case
 
 ROOT = Path(__file__).resolve().parent.parent / "spec" / "conformance"
 CASES = list(load_cases(ROOT))
+EXECUTE = builtin_executor()
 
 
 def test_there_are_vectors() -> None:
@@ -19,7 +23,7 @@ def test_there_are_vectors() -> None:
 
 @pytest.mark.parametrize(("file", "case"), CASES, ids=[f"{f}:{c['id']}" for f, c in CASES])
 def test_case(file: str, case: dict[str, object]) -> None:
-    result = run_case(case, operations(), file)  # type: ignore[arg-type]
+    result = run_case(case, EXECUTE, file)  # type: ignore[arg-type]
     assert result.passed, result.why
 
 
@@ -41,3 +45,49 @@ def test_compare_detects_differences() -> None:
         "$.a[1]: expected 2.0, got 2.1 (tolerance 1e-09)")
     assert compare({"a": 1, "b": 2}, {"a": 1}, 0) == "$: unexpected keys ['b']"
     assert compare("x", 1.0, 0.1) is not None
+
+
+# ------------------------------------------------ another implementation (spec §6.3)
+
+_ADAPTER = r"""
+import json, sys
+from codec.errors import PosewireError
+from posewire.conformance import operations
+ops = operations()
+broken = sys.argv[1] if len(sys.argv) > 1 else ""
+for line in sys.stdin:
+    req = json.loads(line)
+    if req["op"] not in ops or req["op"] == "affect.apply":
+        print(json.dumps({"unsupported": True}), flush=True)
+        continue
+    try:
+        result = ops[req["op"]](req["input"])
+        if req["op"] == broken:
+            result = {"broken": True}
+        print(json.dumps({"result": result}), flush=True)
+    except PosewireError as exc:
+        print(json.dumps({"error": exc.code}), flush=True)
+"""
+
+
+def _run_external(*extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "posewire.cli", "conformance", str(ROOT),
+         "--exec", shlex.join([sys.executable, "-c", _ADAPTER, *extra])],
+        capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_kit_runs_another_process_and_reports_skips() -> None:
+    done = _run_external()
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr
+    n_affect = sum(1 for _, c in CASES if c["op"] == "affect.apply")
+    assert done.stdout.strip().splitlines()[-1] == (
+        f"{len(CASES) - n_affect} passed, 0 failed, {n_affect} skipped")
+
+
+def test_kit_reports_what_failed_and_why() -> None:
+    done = _run_external("palm.decode")
+    assert done.returncode == 1
+    fails = [line for line in done.stdout.splitlines() if line.startswith("FAIL")]
+    n_palm = sum(1 for _, c in CASES if c["op"] == "palm.decode" and "expect" in c)
+    assert len(fails) == n_palm and all("palm.json" in f and "$" in f for f in fails)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,19 @@ from typing import Any
 
 from codec.errors import PosewireError
 
-__all__ = ["CaseResult", "Operation", "compare", "load_cases", "operations", "run_case", "run_dir"]
+__all__ = [
+    "CaseResult",
+    "Executor",
+    "Operation",
+    "Outcome",
+    "ProcessExecutor",
+    "builtin_executor",
+    "compare",
+    "load_cases",
+    "operations",
+    "run_case",
+    "run_dir",
+]
 
 Operation = Callable[[dict[str, Any]], Any]
 
@@ -45,6 +58,7 @@ class CaseResult:
     id: str
     passed: bool
     why: str
+    skipped: bool = False
 
 
 def compare(actual: Any, expected: Any, tolerance: float, path: str = "$") -> str | None:
@@ -86,23 +100,87 @@ def load_cases(directory: Path) -> Iterator[tuple[str, dict[str, Any]]]:
             yield file.name, case
 
 
-def run_case(case: dict[str, Any], ops: dict[str, Operation], file: str = "") -> CaseResult:
-    op = ops.get(case["op"])
-    if op is None:
-        return CaseResult(file, case["id"], False, f"unknown op {case['op']!r}")
-    try:
-        actual = op(case["input"])
-    except PosewireError as exc:
-        if exc.code == case.get("expect_error"):
+@dataclass(frozen=True)
+class Outcome:
+    """What an implementation did with one case: a ``result``, an error ``code``, or
+    ``unsupported`` (the implementation does not offer that op: reported as skipped)."""
+
+    result: Any = None
+    error: str | None = None
+    unsupported: bool = False
+
+
+Executor = Callable[[str, dict[str, Any]], Outcome]
+
+
+def builtin_executor(ops: dict[str, Operation] | None = None) -> Executor:
+    """Runs cases against this package's own implementation."""
+    table = operations() if ops is None else ops
+
+    def execute(op: str, inp: dict[str, Any]) -> Outcome:
+        func = table.get(op)
+        if func is None:
+            return Outcome(unsupported=True)
+        try:
+            return Outcome(result=func(inp))
+        except PosewireError as exc:
+            return Outcome(error=exc.code)
+
+    return execute
+
+
+class ProcessExecutor:
+    """Runs cases against another implementation, in any language (spec §6.3).
+
+    The command is started once; for each case the kit writes one JSON line
+    ``{"id", "op", "input"}`` to its stdin and reads one JSON line back:
+    ``{"result": ...}``, ``{"error": "<stable code>"}`` or ``{"unsupported": true}``.
+    """
+
+    def __init__(self, command: list[str]) -> None:
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        text=True, bufsize=1)
+
+    def __call__(self, op: str, inp: dict[str, Any]) -> Outcome:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps({"op": op, "input": inp}) + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the implementation exited (status {self.process.poll()})")
+        reply = json.loads(line)
+        if reply.get("unsupported"):
+            return Outcome(unsupported=True)
+        if "error" in reply:
+            return Outcome(error=str(reply["error"]))
+        return Outcome(result=reply.get("result"))
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def run_case(case: dict[str, Any], execute: Executor, file: str = "") -> CaseResult:
+    """Judge one case (spec §6.2): results within ``tolerance``, or the expected error."""
+    out = execute(case["op"], case["input"])
+    if out.unsupported:
+        return CaseResult(file, case["id"], False, f"op {case['op']!r} not supported", skipped=True)
+    if out.error is not None:
+        if out.error == case.get("expect_error"):
             return CaseResult(file, case["id"], True, "")
-        return CaseResult(file, case["id"], False, f"raised {exc.code}: {exc.message}")
+        return CaseResult(file, case["id"], False, f"raised {out.error}")
     if "expect_error" in case:
         return CaseResult(file, case["id"], False,
-                          f"expected error {case['expect_error']}, got {actual!r}")
-    why = compare(actual, case["expect"], float(case.get("tolerance", 1e-9)))
+                          f"expected error {case['expect_error']}, got {out.result!r}")
+    why = compare(out.result, case["expect"], float(case.get("tolerance", 1e-9)))
     return CaseResult(file, case["id"], why is None, why or "")
 
 
-def run_dir(directory: Path) -> list[CaseResult]:
-    ops = operations()
-    return [run_case(case, ops, file) for file, case in load_cases(directory)]
+def run_dir(directory: Path, execute: Executor | None = None) -> list[CaseResult]:
+    """Every case of every file in ``directory``, against ``execute`` (default: built in)."""
+    run = builtin_executor() if execute is None else execute
+    return [run_case(case, run, file) for file, case in load_cases(directory)]
