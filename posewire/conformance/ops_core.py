@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from codec import vector
+from codec import calibration, vector
+from codec.conditions import conditions_from_obj, conditions_to_obj, mirror_conditions
 from codec.registry import REGISTRY
 
 __all__ = ["OPS"]
@@ -28,4 +29,19 @@ def _registry(inp: dict[str, Any]) -> Any:
             "max": dim.row.max}
 
 
-OPS = {"vector.validate": _validate, "vector.mirror": _mirror, "registry.row": _registry}
+def _body_frame(inp: dict[str, Any]) -> Any:
+    frame = calibration.body_frame(inp["shoulder_l"], inp["shoulder_r"], inp["hip_mid"])
+    axes = frame.rotation.T.tolist()  # rows: X, Y, Z in world coordinates
+    points = inp.get("points") or []
+    body = calibration.to_body_frame(points, frame).tolist() if points else []
+    return {"origin": frame.origin.tolist(), "x": axes[0], "y": axes[1], "z": axes[2],
+            "points": body}
+
+
+def _conditions_mirror(inp: dict[str, Any]) -> Any:
+    conditions = conditions_from_obj(inp["conditions"], error_family="usage")
+    return {"conditions": conditions_to_obj(mirror_conditions(conditions))}
+
+
+OPS = {"vector.validate": _validate, "vector.mirror": _mirror, "registry.row": _registry,
+       "frame.body": _body_frame, "conditions.mirror": _conditions_mirror}
