@@ -1,0 +1,144 @@
+"""Smoke tests of the benchmarks (benchmarks/): the size targets of the brief.
+
+Message sizes are deterministic (fixed pose, fixed seq and timestamp widths), so the
+size targets are real assertions: a full frame is at most 250 bytes and at least 20×
+smaller than the VMC/OSC frame of the same pose. Timings are run (to catch breakage)
+but never asserted.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+from codec import wire
+from codec.registry import DIMENSIONS
+
+BENCH_DIR = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"_bench_{name}", BENCH_DIR / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def wire_bench() -> ModuleType:
+    return _load("wire_bench")
+
+
+@pytest.fixture(scope="module")
+def sizes(wire_bench: ModuleType) -> dict[str, object]:
+    return {row.subset: row for row in wire_bench.measure_sizes()}
+
+
+def test_vmc_bone_set_is_unity_humanoid(wire_bench: ModuleType) -> None:
+    assert len(wire_bench.HUMAN_BODY_BONES) == 55
+    assert len(set(wire_bench.HUMAN_BODY_BONES)) == 55
+    assert len(wire_bench.FINGER_BONES) == 30
+
+
+def test_vmc_frame_size_is_in_the_measured_range(wire_bench: ModuleType) -> None:
+    # brief: measured VMC frames are 5.3-7.3 KB; ours must be a realistic one
+    size = len(wire_bench.vmc_bundle(wire_bench.vmc_frame(wire_bench.typical_pose())))
+    assert 5300 <= size <= 7300
+
+
+def test_vmc_bundle_is_valid_osc_with_every_bone_and_blendshape(wire_bench: ModuleType) -> None:
+    from pythonosc.osc_bundle import OscBundle
+
+    data = wire_bench.vmc_bundle(wire_bench.vmc_frame(wire_bench.typical_pose()))
+    bundle = OscBundle(data)
+    addresses = [m.address for m in bundle]
+    assert addresses.count("/VMC/Ext/Bone/Pos") == 55
+    assert addresses.count("/VMC/Ext/Blend/Val") == 52
+    assert addresses.count("/VMC/Ext/Blend/Apply") == 1
+    assert {"/VMC/Ext/OK", "/VMC/Ext/T", "/VMC/Ext/Root/Pos"} <= set(addresses)
+    for msg in bundle:
+        if msg.address == "/VMC/Ext/Bone/Pos":
+            qx, qy, qz, qw = msg.params[4:8]
+            assert math.isclose(qx * qx + qy * qy + qz * qz + qw * qw, 1.0, rel_tol=1e-5)
+
+
+def test_full_frame_meets_the_size_targets(sizes: dict[str, object]) -> None:
+    for label in ("full", "full + conditions"):
+        row = sizes[label]
+        assert row.dims == len(DIMENSIONS)  # type: ignore[attr-defined]
+        assert row.posewire <= 250, label  # type: ignore[attr-defined]
+        assert row.vmc_osc >= 20 * row.posewire, label  # type: ignore[attr-defined]
+
+
+def test_subsets_are_smaller_than_the_full_frame(sizes: dict[str, object]) -> None:
+    full = sizes["full"].posewire  # type: ignore[attr-defined]
+    hands, face = sizes["hands only"], sizes["face only"]
+    assert hands.dims == 46 and face.dims == 27  # type: ignore[attr-defined]
+    assert hands.posewire < full and face.posewire < full  # type: ignore[attr-defined]
+    # posewire beats both the VMC bundle and plain JSON of the same content
+    for row in sizes.values():
+        assert row.posewire < row.json_dims < row.vmc_osc  # type: ignore[attr-defined]
+
+
+def test_benchmark_frames_decode_to_the_pose(wire_bench: ModuleType) -> None:
+    vec = wire_bench.typical_pose()
+    for subset in ("full", "hands", "face"):
+        msg = wire.decode(wire_bench.posewire_frame(vec, subset=subset))
+        assert isinstance(msg, wire.Frame)
+        present = msg.mask
+        assert present.sum() == {"full": 79, "hands": 46, "face": 27}[subset]
+        # 8-bit dims: error <= 1/254; 16-bit dims far less
+        np.testing.assert_allclose(msg.values[present], vec[present], atol=0.5 / 127 + 1e-12)
+
+
+def test_timings_and_batch_run(wire_bench: ModuleType) -> None:
+    timings = wire_bench.measure_timings(number=5, repeat=1)
+    assert all(v > 0 for v in timings.values())
+    batch = wire_bench.measure_batch(n_frames=100, repeat=1)
+    assert batch["quantize_frames_per_s"] > 0
+
+
+def test_main_writes_json(wire_bench: ModuleType, tmp_path: Path,
+                          monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(wire_bench, "measure_timings", lambda **_: {
+        k: 1.0 for k in ("encode_us", "decode_us", "encode_with_conditions_us",
+                         "decode_with_conditions_us", "vmc_bundle_build_us",
+                         "json_dims_dumps_us", "json_dims_loads_us")})
+    monkeypatch.setattr(wire_bench, "measure_batch", lambda **_: {
+        "n_frames": 1.0, "quantize_frames_per_s": 1.0, "dequantize_frames_per_s": 1.0})
+    out = tmp_path / "wire.json"
+    assert wire_bench.main(["--json", str(out)]) == 0
+    import json
+
+    figures = json.loads(out.read_text())
+    assert {r["subset"] for r in figures["sizes"]} == {"full + conditions", "full", "hands only",
+                                                       "face only"}
+    assert "| full |" in capsys.readouterr().out
+
+
+def test_relay_fan_out_smoke() -> None:
+    """Three consumers for 2 s through a real relay process: every frame is either
+    delivered or counted by the relay (latest-wins drops are never silent), in order,
+    without duplicates, and the newest frame reaches everyone. Zero loss is the normal
+    outcome but is not asserted: on a loaded 2-core machine a stalled relay may
+    legitimately replace a frame."""
+    relay_bench = _load("relay_bench")
+    levels, memory = relay_bench.run([3], duration=2.0, grace_s=1.0)
+    (level,) = levels
+    assert level.connected == 3 and level.connect_failures == 0
+    assert level.frames_sent == level.expected_per_consumer == 120
+    assert level.duplicates == 0 and level.out_of_order == 0
+    assert level.got_last_frame == 3
+    counters = level.relay_counters
+    assert counters["frames_in"] == 120 - counters["rate_limited"]
+    assert level.frames_lost_total == counters["drops"] + 3 * counters["rate_limited"]
+    assert level.latency_samples == 3 * 120 - level.frames_lost_total
+    assert memory["rss_at_end_mb"] > 0
