@@ -27,6 +27,7 @@ generate: install
 
 bench: install
 	$(BIN)/python benchmarks/wire_bench.py
+	$(BIN)/python benchmarks/relay_bench.py
 
 clean:
 	rm -rf $(VENV)
