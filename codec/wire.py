@@ -640,15 +640,21 @@ def message_from_json(obj: Mapping[str, Any], *, registry: Registry = REGISTRY) 
                 if dim is None:
                     raise UsageError("usage.unknown_id", f"no dimension {key!r}",
                                      path=f"values.{key}")
+                if isinstance(value, bool) or not isinstance(value, int | float):
+                    raise UsageError("usage.bad_option", f"{key} must be a number",
+                                     path=f"values.{key}")
                 values[dim.index] = float(value)
             c = args.get("conditions")
-            return Frame(int(args["seq"]), int(args["timestamp_us"]), values,
+            # integers stay integers: 0.5 is refused, never truncated (spec §1.3)
+            return Frame(_int(args["seq"], 0, _U32 - 1, "usage", "seq"),
+                         _int(args["timestamp_us"], 0, _U64 - 1, "usage", "timestamp_us"),
+                         values,
                          None if c is None else conditions_from_obj(c, error_family="usage"),
-                         int(args.get("unknown_dims", 0)))
+                         _int(args.get("unknown_dims", 0), 0, _U32, "usage", "unknown_dims"))
         if kind is ConditionsMessage:
             return ConditionsMessage(
                 conditions_from_obj(args["conditions"], error_family="usage"),
-                int(args.get("timestamp_us", 0)))
+                _int(args.get("timestamp_us", 0), 0, _U64 - 1, "usage", "timestamp_us"))
         if "registry_hash" in args:
             args["registry_hash"] = bytes.fromhex(args["registry_hash"])
         msg: Message = kind(**args)

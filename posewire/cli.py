@@ -52,9 +52,12 @@ def _cmd_conformance(args: argparse.Namespace) -> int:
 
     from .conformance import ProcessExecutor, run_dir
 
-    executor = ProcessExecutor(shlex.split(args.exec)) if args.exec else None
+    executor = ProcessExecutor(shlex.split(args.exec), timeout=args.timeout) if args.exec else None
     try:
         results = run_dir(Path(args.directory), executor)
+    except RuntimeError as exc:  # the other implementation hung or exited
+        print(f"posewire conformance: {exc}", file=sys.stderr)
+        return 2
     finally:
         if executor is not None:
             executor.close()
@@ -274,7 +277,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true")
     p.add_argument("--exec", metavar="COMMAND",
                    help="run the cases against another implementation speaking the kit's "
-                        "JSON-lines protocol on stdin/stdout (spec §6.3)")
+                        "JSON-lines protocol on stdin/stdout (spec §6.4)")
+    p.add_argument("--timeout", type=float, default=10.0,
+                   help="seconds to wait for each answer of --exec (default 10)")
     p.set_defaults(func=_cmd_conformance)
 
     _add_net_parsers(sub)

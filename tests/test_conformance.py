@@ -91,3 +91,28 @@ def test_kit_reports_what_failed_and_why() -> None:
     fails = [line for line in done.stdout.splitlines() if line.startswith("FAIL")]
     n_palm = sum(1 for _, c in CASES if c["op"] == "palm.decode" and "expect" in c)
     assert len(fails) == n_palm and all("palm.json" in f and "$" in f for f in fails)
+
+
+def test_kit_stops_on_a_silent_implementation() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "posewire.cli", "conformance", str(ROOT), "--timeout", "0.5",
+         "--exec", shlex.join([sys.executable, "-c", "import time; time.sleep(30)"])],
+        capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert "no answer within 0.5 s" in done.stderr
+
+
+def test_kit_reports_an_answer_that_is_not_json() -> None:
+    script = "import sys\nfor _ in sys.stdin: print('oops', flush=True)"
+    done = subprocess.run(
+        [sys.executable, "-m", "posewire.cli", "conformance", str(ROOT),
+         "--exec", shlex.join([sys.executable, "-c", script])],
+        capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 1
+    assert f"0 passed, {len(CASES)} failed, 0 skipped" in done.stdout
+    assert "answer is not JSON: 'oops" in done.stdout
+
+
+def test_malformed_case_input_fails_the_case_without_a_traceback() -> None:
+    result = run_case({"id": "x", "op": "palm.decode", "input": {}, "expect": {}}, EXECUTE)
+    assert not result.passed and result.why.startswith("the implementation failed: KeyError")

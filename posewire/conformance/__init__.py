@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import select
 import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -108,6 +109,7 @@ class Outcome:
     result: Any = None
     error: str | None = None
     unsupported: bool = False
+    crash: str | None = None  # the implementation failed without a stable code
 
 
 Executor = Callable[[str, dict[str, Any]], Outcome]
@@ -125,6 +127,9 @@ def builtin_executor(ops: dict[str, Operation] | None = None) -> Executor:
             return Outcome(result=func(inp))
         except PosewireError as exc:
             return Outcome(error=exc.code)
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+            # a malformed case input: reported as a failed case, never a traceback
+            return Outcome(crash=f"{type(exc).__name__}: {exc}")
 
     return execute
 
@@ -137,7 +142,8 @@ class ProcessExecutor:
     ``{"result": ...}``, ``{"error": "<stable code>"}`` or ``{"unsupported": true}``.
     """
 
-    def __init__(self, command: list[str]) -> None:
+    def __init__(self, command: list[str], *, timeout: float = 10.0) -> None:
+        self.timeout = timeout
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         text=True, bufsize=1)
 
@@ -145,10 +151,19 @@ class ProcessExecutor:
         assert self.process.stdin is not None and self.process.stdout is not None
         self.process.stdin.write(json.dumps({"op": op, "input": inp}) + "\n")
         self.process.stdin.flush()
+        ready, _, _ = select.select([self.process.stdout], [], [], self.timeout)
+        if not ready:
+            self.process.kill()
+            raise RuntimeError(f"the implementation gave no answer within {self.timeout} s")
         line = self.process.stdout.readline()
         if not line:
             raise RuntimeError(f"the implementation exited (status {self.process.poll()})")
-        reply = json.loads(line)
+        try:
+            reply = json.loads(line)
+        except json.JSONDecodeError:
+            return Outcome(crash=f"answer is not JSON: {line[:200]!r}")
+        if not isinstance(reply, dict):
+            return Outcome(crash=f"answer is not a JSON object: {line[:200]!r}")
         if reply.get("unsupported"):
             return Outcome(unsupported=True)
         if "error" in reply:
@@ -167,6 +182,8 @@ class ProcessExecutor:
 def run_case(case: dict[str, Any], execute: Executor, file: str = "") -> CaseResult:
     """Judge one case (spec §6.2): results within ``tolerance``, or the expected error."""
     out = execute(case["op"], case["input"])
+    if out.crash is not None:
+        return CaseResult(file, case["id"], False, f"the implementation failed: {out.crash}")
     if out.unsupported:
         return CaseResult(file, case["id"], False, f"op {case['op']!r} not supported", skipped=True)
     if out.error is not None:

@@ -6,6 +6,7 @@ from typing import Any
 
 from codec import calibration, vector
 from codec.conditions import conditions_from_obj, conditions_to_obj, mirror_conditions
+from codec.errors import UsageError
 from codec.registry import REGISTRY
 
 __all__ = ["OPS"]
@@ -24,7 +25,9 @@ def _mirror(inp: dict[str, Any]) -> Any:
 
 
 def _registry(inp: dict[str, Any]) -> Any:
-    dim = REGISTRY.by_id[inp["id"]]
+    dim = REGISTRY.by_id.get(inp["id"])
+    if dim is None:
+        raise UsageError("usage.unknown_id", f"no dimension {inp['id']!r}", path="id")
     return {"index": dim.index, "default": dim.row.default, "polarity": dim.row.polarity,
             "max": dim.row.max}
 

@@ -867,13 +867,13 @@ function roundHalfEven(x) {
 // --- encode (local caller: usage.* codes) ---
 
 function checkUint(x, bits, what) {
-  if (typeof x !== 'number' || !Number.isInteger(x)) throw usage('shape', what);
+  if (typeof x !== 'number' || !Number.isInteger(x)) throw usage('bad_option', what);
   if (x < 0 || x > 2 ** bits - 1) throw usage('out_of_range', what);
   return x;
 }
 function checkText(x, n, what, nullable = false) {
   if (nullable && (x === null || x === undefined)) return null;
-  if (typeof x !== 'string') throw usage('shape', what);
+  if (typeof x !== 'string') throw usage('bad_option', what);
   if (codepoints(x) > n) throw usage('out_of_range', what);
   return x;
 }
