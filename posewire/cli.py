@@ -13,6 +13,8 @@ from pathlib import Path
 
 from codec.registry import DIMENSIONS, REGISTRY
 
+from . import record_cli
+
 __all__ = ["main"]
 
 
@@ -283,6 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_conformance)
 
     _add_net_parsers(sub)
+    record_cli.add_parser(sub)
     return parser
 
 
