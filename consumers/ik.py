@@ -1,0 +1,209 @@
+"""Two-bone arm IK with body-local, side-specific poles (spec §4.1; seed 003).
+
+Frame: the body frame of spec §2.1 (metres, +Y up, +Z forward, +X = the character's
+left). Everything here is **body-local**: a consumer that turns the body rotates target
+and pole together (seed ``003_95e5af7f8bdf5a13.txt`` "Pole direction body-local space —
+world-space pole breaks when body rotates").
+
+Seed 003's pole vectors ``[-1, 0, -1]`` (left) and ``[1, 0, -1]`` (right) are written in
+that engine's frame, where the avatar faces −Z (``initial_body_yaw: π``) and +X is the
+character's right. Conversion to ours is a half turn about +Y:
+``(x, y, z)_ours = (−x, y, −z)_seed``, so :data:`SEED003_POLE` is ``(1, 0, 1)/√2`` for the
+left arm and ``(−1, 0, 1)/√2`` for the right: lateral and forward, mirror images
+(spec appendix A31: only the principle is normative). The decoder's default pole is
+spec §4.1's "elbow hanging down" (−Y), swung by ``a_spread · 90°`` about the
+shoulder→target axis toward lateral, plus a small side-specific bias
+(:data:`ELBOW_BIAS`, lateral and back) that decides the elbow of a hanging arm
+(:func:`arm_pole`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from codec.errors import UsageError
+
+from .skeleton import _qmul, _qrot
+
+__all__ = [
+    "DOWN",
+    "ELBOW_BIAS",
+    "MIN_BONE_LENGTH",
+    "SEED003_POLE",
+    "IKResult",
+    "arm_pole",
+    "min_rotation",
+    "two_bone_ik",
+]
+
+F64 = NDArray[np.float64]
+Side = Literal["l", "r"]
+
+#: Seed 003: arm chains whose bones are shorter than this (metres) fall back (no IK).
+MIN_BONE_LENGTH = 0.03
+#: Spec §4.1 default pole: the elbow hangs down.
+DOWN: F64 = np.array([0.0, -1.0, 0.0])
+#: Seed 003 side poles converted to the body frame (module docstring), unit length.
+SEED003_POLE: dict[str, F64] = {
+    "l": np.array([1.0, 0.0, 1.0]) / np.sqrt(2.0),
+    "r": np.array([-1.0, 0.0, 1.0]) / np.sqrt(2.0),
+}
+#: Default pole bias of :func:`arm_pole`: a quarter of the unit lateral-and-back
+#: direction, mirrored between the sides. Ours, not seed 003's: the converted seed pole
+#: (lateral and *forward*) bends a hanging arm's elbow forward; it can be passed as
+#: ``bias=0.25 * SEED003_POLE[side]``.
+ELBOW_BIAS: dict[str, F64] = {
+    "l": 0.25 * np.array([1.0, 0.0, -1.0]) / np.sqrt(2.0),
+    "r": 0.25 * np.array([-1.0, 0.0, -1.0]) / np.sqrt(2.0),
+}
+_LATERAL: dict[str, F64] = {"l": np.array([1.0, 0.0, 0.0]), "r": np.array([-1.0, 0.0, 0.0])}
+_EPS = 1e-9
+
+
+def _unit(v: F64) -> tuple[F64, F64]:
+    n = np.linalg.norm(v, axis=-1, keepdims=True)
+    out: F64 = v / np.where(n > 0.0, n, 1.0)
+    return out, n[..., 0]
+
+
+def _rotate_about(v: F64, axis: F64, angle: F64) -> F64:
+    # Rodrigues, axis unit (..., 3), angle (...,) radians
+    c, s = np.cos(angle)[..., None], np.sin(angle)[..., None]
+    dot = np.sum(axis * v, axis=-1, keepdims=True)
+    out: F64 = v * c + np.cross(axis, v) * s + axis * dot * (1.0 - c)
+    return out
+
+
+def min_rotation(a: ArrayLike, b: ArrayLike) -> F64:
+    """The smallest rotation ``(..., 4)`` taking unit directions ``a`` to ``b`` (``(..., 3)``).
+
+    Antiparallel inputs turn 180° about an axis perpendicular to ``a`` (the one nearest
+    the cross with +Z, else +X). Mirror-equivariant: ``min_rotation(Ma, Mb)`` is the
+    sagittal mirror of ``min_rotation(a, b)``.
+    """
+    va, vb = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    va, vb = np.broadcast_arrays(va, vb)
+    w = 1.0 + np.sum(va * vb, axis=-1)
+    xyz = np.cross(va, vb)
+    flip = w < 1e-12
+    if flip.any():
+        alt = np.cross(va, np.array([0.0, 0.0, 1.0]))
+        small = np.linalg.norm(alt, axis=-1) < 1e-6
+        alt = np.where(small[..., None], np.cross(va, np.array([1.0, 0.0, 0.0])), alt)
+        alt, _ = _unit(alt)
+        xyz = np.where(flip[..., None], alt, xyz)
+        w = np.where(flip, 0.0, w)
+    q = np.concatenate([w[..., None], xyz], axis=-1)
+    out: F64 = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    return out
+
+
+def arm_pole(axis: ArrayLike, spread: ArrayLike, *, side: Side,
+             bias: ArrayLike | None = None) -> F64:
+    """Body-local elbow pole ``(B, 3)`` for shoulder→target directions ``axis (B, 3)``
+    and ``a_spread`` values ``spread (B,)`` in [0, 1] (spec §4.1).
+
+    ``−Y`` (elbow hanging down) rotated by ``spread · 90°`` about ``axis``, in the sense
+    that moves it toward the arm's lateral side (−X right, +X left); where
+    ``(axis × down) · lateral`` vanishes the sense is fixed per side (−φ right, +φ left),
+    which keeps the left/right mirror law. Then ``bias`` (default
+    :data:`ELBOW_BIAS` of the side) is added: it decides the elbow when the arm hangs
+    along −Y (where the rotated pole is parallel to the axis) and is small elsewhere.
+    ``bias`` must be the mirror image between the sides for the mirror law to hold.
+    """
+    if side not in ("l", "r"):
+        raise UsageError("usage.bad_option", f"side must be 'l' or 'r', not {side!r}")
+    u, _ = _unit(np.asarray(axis, dtype=np.float64))
+    phi = np.asarray(spread, dtype=np.float64) * (np.pi / 2.0)
+    toward = np.sum(np.cross(u, DOWN) * _LATERAL[side], axis=-1)
+    fixed = -1.0 if side == "r" else 1.0
+    sense = np.where(np.abs(toward) > 1e-6, np.sign(toward), fixed)
+    pole = _rotate_about(np.broadcast_to(DOWN, u.shape), u, sense * phi)
+    extra = ELBOW_BIAS[side] if bias is None else np.asarray(bias, dtype=np.float64)
+    out: F64 = pole + extra
+    return out
+
+
+@dataclass(frozen=True)
+class IKResult:
+    """Two-bone IK solution (body frame).
+
+    ``upper``, ``lower`` ``(B, 4)``: rotations applied to the rest **world** orientation
+    of the upper and lower arm (``W = G · W_rest``); ``elbow``, ``wrist`` ``(B, 3)``
+    solved positions (metres); ``clamped`` ``(B,)``: the target was out of reach (farther
+    than ``a + b`` → arm straight toward it; nearer than ``|a − b|`` → folded) and the
+    wrist stops short — reported; ``fallback``: a bone is shorter than
+    :data:`MIN_BONE_LENGTH` (seed 003): no IK, identity rotations, rest positions.
+    """
+
+    upper: F64
+    lower: F64
+    elbow: F64
+    wrist: F64
+    clamped: NDArray[np.bool_]
+    fallback: bool
+
+
+def two_bone_ik(shoulder: ArrayLike, elbow: ArrayLike, wrist: ArrayLike, target: ArrayLike,
+                pole: ArrayLike, *, min_bone_length: float = MIN_BONE_LENGTH) -> IKResult:
+    """Solve shoulder→elbow→wrist so the wrist reaches ``target (B, 3)``.
+
+    ``shoulder``, ``elbow``, ``wrist``: rest positions ``(3,)`` or ``(B, 3)`` (metres);
+    bone lengths ``a = |elbow − shoulder|``, ``b = |wrist − elbow|``. With
+    ``d = clip(|target − shoulder|, |a − b|, a + b)`` and ``u`` the unit shoulder→target
+    direction, the elbow is ``shoulder + a·(cos α·u + sin α·v)``, ``cos α = (a² + d² −
+    b²)/(2ad)``, ``v`` the unit component of ``pole`` perpendicular to ``u`` (so the
+    elbow lies in the pole half-plane). A pole parallel to ``u`` uses the component of +Z
+    (forward; else −Y) perpendicular to ``u``, which keeps the mirror law. Rotations: the
+    upper arm turns its rest direction onto the solved one by the smallest rotation; the
+    lower arm is carried by it and then turned by the smallest rotation onto its solved direction (an elbow hinge about
+    ``u × v`` for a straight rest arm). A target at the shoulder points the arm along
+    its rest direction.
+    """
+    s0 = np.asarray(shoulder, dtype=np.float64)
+    e0 = np.asarray(elbow, dtype=np.float64)
+    w0 = np.asarray(wrist, dtype=np.float64)
+    t = np.asarray(target, dtype=np.float64)
+    p = np.asarray(pole, dtype=np.float64)
+    if t.ndim != 2 or t.shape[-1] != 3:
+        raise UsageError("usage.shape", f"target must be (B, 3), got {t.shape}")
+    if not (np.isfinite(t).all() and np.isfinite(p).all()):
+        raise UsageError("usage.not_finite", "target or pole is not finite")
+    batch = t.shape[0]
+    s0, e0, w0, p = (np.broadcast_to(x, (batch, 3)) for x in (s0, e0, w0, p))
+    upper_dir0, a_len = _unit(e0 - s0)
+    lower_dir0, b_len = _unit(w0 - e0)
+    identity = np.tile([1.0, 0.0, 0.0, 0.0], (batch, 1))
+    if (a_len < min_bone_length).any() or (b_len < min_bone_length).any():
+        # seed 003: an arm chain with a bone under 3 cm is not solved
+        return IKResult(identity, identity.copy(), np.array(e0), np.array(w0),
+                        np.zeros(batch, dtype=bool), True)
+    u, dist = _unit(t - s0)
+    u = np.where((dist < _EPS)[..., None], upper_dir0, u)
+    lo, hi = np.abs(a_len - b_len), a_len + b_len
+    d = np.clip(dist, lo, hi)
+    clamped = (dist > hi * (1.0 + 1e-12)) | (dist < lo * (1.0 - 1e-12))
+    cos_a = np.clip((a_len**2 + d**2 - b_len**2) / (2.0 * a_len * np.maximum(d, _EPS)), -1.0, 1.0)
+    sin_a = np.sqrt(1.0 - cos_a**2)
+    v = p - np.sum(p * u, axis=-1, keepdims=True) * u
+    v, vn = _unit(v)
+    bad = vn < 1e-9
+    if bad.any():
+        # sagittal-plane fallbacks (+Z, else −Y) keep the mirror law
+        fwd = np.array([0.0, 0.0, 1.0])
+        alt = fwd - np.sum(fwd * u, axis=-1, keepdims=True) * u
+        alt_down = DOWN - np.sum(DOWN * u, axis=-1, keepdims=True) * u
+        alt = np.where((np.linalg.norm(alt, axis=-1) < 1e-6)[..., None], alt_down, alt)
+        v = np.where(bad[..., None], _unit(alt)[0], v)
+    elbow_new = s0 + a_len[..., None] * (cos_a[..., None] * u + sin_a[..., None] * v)
+    wrist_new = s0 + d[..., None] * u
+    upper_dir1 = (elbow_new - s0) / a_len[..., None]
+    lower_dir1, _ = _unit(wrist_new - elbow_new)
+    g_upper = min_rotation(upper_dir0, upper_dir1)
+    carried = _qrot(g_upper, lower_dir0)
+    g_lower = _qmul(min_rotation(carried, lower_dir1), g_upper)
+    return IKResult(g_upper, g_lower, elbow_new, wrist_new, clamped, False)
