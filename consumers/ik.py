@@ -27,7 +27,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from codec.errors import UsageError
 
-from .skeleton import _qmul, _qrot
+from .skeleton import _cross, _qmul, _qrot
 
 __all__ = [
     "DOWN",
@@ -64,8 +64,14 @@ _LATERAL: dict[str, F64] = {"l": np.array([1.0, 0.0, 0.0]), "r": np.array([-1.0,
 _EPS = 1e-9
 
 
+def _dot(a: F64, b: F64) -> F64:
+    out: F64 = (a * b).sum(axis=-1)
+    return out
+
+
 def _unit(v: F64) -> tuple[F64, F64]:
-    n = np.linalg.norm(v, axis=-1, keepdims=True)
+    # same sum of squares as np.linalg.norm(v, axis=-1), without its overhead
+    n = np.sqrt((v * v).sum(axis=-1, keepdims=True))
     out: F64 = v / np.where(n > 0.0, n, 1.0)
     return out, n[..., 0]
 
@@ -73,8 +79,30 @@ def _unit(v: F64) -> tuple[F64, F64]:
 def _rotate_about(v: F64, axis: F64, angle: F64) -> F64:
     # Rodrigues, axis unit (..., 3), angle (...,) radians
     c, s = np.cos(angle)[..., None], np.sin(angle)[..., None]
-    dot = np.sum(axis * v, axis=-1, keepdims=True)
-    out: F64 = v * c + np.cross(axis, v) * s + axis * dot * (1.0 - c)
+    dot = (axis * v).sum(axis=-1, keepdims=True)
+    out: F64 = v * c + _cross(axis, v) * s + axis * dot * (1.0 - c)
+    return out
+
+
+_Z: F64 = np.array([0.0, 0.0, 1.0])
+_X: F64 = np.array([1.0, 0.0, 0.0])
+
+
+def _min_rotation(va: F64, vb: F64) -> F64:
+    # min_rotation without input conversion; va, vb (..., 3) unit, broadcastable
+    w = 1.0 + _dot(va, vb)
+    xyz = _cross(va, vb)
+    flip = w < 1e-12
+    if flip.any():
+        va = np.broadcast_to(va, xyz.shape)
+        alt = _cross(va, _Z)
+        small = np.sqrt((alt * alt).sum(axis=-1)) < 1e-6
+        alt = np.where(small[..., None], _cross(va, _X), alt)
+        alt, _ = _unit(alt)
+        xyz = np.where(flip[..., None], alt, xyz)
+        w = np.where(flip, 0.0, w)
+    q = np.concatenate([w[..., None], xyz], axis=-1)
+    out: F64 = q / np.sqrt((q * q).sum(axis=-1, keepdims=True))
     return out
 
 
@@ -87,18 +115,18 @@ def min_rotation(a: ArrayLike, b: ArrayLike) -> F64:
     """
     va, vb = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     va, vb = np.broadcast_arrays(va, vb)
-    w = 1.0 + np.sum(va * vb, axis=-1)
-    xyz = np.cross(va, vb)
-    flip = w < 1e-12
-    if flip.any():
-        alt = np.cross(va, np.array([0.0, 0.0, 1.0]))
-        small = np.linalg.norm(alt, axis=-1) < 1e-6
-        alt = np.where(small[..., None], np.cross(va, np.array([1.0, 0.0, 0.0])), alt)
-        alt, _ = _unit(alt)
-        xyz = np.where(flip[..., None], alt, xyz)
-        w = np.where(flip, 0.0, w)
-    q = np.concatenate([w[..., None], xyz], axis=-1)
-    out: F64 = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    return _min_rotation(va, vb)
+
+
+def _pole(axis: F64, spread: F64, lateral: F64, fixed: F64 | float, bias: F64) -> F64:
+    # arm_pole without validation; axis (..., 3), spread (...,), lateral/bias (..., 3)
+    # broadcastable, fixed the per-side fallback sense (spec §4.1, seed 003)
+    u, _ = _unit(axis)
+    phi = spread * (np.pi / 2.0)
+    toward = _dot(_cross(u, DOWN), lateral)
+    sense = np.where(np.abs(toward) > 1e-6, np.sign(toward), fixed)
+    pole = _rotate_about(DOWN, u, sense * phi)  # broadcasts to u's shape
+    out: F64 = pole + bias
     return out
 
 
@@ -117,15 +145,9 @@ def arm_pole(axis: ArrayLike, spread: ArrayLike, *, side: Side,
     """
     if side not in ("l", "r"):
         raise UsageError("usage.bad_option", f"side must be 'l' or 'r', not {side!r}")
-    u, _ = _unit(np.asarray(axis, dtype=np.float64))
-    phi = np.asarray(spread, dtype=np.float64) * (np.pi / 2.0)
-    toward = np.sum(np.cross(u, DOWN) * _LATERAL[side], axis=-1)
-    fixed = -1.0 if side == "r" else 1.0
-    sense = np.where(np.abs(toward) > 1e-6, np.sign(toward), fixed)
-    pole = _rotate_about(np.broadcast_to(DOWN, u.shape), u, sense * phi)
     extra = ELBOW_BIAS[side] if bias is None else np.asarray(bias, dtype=np.float64)
-    out: F64 = pole + extra
-    return out
+    return _pole(np.asarray(axis, dtype=np.float64), np.asarray(spread, dtype=np.float64),
+                 _LATERAL[side], -1.0 if side == "r" else 1.0, extra)
 
 
 @dataclass(frozen=True)
@@ -177,33 +199,40 @@ def two_bone_ik(shoulder: ArrayLike, elbow: ArrayLike, wrist: ArrayLike, target:
     s0, e0, w0, p = (np.broadcast_to(x, (batch, 3)) for x in (s0, e0, w0, p))
     upper_dir0, a_len = _unit(e0 - s0)
     lower_dir0, b_len = _unit(w0 - e0)
-    identity = np.tile([1.0, 0.0, 0.0, 0.0], (batch, 1))
     if (a_len < min_bone_length).any() or (b_len < min_bone_length).any():
         # seed 003: an arm chain with a bone under 3 cm is not solved
+        identity = np.tile([1.0, 0.0, 0.0, 0.0], (batch, 1))
         return IKResult(identity, identity.copy(), np.array(e0), np.array(w0),
                         np.zeros(batch, dtype=bool), True)
+    return _solve(s0, upper_dir0, a_len, lower_dir0, b_len, t, p)
+
+
+def _solve(s0: F64, upper_dir0: F64, a_len: F64, lower_dir0: F64, b_len: F64,
+           t: F64, p: F64) -> IKResult:
+    # two_bone_ik without validation or the short-bone fallback; every argument
+    # (..., 3) or (...,) and broadcastable to the target's shape (formulas: two_bone_ik)
     u, dist = _unit(t - s0)
     u = np.where((dist < _EPS)[..., None], upper_dir0, u)
     lo, hi = np.abs(a_len - b_len), a_len + b_len
-    d = np.clip(dist, lo, hi)
+    d = np.minimum(np.maximum(dist, lo), hi)  # = np.clip(dist, lo, hi), lo ≤ hi
     clamped = (dist > hi * (1.0 + 1e-12)) | (dist < lo * (1.0 - 1e-12))
-    cos_a = np.clip((a_len**2 + d**2 - b_len**2) / (2.0 * a_len * np.maximum(d, _EPS)), -1.0, 1.0)
+    cos_a = np.minimum(np.maximum(
+        (a_len**2 + d**2 - b_len**2) / (2.0 * a_len * np.maximum(d, _EPS)), -1.0), 1.0)
     sin_a = np.sqrt(1.0 - cos_a**2)
-    v = p - np.sum(p * u, axis=-1, keepdims=True) * u
+    v = p - (p * u).sum(axis=-1, keepdims=True) * u
     v, vn = _unit(v)
     bad = vn < 1e-9
     if bad.any():
         # sagittal-plane fallbacks (+Z, else −Y) keep the mirror law
-        fwd = np.array([0.0, 0.0, 1.0])
-        alt = fwd - np.sum(fwd * u, axis=-1, keepdims=True) * u
-        alt_down = DOWN - np.sum(DOWN * u, axis=-1, keepdims=True) * u
-        alt = np.where((np.linalg.norm(alt, axis=-1) < 1e-6)[..., None], alt_down, alt)
+        alt = _Z - (_Z * u).sum(axis=-1, keepdims=True) * u
+        alt_down = DOWN - (DOWN * u).sum(axis=-1, keepdims=True) * u
+        alt = np.where((np.sqrt((alt * alt).sum(axis=-1)) < 1e-6)[..., None], alt_down, alt)
         v = np.where(bad[..., None], _unit(alt)[0], v)
     elbow_new = s0 + a_len[..., None] * (cos_a[..., None] * u + sin_a[..., None] * v)
     wrist_new = s0 + d[..., None] * u
     upper_dir1 = (elbow_new - s0) / a_len[..., None]
     lower_dir1, _ = _unit(wrist_new - elbow_new)
-    g_upper = min_rotation(upper_dir0, upper_dir1)
+    g_upper = _min_rotation(upper_dir0, upper_dir1)
     carried = _qrot(g_upper, lower_dir0)
-    g_lower = _qmul(min_rotation(carried, lower_dir1), g_upper)
+    g_lower = _qmul(_min_rotation(carried, lower_dir1), g_upper)
     return IKResult(g_upper, g_lower, elbow_new, wrist_new, clamped, False)

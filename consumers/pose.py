@@ -32,6 +32,16 @@ W_rest,j``):
    (the thumb's own bind). Angles ``n · angle_deg`` (registry). The left hand uses the
    sagittal mirror of the right-hand rotation in its own hand-local frame, which gives
    spec §4.3's signs (side and roll negated, curl and fold unchanged).
+
+Evaluation (same formulas, fewer array operations): everything that depends only on
+the skeleton is built once per skeleton (:func:`decode_plan`, cached): joint index
+arrays, rest frames, finger chains by depth, the slot each joint takes its ``G`` from.
+Per call the vector is validated once (step 1) and then every elementary rotation of
+the frame — body and head Euler angles and all finger angles — is built in one batched
+``(B, T, 3, 4)`` array and multiplied out in two quaternion products; both arms are
+solved together; the ``G`` of every driven joint is gathered into one ``(B, S, 4)``
+array and the local rotations of all joints come from one product. Results equal the
+joint-by-joint evaluation to float round-off (``tests/test_consumer_pose_reference.py``).
 """
 
 from __future__ import annotations
@@ -43,17 +53,17 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from codec.calibration import Calibration, CalibrationUnits, arm_to_physical, units
+from codec.calibration import ARM_MAX, Calibration, CalibrationUnits, units
 from codec.errors import UsageError
-from codec.euler import head_to_quat, spine_rotations
-from codec.quaternion import palm_decode
+from codec.euler import BODY_MAX_DEG, HEAD_MAX_DEG
+from codec.quaternion import PALM_CLAMP
 from codec.registry import REGISTRY, SPINE_SHARES
 from codec.vector import ValidationReport, validate
 
-from .ik import IKResult, arm_pole, two_bone_ik
+from .ik import _LATERAL, ELBOW_BIAS, IKResult, _pole, _solve, _unit, two_bone_ik
 from .skeleton import FINGERS, Skeleton, _qconj, _qmul, _qrot, calibration_of
 
-__all__ = ["HEAD_SHARES", "PoseResult", "decode_pose"]
+__all__ = ["HEAD_SHARES", "DecodePlan", "PoseResult", "decode_plan", "decode_pose"]
 
 F64 = NDArray[np.float64]
 Side = Literal["l", "r"]
@@ -64,6 +74,12 @@ SIDES: tuple[Side, ...] = ("l", "r")
 HEAD_SHARES: tuple[tuple[str, float], ...] = (("neck_01", 0.25), ("neck_02", 0.25), ("head", 0.5))
 _MIRROR_Q = np.array([1.0, 1.0, -1.0, -1.0])
 _M = np.array([-1.0, 1.0, 1.0])
+_IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
+_W0 = np.array([1.0, 0.0, 0.0, 0.0])
+#: Elementary axes of q_Y(yaw)·q_X(pitch)·q_Z(roll) (spec §4.4) as pure quaternions.
+_EULER_AXES = np.array([[0.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
+#: spec §3.2: physical left arm displacement = M · right formula; right lateral is −X.
+_ARM_SIGN = np.array([[1.0, 1.0, 1.0], [-1.0, 1.0, 1.0]])  # l, r
 
 
 def _idx(dim: str) -> int:
@@ -75,41 +91,57 @@ def _frame_quat(x: F64, y: F64, z: F64) -> F64:
     return from_matrix(np.stack([x, y, z], axis=-1))
 
 
-@dataclass(frozen=True)
-class _FingerSlot:
-    joint: int
-    side: int  # 0 = l, 1 = r
-    parent_slot: int  # -1 = hand
-    axes: F64  # (3, 3) right-like hand-local axes
-    dims: tuple[int, int, int]  # registry index per axis (-1 = none)
-    gains: F64  # (3,) radians per unit n
-
-
-@dataclass(frozen=True, eq=False)
-class _Plan:
-    rest_pos: F64
-    rest_rot: F64
-    spine: tuple[str, ...]
-    spine_joints: NDArray[np.intp]
-    head_joints: NDArray[np.intp]
-    head_shares: F64
-    arm: dict[str, tuple[int, int, int]]
-    neck: F64
-    palm_rest_inv: F64  # (2, 4) conj of the rest hand-local frame, l then r
-    hand_joint: NDArray[np.intp]  # (2,)
-    slots: tuple[_FingerSlot, ...]
-    skipped: tuple[str, ...]
-    calibration: Calibration
-    owner: NDArray[np.intp]  # joint whose G each joint takes (itself when driven)
-
-
 def _angle(dim: str) -> float:
     deg = REGISTRY.by_id[dim].row.angle_deg
     return float(np.radians(deg if deg is not None else 0.0))
 
 
+@dataclass(frozen=True, eq=False)
+class DecodePlan:
+    """Everything :func:`decode_pose` needs that depends only on the skeleton (built
+    once by :func:`decode_plan`). Rows of the elementary-rotation table (``T`` rows):
+    0 body Euler, 1 head Euler, 2–3 the hands (identity), then the ``F`` finger joints.
+    Slots of the ``G`` table: 0 identity, the spine powers, the head powers, upper arm
+    l, r, lower arm l, r, hand l, r, the finger joints. Arrays are read-only."""
+
+    spine: tuple[str, ...]  # present spine joints, hips -> neck
+    skipped: tuple[str, ...]  # canonical joints the skeleton lacks
+    calibration: Calibration  # measured by calibration_of (spec §4.1)
+    rest_pos: F64  # (J, 3) rest world positions, metres
+    neck: F64  # (3,) shoulder midpoint at rest (spec §2.2)
+    arm_joints: NDArray[np.intp]  # (2, 3) upperarm, lowerarm, hand per side (l, r)
+    shoulder: F64  # (2, 3) rest upper-arm origins
+    upper_dir: F64  # (2, 3) unit rest shoulder -> elbow
+    upper_len: F64  # (2,) metres
+    lower_dir: F64  # (2, 3) unit rest elbow -> wrist
+    lower_len: F64  # (2,) metres
+    arm_fallback: bool  # a bone under MIN_BONE_LENGTH: solve per side (seed 003)
+    rot_dims: NDArray[np.intp]  # (T, 3) registry index per elementary angle
+    rot_half_gain: F64  # (T, 3) half-angle radians per unit n (0 = unused)
+    rot_axes: F64  # (T, 3, 4) pure-quaternion axes
+    chain_levels: tuple[tuple[NDArray[np.intp], NDArray[np.intp]], ...]  # (rows, parent rows)
+    hand_mirror: F64  # (2 + F, 4): sagittal mirror for left-hand rows (spec §3.2)
+    hand_side: NDArray[np.intp]  # (2 + F,) 0 = l, 1 = r
+    hand_rest_inv: F64  # (2 + F, 4) conj of the rest hand-local frame of that side
+    power_source: NDArray[np.intp]  # (P,) 0 = body, 1 = head
+    power_share: F64  # (P,) cumulative share (fractional power exponent)
+    n_spine: int  # the first n_spine powers are spine joints
+    joint_slot: NDArray[np.intp]  # (J,) G slot each joint takes (its driver's)
+    parent_slot: NDArray[np.intp]  # (J,) G slot of the parent (root: its own)
+    rest_left: F64 | None  # (J, 4) L_rest · W_rest⁻¹, None when all identity
+    rest_world: F64 | None  # (J, 4) W_rest, None when all identity
+    root_rest: F64  # (4,) the root's rest local rotation
+
+
+def _readonly(*arrays: NDArray[np.generic]) -> None:
+    for a in arrays:
+        a.flags.writeable = False
+
+
 @functools.lru_cache(maxsize=32)
-def _plan(skel: Skeleton) -> _Plan:
+def decode_plan(skel: Skeleton) -> DecodePlan:
+    """The :class:`DecodePlan` of ``skel`` (cached per skeleton object). Raises
+    ``usage.bad_option`` for a skeleton without a spine joint or arm bones."""
     pos, rot = skel.rest_world()
     ix = skel.index
     skipped: list[str] = []
@@ -119,20 +151,34 @@ def _plan(skel: Skeleton) -> _Plan:
         raise UsageError("usage.bad_option", "skeleton has no spine joint")
     head = [(j, s) for j, s in HEAD_SHARES if j in ix]
     skipped += [j for j, _ in HEAD_SHARES if j not in ix]
-    total = sum(s for _, s in head)
-    arm: dict[str, tuple[int, int, int]] = {}
+    arm: list[tuple[int, int, int]] = []
     for s in SIDES:
         names = (f"upperarm_{s}", f"lowerarm_{s}", f"hand_{s}")
         missing = [n for n in names if n not in ix]
         if missing:
             raise UsageError("usage.bad_option", f"skeleton lacks arm bones {missing}")
-        arm[s] = (ix[names[0]], ix[names[1]], ix[names[2]])
-    neck = 0.5 * (pos[arm["l"][0]] + pos[arm["r"][0]])
-    palm_inv = []
-    slots: list[_FingerSlot] = []
+        arm.append((ix[names[0]], ix[names[1]], ix[names[2]]))
+    arm_joints = np.array(arm, dtype=np.intp)
+    neck = 0.5 * (pos[arm[0][0]] + pos[arm[1][0]])
+    upper_dir, upper_len = _unit(pos[arm_joints[:, 1]] - pos[arm_joints[:, 0]])
+    lower_dir, lower_len = _unit(pos[arm_joints[:, 2]] - pos[arm_joints[:, 1]])
+    from .ik import MIN_BONE_LENGTH
+    fallback = bool((upper_len < MIN_BONE_LENGTH).any() or (lower_len < MIN_BONE_LENGTH).any())
+
+    # elementary rotations: body and head Euler rows (spec §4.4/§4.5), hand rows
+    rot_dims: list[list[int]] = [[_idx("b_yaw"), _idx("b_pitch"), _idx("b_roll")],
+                                 [_idx("h_yaw"), _idx("h_pitch"), _idx("h_roll")], [0, 0, 0], [0, 0, 0]]
+    rot_gain: list[F64] = [0.5 * np.radians(BODY_MAX_DEG), 0.5 * np.radians(HEAD_MAX_DEG),
+                           np.zeros(3), np.zeros(3)]
+    rot_axes: list[F64] = [_EULER_AXES, _EULER_AXES, np.zeros((3, 4)), np.zeros((3, 4))]
+    hand_side: list[int] = [0, 1]
+    hand_rest_inv: list[F64] = []
+    depth: list[int] = [0, 0]
+    parent_row: list[int] = [-1, -1]
+    finger_joints: list[int] = []
     for k, s in enumerate(SIDES):
-        wrist = pos[arm[s][2]]
-        forearm = wrist - pos[arm[s][1]]
+        wrist = pos[arm[k][2]]
+        forearm = wrist - pos[arm[k][1]]
         y = pos[ix[f"middle_01_{s}"]] - wrist if f"middle_01_{s}" in ix else forearm
         y = y / np.linalg.norm(y)
         if f"index_01_{s}" in ix and f"pinky_01_{s}" in ix:
@@ -145,12 +191,15 @@ def _plan(skel: Skeleton) -> _Plan:
         x = x / np.linalg.norm(x)
         z = np.cross(x, y)
         p_rest = _frame_quat(x, y, z)
-        palm_inv.append(_qconj(p_rest))
-        to_local = _qconj(p_rest)
+        hand_rest_inv.append(_qconj(p_rest))
+    for k, s in enumerate(SIDES):
+        to_local = hand_rest_inv[k]
         mirror = _M if s == "l" else np.ones(3)
+        # spec §4.3: elementary rotations in right-like hand-local coordinates
         for f in FINGERS:
             joints = [f"{f}_{n:02d}_{s}" for n in (1, 2, 3)]
             skipped += [j for j in joints if j not in ix]
+            ex, ez = np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0])
             if f == "thumb":
                 if joints[0] in ix and joints[1] in ix:
                     t = mirror * _qrot(to_local, pos[ix[joints[1]]] - pos[ix[joints[0]]])
@@ -158,13 +207,11 @@ def _plan(skel: Skeleton) -> _Plan:
                     t = np.array([0.6, 0.8, 0.0])
                 t = np.array([t[0], t[1], 0.0])
                 t_y = t / np.linalg.norm(t)
-                t_x = np.cross(t_y, [0.0, 0.0, 1.0])
-                ez = np.array([0.0, 0.0, 1.0])
+                t_x = np.cross(t_y, ez)
                 specs = [((ez, t_x, t_y), (f"g_{f}_fold_{s}", f"g_{f}_side_{s}", f"g_thumb_roll_{s}")),
                          ((ez, ez, ez), (f"g_{f}_curl_{s}", "", "")),
                          ((ez, ez, ez), (f"g_{f}_curl_{s}", "", ""))]
             else:
-                ex, ez = np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0])
                 specs = [((ez, ex, ex), (f"g_{f}_side_{s}", f"g_{f}_fold_{s}", "")),
                          ((ex, ex, ex), (f"g_{f}_curl_{s}", "", "")),
                          ((ex, ex, ex), (f"g_{f}_curl_{s}", "", ""))]
@@ -172,42 +219,71 @@ def _plan(skel: Skeleton) -> _Plan:
             for name, (axes, dims) in zip(joints, specs, strict=True):
                 if name not in ix:
                     continue
-                slots.append(_FingerSlot(
-                    ix[name], k, parent, np.array(axes, dtype=np.float64),
-                    tuple(_idx(d) if d else -1 for d in dims),  # type: ignore[arg-type]
-                    np.array([_angle(d) if d else 0.0 for d in dims])))
-                parent = len(slots) - 1
-    return _Plan(pos, rot, spine, np.array([ix[j] for j in spine], dtype=np.intp),
-                 np.array([ix[j] for j, _ in head], dtype=np.intp),
-                 np.array([s / total for _, s in head]) if head else np.zeros(0),
-                 arm, neck, np.stack(palm_inv), np.array([arm[s][2] for s in SIDES]),
-                 tuple(slots), tuple(skipped), calibration_of(skel),
-                 _owners(skel, {*spine, *(j for j, _ in head), *(n for s in SIDES for n in (
-                     f"upperarm_{s}", f"lowerarm_{s}", f"hand_{s}")), *(skel.names[sl.joint] for sl in slots)}))
+                row = 2 + len(finger_joints)  # index in the hand rows (T row − 2)
+                finger_joints.append(ix[name])
+                rot_dims.append([_idx(d) if d else 0 for d in dims])
+                rot_gain.append(np.array([0.5 * _angle(d) if d else 0.0 for d in dims]))
+                rot_axes.append(np.concatenate([np.zeros((3, 1)), np.array(axes)], axis=1))
+                hand_side.append(k)
+                depth.append(0 if parent < 0 else depth[parent] + 1)
+                parent_row.append(parent)
+                parent = row
+    levels = []
+    depth_arr, parent_arr = np.array(depth), np.array(parent_row)
+    for d in range(1, int(depth_arr.max()) + 1):
+        rows = np.flatnonzero(depth_arr == d)
+        levels.append((rows, parent_arr[rows]))
+    side_arr = np.array(hand_side, dtype=np.intp)
+    inv = np.stack(hand_rest_inv)[side_arr]
+    hand_mirror = np.where((side_arr == 0)[:, None], _MIRROR_Q, 1.0)
+
+    # spec §4.5 spine and §4.4 head: cumulative fractional powers
+    shares = dict(SPINE_SHARES)
+    total = sum(shares[j] for j in spine)
+    power_share = list(np.cumsum([shares[j] / total for j in spine]))
+    power_source = [0] * len(spine)
+    if head:
+        head_total = sum(s for _, s in head)
+        power_share += list(np.cumsum([s / head_total for _, s in head]))
+        power_source += [1] * len(head)
+
+    # G slots: 0 identity | powers | arms (upper l, r, lower l, r) | hands, fingers
+    driver = [*(ix[j] for j in spine), *(ix[j] for j, _ in head), *arm_joints[:, 0],
+              *arm_joints[:, 1], *arm_joints[:, 2], *finger_joints]
+    slot_of = {j: 1 + k for k, j in enumerate(driver)}
+    joint_slot = np.zeros(len(skel), dtype=np.intp)
+    for j in range(len(skel)):
+        if j in slot_of:
+            joint_slot[j] = slot_of[j]
+        elif j > 0:
+            joint_slot[j] = joint_slot[skel.parents[j]]
+    parent_slot = np.concatenate([joint_slot[:1], joint_slot[skel.parents[1:]]])
+    rest_left = _qmul(skel.rest_rotations, _qconj(rot))
+    identity_rest = bool(np.array_equal(rest_left, np.tile(_IDENTITY, (len(skel), 1)))
+                         and np.array_equal(rot, np.tile(_IDENTITY, (len(skel), 1))))
+    plan = DecodePlan(
+        spine, tuple(skipped), calibration_of(skel), pos, neck, arm_joints,
+        pos[arm_joints[:, 0]], upper_dir, upper_len, lower_dir, lower_len, fallback,
+        np.array(rot_dims, dtype=np.intp), np.stack(rot_gain), np.stack(rot_axes),
+        tuple(levels), hand_mirror, side_arr, inv,
+        np.array(power_source, dtype=np.intp), np.array(power_share), len(spine),
+        joint_slot, parent_slot, None if identity_rest else rest_left,
+        None if identity_rest else rot, skel.rest_rotations[0].copy())
+    _readonly(pos, neck, arm_joints, plan.shoulder, upper_dir, upper_len, lower_dir, lower_len,
+              plan.rot_dims, plan.rot_half_gain, plan.rot_axes, hand_mirror, side_arr, inv,
+              plan.power_source, plan.power_share, joint_slot, parent_slot, plan.root_rest,
+              *(a for lvl in levels for a in lvl), *((rest_left, rot) if not identity_rest else ()))
+    return plan
 
 
-def _owners(skel: Skeleton, driven: set[str]) -> NDArray[np.intp]:
-    owner = np.arange(len(skel))
-    for j in range(1, len(skel)):
-        if skel.names[j] not in driven:
-            owner[j] = owner[skel.parents[j]]
-    if skel.names[0] not in driven:
-        owner[0] = 0
-    return owner
-
-
-def _axis_quat(axis: F64, angle: F64) -> F64:
-    half = 0.5 * angle
-    return np.concatenate([np.cos(half)[..., None], np.sin(half)[..., None] * axis], axis=-1)
-
-
-def _power(q: F64, share: F64) -> F64:
-    # fractional power Q^s about Q's own axis (spec §4.5); q (B, 4) canonical, share (K,)
-    vec = q[:, None, 1:]
-    s = np.linalg.norm(vec, axis=-1)
-    angle = 2.0 * np.arctan2(s, q[:, None, 0]) * share[None, :]
-    axis = np.where(s[..., None] > 0, vec / np.where(s > 0, s, 1.0)[..., None], 0.0)
-    return _axis_quat(axis, angle)
+@functools.lru_cache(maxsize=32)
+def _arm_scale(cal: Calibration) -> tuple[CalibrationUnits, F64]:
+    # spec §4.1: units of this calibration and p = sign · n · 2.5 · L per side (l, r)
+    arm_units = units(cal)
+    _readonly(arm_units.L)
+    scale = _ARM_SIGN * ARM_MAX * arm_units.L
+    _readonly(scale)
+    return arm_units, scale
 
 
 @dataclass(frozen=True)
@@ -243,6 +319,15 @@ class PoseResult:
         }
 
 
+_ARM_DIMS = np.array([[_idx(f"{a}_{s}") for a in ("a_x", "a_y", "a_z")] for s in SIDES])
+_SPREAD_DIMS = np.array([_idx(f"a_spread_{s}") for s in SIDES])
+_PALM_DIMS = np.array([[_idx(f"{a}_{s}") for a in ("w_qx", "w_qy", "w_qz")] for s in SIDES])
+_PALM_MIRROR = np.stack([_MIRROR_Q, np.ones(4)])  # spec §4.2: physical left = mirror
+_LATERAL_LR = np.stack([_LATERAL[s] for s in SIDES])
+_FIXED_SENSE = np.array([1.0, -1.0])  # arm_pole's fixed sense, l then r
+_BIAS_LR = np.stack([ELBOW_BIAS[s] for s in SIDES])
+
+
 def decode_pose(vectors: ArrayLike, skeleton: Skeleton, *,
                 calibration: Calibration | None = None) -> PoseResult:
     """Local rotations of every joint of ``skeleton`` for pose vectors ``(B, N)`` or
@@ -252,86 +337,74 @@ def decode_pose(vectors: ArrayLike, skeleton: Skeleton, *,
     vector shape, ``usage.bad_option`` for a skeleton without arms/spine and
     ``usage.calibration`` when no unit can be formed."""
     arr = np.asarray(vectors, dtype=np.float64)
+    # spec §3.5: the one validation of the call; nothing below re-checks
     vec, validation = validate(arr.reshape(-1, arr.shape[-1]) if arr.ndim else arr,
                                policy="clamp")
     batch = vec.shape[0]
-    plan = _plan(skeleton)
-    cal = plan.calibration if calibration is None else calibration
-    arm_units = units(cal)
-    n_joints = len(skeleton)
-    g = np.zeros((batch, n_joints, 4))
-    g[..., 0] = 1.0
-    driven = np.zeros(n_joints, dtype=bool)
-    # spec §4.5: spine joints, chain products of fractional powers
-    body = vec[:, [_idx("b_yaw"), _idx("b_pitch"), _idx("b_roll")]]
-    rotations = spine_rotations(body, joints=plan.spine)
-    acc = rotations[plan.spine[0]]
-    for name, j in zip(plan.spine, plan.spine_joints, strict=True):
-        if name != plan.spine[0]:
-            acc = _qmul(acc, rotations[name])
-        g[:, j] = acc
-        driven[j] = True
-    chest = acc
-    # spec §4.4: head relative to the torso, shared along neck_01, neck_02, head
-    if plan.head_joints.size:
-        head = head_to_quat(vec[:, [_idx("h_yaw"), _idx("h_pitch"), _idx("h_roll")]])
-        parts = _power(head, plan.head_shares)
-        acc_h = chest
-        for k, j in enumerate(plan.head_joints):
-            acc_h = _qmul(acc_h, parts[:, k])
-            g[:, j] = acc_h
-            driven[j] = True
-    targets: dict[str, F64] = {}
-    ik: dict[str, IKResult] = {}
-    palm_clamped: dict[str, NDArray[np.bool_]] = {}
-    palms = []
-    for k, s in enumerate(SIDES):
-        up, low, hand = plan.arm[s]
-        a = vec[:, [_idx(f"a_x_{s}"), _idx(f"a_y_{s}"), _idx(f"a_z_{s}")]]
-        target: F64 = plan.neck + arm_to_physical(a, arm_units, side=s)  # spec §4.1
-        shoulder = plan.rest_pos[up]
-        pole = arm_pole(target - shoulder, vec[:, _idx(f"a_spread_{s}")], side=s)
-        res = two_bone_ik(shoulder, plan.rest_pos[low], plan.rest_pos[hand], target, pole)
-        targets[s], ik[s] = target, res
-        g[:, up] = _qmul(chest, res.upper)
-        g[:, low] = _qmul(chest, res.lower)
-        driven[[up, low]] = True
-        q, clamped = palm_decode(vec[:, [_idx(f"w_qx_{s}"), _idx(f"w_qy_{s}"), _idx(f"w_qz_{s}")]],
-                                 side=s)
-        palm_clamped[s] = clamped
-        hand_world = _qmul(chest, q)  # hand-local frame -> body frame, carried by the torso
-        palms.append(hand_world)
-        g[:, hand] = _qmul(hand_world, plan.palm_rest_inv[k])
-        driven[hand] = True
-    if plan.slots:
-        _fingers(vec, plan, palms, g, driven)
-    # inherit G down the tree, then L_j = L_rest · W_rest⁻¹ · G_parent⁻¹ · G_j · W_rest
-    g = g[:, plan.owner]
-    g_parent = np.concatenate([g[:, :1], g[:, skeleton.parents[1:]]], axis=1)
-    rest = plan.rest_rot[None]
-    delta = _qmul(_qconj(g_parent), g)
-    local = _qmul(skeleton.rest_rotations[None], _qmul(_qconj(rest), _qmul(delta, rest)))
-    local[:, 0] = skeleton.rest_rotations[0]
+    plan = decode_plan(skeleton)
+    arm_units, arm_scale = _arm_scale(plan.calibration if calibration is None else calibration)
+
+    # every elementary rotation of the frame: (B, T, 3) half angles -> (B, T, 4)
+    half = vec[:, plan.rot_dims] * plan.rot_half_gain
+    elem = np.cos(half)[..., None] * _W0 + np.sin(half)[..., None] * plan.rot_axes
+    rot = _qmul(_qmul(elem[:, :, 0], elem[:, :, 1]), elem[:, :, 2])
+    body, hand_rows = rot[:, 0], rot[:, 2:]
+    # spec §4.3: compose down each finger, then the sagittal mirror for the left hand
+    for rows, parents in plan.chain_levels:
+        hand_rows[:, rows] = _qmul(hand_rows[:, parents], hand_rows[:, rows])
+    hand_rows = hand_rows * plan.hand_mirror
+
+    # spec §4.5 spine Q^c, §4.4 head Q·H^c: fractional powers about each rotation's axis
+    # (|angles| ≤ 90° so w > 0: already canonical)
+    vpart = rot[:, :2, 1:]
+    sin_half = np.sqrt((vpart * vpart).sum(axis=-1))
+    axis = vpart / np.where(sin_half > 0.0, sin_half, 1.0)[..., None]
+    angle = np.arctan2(sin_half, rot[:, :2, 0])[:, plan.power_source] * plan.power_share
+    powers = np.concatenate([np.cos(angle)[..., None],
+                             np.sin(angle)[..., None] * axis[:, plan.power_source]], axis=-1)
+
+    # spec §4.1: both arms at once (target, pole, two-bone IK)
+    a = vec[:, _ARM_DIMS]
+    target: F64 = plan.neck + a * arm_scale
+    pole = _pole(target - plan.shoulder, vec[:, _SPREAD_DIMS], _LATERAL_LR, _FIXED_SENSE, _BIAS_LR)
+    if plan.arm_fallback:
+        per_side = [two_bone_ik(plan.shoulder[k], plan.rest_pos[plan.arm_joints[k, 1]],
+                                plan.rest_pos[plan.arm_joints[k, 2]], target[:, k], pole[:, k])
+                    for k in range(2)]
+        ik: dict[str, IKResult] = dict(zip(SIDES, per_side, strict=True))
+        upper = np.stack([r.upper for r in per_side], axis=1)
+        lower = np.stack([r.lower for r in per_side], axis=1)
+    else:
+        res = _solve(plan.shoulder, plan.upper_dir, plan.upper_len, plan.lower_dir,
+                     plan.lower_len, target, pole)
+        ik = {s: IKResult(res.upper[:, k], res.lower[:, k], res.elbow[:, k], res.wrist[:, k],
+                          res.clamped[:, k], False) for k, s in enumerate(SIDES)}
+        upper, lower = res.upper, res.lower
+
+    # spec §4.2: palm quaternions (rescale |v| > 1, clamp to 0.98, w ≥ 0, left mirrored)
+    pv = vec[:, _PALM_DIMS]
+    norm = np.sqrt((pv * pv).sum(axis=-1))
+    clamped = norm > PALM_CLAMP
+    pv = pv * np.where(clamped, PALM_CLAMP / np.where(clamped, norm, 1.0), 1.0)[..., None]
+    w = np.sqrt(np.maximum(0.0, 1.0 - (pv * pv).sum(axis=-1)))
+    palm = np.concatenate([w[..., None], pv], axis=-1) * _PALM_MIRROR
+
+    # carried by the torso Q: head Q·H^c (spec §4.4), arms (body-local, seed 003), palms
+    n_spine, n_power = plan.n_spine, plan.power_share.size
+    carried = _qmul(body[:, None], np.concatenate([powers[:, n_spine:], upper, lower, palm], axis=1))
+    hand_world = carried[:, -2:]  # hand-local frame -> body frame
+    hands = _qmul(_qmul(hand_world[:, plan.hand_side], hand_rows), plan.hand_rest_inv)
+
+    # L_j = L_rest · W_rest⁻¹ · G_parent⁻¹ · G_j · W_rest (module docstring)
+    g = np.empty((batch, 1 + n_power + 4 + hands.shape[1], 4))
+    g[:, 0] = _IDENTITY
+    g[:, 1:1 + n_spine] = powers[:, :n_spine]
+    g[:, 1 + n_spine:5 + n_power] = carried[:, :-2]
+    g[:, 5 + n_power:] = hands
+    local = _qmul(_qconj(g)[:, plan.parent_slot], g[:, plan.joint_slot])
+    if plan.rest_left is not None and plan.rest_world is not None:
+        local = _qmul(_qmul(plan.rest_left, local), plan.rest_world)
+    local[:, 0] = plan.root_rest
+    targets: dict[str, F64] = {s: target[:, k] for k, s in enumerate(SIDES)}
+    palm_clamped: dict[str, NDArray[np.bool_]] = {s: clamped[:, k] for k, s in enumerate(SIDES)}
     return PoseResult(local, targets, ik, palm_clamped, validation, arm_units, plan.skipped)
-
-
-def _fingers(vec: F64, plan: _Plan, palms: list[F64], g: F64, driven: NDArray[np.bool_]) -> None:
-    # spec §4.3: elementary rotations in right-like hand-local coords, composed per finger
-    slots = plan.slots
-    dims = np.array([sl.dims for sl in slots])  # (S, 3)
-    gains = np.stack([sl.gains for sl in slots])  # (S, 3)
-    axes = np.stack([sl.axes for sl in slots])  # (S, 3, 3)
-    n = np.where(dims >= 0, vec[:, np.maximum(dims, 0)], 0.0)  # (B, S, 3)
-    elem = _axis_quat(np.broadcast_to(axes, (*n.shape, 3)), n * gains)
-    d = _qmul(_qmul(elem[..., 0, :], elem[..., 1, :]), elem[..., 2, :])  # (B, S, 4)
-    chain = np.empty_like(d)
-    for k, sl in enumerate(slots):
-        chain[:, k] = d[:, k] if sl.parent_slot < 0 else _qmul(chain[:, sl.parent_slot], d[:, k])
-    left = np.array([sl.side == 0 for sl in slots])
-    chain = np.where(left[None, :, None], chain * _MIRROR_Q, chain)
-    side = np.array([sl.side for sl in slots])
-    hand_world = np.stack(palms, axis=1)[:, side]  # (B, S, 4)
-    out = _qmul(_qmul(hand_world, chain), plan.palm_rest_inv[side][None])
-    joints = np.array([sl.joint for sl in slots])
-    g[:, joints] = out
-    driven[joints] = True

@@ -22,6 +22,7 @@ any rest rotations (see :func:`Skeleton.from_world`).
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -86,8 +87,32 @@ OPTIONAL_JOINTS: frozenset[str] = frozenset(
 
 
 # -- fast quaternion kernels (no validation; inputs come from this package) ------------
+# Tiny arrays are dominated by numpy's per-call overhead, large ones by memory traffic:
+# ``_qmul`` takes the 16 pairwise products in one broadcast and sums them with one
+# matrix product while the operands are small, and the per-component formula otherwise.
+# Both are the Hamilton product; they agree to a few ulp.
+
+#: ``_QMUL_TABLE[4·i + j, k]``: sign of ``a_i · b_j`` in component ``k`` of ``a · b``.
+_QMUL_TABLE: F64 = np.zeros((16, 4))
+for _i, _j, _k, _sign in (
+        (0, 0, 0, 1), (1, 1, 0, -1), (2, 2, 0, -1), (3, 3, 0, -1),
+        (0, 1, 1, 1), (1, 0, 1, 1), (2, 3, 1, 1), (3, 2, 1, -1),
+        (0, 2, 2, 1), (1, 3, 2, -1), (2, 0, 2, 1), (3, 1, 2, 1),
+        (0, 3, 3, 1), (1, 2, 3, 1), (2, 1, 3, -1), (3, 0, 3, 1)):
+    _QMUL_TABLE[4 * _i + _j, _k] = _sign
+#: Most quaternions per operand for the matrix-product form of ``_qmul`` (measured
+#: crossover about 400); above it the per-component form is faster.
+_QMUL_SMALL = 256
+_CONJ: F64 = np.array([1.0, -1.0, -1.0, -1.0])
+_YZX = np.array([1, 2, 0])
+_ZXY = np.array([2, 0, 1])
+
 
 def _qmul(a: F64, b: F64) -> F64:
+    if max(a.size, b.size) <= 4 * _QMUL_SMALL:
+        prod = a[..., :, None] * b[..., None, :]
+        out: F64 = prod.reshape((*prod.shape[:-2], 16)) @ _QMUL_TABLE
+        return out
     aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
     bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
     return np.stack([aw * bw - ax * bx - ay * by - az * bz,
@@ -97,15 +122,21 @@ def _qmul(a: F64, b: F64) -> F64:
 
 
 def _qconj(q: F64) -> F64:
-    out: F64 = q * np.array([1.0, -1.0, -1.0, -1.0])
+    out: F64 = q * _CONJ
+    return out
+
+
+def _cross(a: F64, b: F64) -> F64:
+    # same operations, in the same order, as np.cross on (..., 3), without its overhead
+    out: F64 = a[..., _YZX] * b[..., _ZXY] - a[..., _ZXY] * b[..., _YZX]
     return out
 
 
 def _qrot(q: F64, v: F64) -> F64:
     w = q[..., :1]
     u = q[..., 1:]
-    t = 2.0 * np.cross(u, v)
-    out: F64 = v + w * t + np.cross(u, t)
+    t = 2.0 * _cross(u, v)
+    out: F64 = v + w * t + _cross(u, t)
     return out
 
 
@@ -220,10 +251,24 @@ class Skeleton:
                                    rot[keep], sites=sites)
 
 
+@functools.lru_cache(maxsize=64)
+def _depth_levels(skeleton: Skeleton) -> tuple[tuple[NDArray[np.intp], NDArray[np.intp]], ...]:
+    # (joints, their parents) per tree depth >= 1: every parent lies in an earlier level
+    depth = np.zeros(len(skeleton), dtype=np.intp)
+    for j in range(1, len(skeleton)):
+        depth[j] = depth[skeleton.parents[j]] + 1
+    levels = []
+    for d in range(1, int(depth.max(initial=0)) + 1):
+        joints = np.flatnonzero(depth == d)
+        levels.append((joints, skeleton.parents[joints]))
+    return tuple(levels)
+
+
 def fk(skeleton: Skeleton, local_rotations: ArrayLike) -> tuple[F64, F64]:
     """Forward kinematics: world positions ``(B, J, 3)`` (metres) and rotations
     ``(B, J, 4)`` from local rotations ``(B, J, 4)`` (module docstring formulas). The root
-    offset is its world position."""
+    offset is its world position. Evaluated one tree depth at a time (all joints of a
+    depth in one array operation)."""
     local = np.asarray(local_rotations, dtype=np.float64)
     if local.ndim != 3 or local.shape[1:] != (len(skeleton), 4):
         raise UsageError("usage.shape",
@@ -233,10 +278,10 @@ def fk(skeleton: Skeleton, local_rotations: ArrayLike) -> tuple[F64, F64]:
     rot = np.empty((b, j, 4))
     pos[:, 0] = skeleton.offsets[0]
     rot[:, 0] = local[:, 0]
-    for i in range(1, j):
-        p = skeleton.parents[i]
-        pos[:, i] = pos[:, p] + _qrot(rot[:, p], skeleton.offsets[i])
-        rot[:, i] = _qmul(rot[:, p], local[:, i])
+    for joints, parents in _depth_levels(skeleton):
+        parent_rot = rot[:, parents]
+        pos[:, joints] = pos[:, parents] + _qrot(parent_rot, skeleton.offsets[joints])
+        rot[:, joints] = _qmul(parent_rot, local[:, joints])
     return pos, rot
 
 
