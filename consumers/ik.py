@@ -221,6 +221,8 @@ def _solve(s0: F64, upper_dir0: F64, a_len: F64, lower_dir0: F64, b_len: F64,
     sin_a = np.sqrt(1.0 - cos_a**2)
     v = p - (p * u).sum(axis=-1, keepdims=True) * u
     v, vn = _unit(v)
+    # a pole nearly along u leaves v noisy: project once more so v ⟂ u to rounding
+    v, _ = _unit(v - (v * u).sum(axis=-1, keepdims=True) * u)
     bad = vn < 1e-9
     if bad.any():
         # sagittal-plane fallbacks (+Z, else −Y) keep the mirror law
