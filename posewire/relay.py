@@ -44,7 +44,7 @@ from typing import Generic, Literal, TextIO, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
-from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.asyncio.server import Server, ServerConnection, broadcast, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.typing import Subprotocol
 
@@ -331,6 +331,9 @@ class Relay:
         self.status_file = status_file
         self.hello_timeout = hello_timeout
         self.send_buffer = send_buffer
+        #: websockets' write high-water mark; also the most a consumer's transport may
+        #: hold before its frames go through the latest-wins mailbox (spec §5.7)
+        self._write_limit = max(4096, 2 * self.limits.max_message_bytes)
         self.close_timeout = close_timeout
         self.stats = RelayStats()
         self._streams: dict[str, _Stream] = {}
@@ -349,7 +352,7 @@ class Relay:
             compression=None,
             max_size=self.limits.max_message_bytes * _WS_SIZE_FACTOR,
             max_queue=16,
-            write_limit=max(4096, 2 * self.limits.max_message_bytes),
+            write_limit=self._write_limit,
             close_timeout=self.close_timeout,
         )
         if self.status_every:
@@ -542,10 +545,22 @@ class Relay:
 
     def _broadcast(self, stream: _Stream, kind: str, item: _Item) -> None:
         # spec §5.7: never blocks; a full slot is a counted drop
-        msg = item[0]
+        msg, data = item
+        direct: list[ServerConnection] = []
         for consumer in stream.consumers:
             box = consumer.mailbox
             assert box is not None
+            if not box and consumer.ws.transport.get_write_buffer_size() < self._write_limit:
+                # fast path: nothing is queued for this consumer and its socket keeps up,
+                # so the bytes are written now (in order: an item its sender took was
+                # already written when it was taken) instead of waking its sender task
+                try:
+                    consumer.conn.send(msg, encoded=data)
+                except UsageError:
+                    continue  # closing: the handler cleans up
+                direct.append(consumer.ws)
+                box.delivered[kind] += 1
+                continue
             unsent = box.pending(kind)
             if unsent is not None and kind == "f":
                 self.stats.drops += 1
@@ -557,6 +572,10 @@ class Relay:
                     box.put(kind, stream.full_frame())
                     continue
             box.put(kind, item)
+        if direct:
+            broadcast(direct, data)
+            if kind == "f":
+                self.stats.frames_out += len(direct)
 
     async def _attach(self, client: _Client, hello: Hello) -> None:
         await client.ws.send(client.conn.accept(client.session))
