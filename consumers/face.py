@@ -25,10 +25,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from codec.errors import UsageError
-from codec.morph import ARKIT_INDEX
-from codec.mouthing import apply_mouthing, mouthing_to_arkit, normalize_shares
-from codec.registry import REGISTRY, VISEMES
-from codec.vector import validate
+from codec.mouthing import _valid_mouthing_arkit, apply_mouthing, normalize_shares
+from codec.registry import ARKIT_CHANNELS, REGISTRY, VISEMES
+from codec.vector import DEFAULTS, LOWER, N_DIMS, UPPER, ValidationReport, validate
 
 __all__ = ["CAPABILITIES", "VOWELS", "VOWEL_FOLD", "FaceWeights", "face_weights"]
 
@@ -47,6 +46,23 @@ _FOLD = np.zeros((len(VISEMES), len(VOWELS)))
 for _v, _t in VOWEL_FOLD.items():
     if _t is not None:
         _FOLD[VISEMES.index(_v), VOWELS.index(_t)] = 1.0
+_LOWER_OK = bool((LOWER <= DEFAULTS).all() and (DEFAULTS <= UPPER).all())
+
+
+def _validate_clamp(arr: F64) -> tuple[F64, ValidationReport]:
+    # = codec.vector.validate(arr, policy="clamp"); all-finite input in fewer operations
+    # (clamped iff the clip changed it; nothing replaced), anything else via validate
+    if arr.ndim == 0 or arr.shape[-1] != N_DIMS or not _LOWER_OK:
+        return validate(arr, policy="clamp")
+    finite = np.isfinite(arr)
+    if not finite.all():
+        return validate(arr, policy="clamp")
+    out: F64 = np.minimum(np.maximum(arr, LOWER), UPPER)
+    return out, ValidationReport(out != arr, ~finite)
+
+
+_NO_MIX = np.zeros(len(VISEMES))  # no mouthing: an all-zero mix (read-only)
+_NO_MIX.flags.writeable = False
 
 
 @dataclass(frozen=True)
@@ -72,12 +88,14 @@ def face_weights(vector: ArrayLike, *, capability: Capability,
     if capability not in CAPABILITIES:
         raise UsageError("usage.bad_option", f"capability must be one of {CAPABILITIES}, "
                          f"not {capability!r}")
-    vec, validation = validate(vector, policy="clamp")
-    report: dict[str, object] = {k: v for k, v in validation.dims().items() if v}
+    vec, validation = _validate_clamp(np.asarray(vector, dtype=np.float64))
+    report: dict[str, object] = {}
+    if validation.clamped.any() or validation.replaced.any():
+        report = {k: v for k, v in validation.dims().items() if v}
     if capability == "none":
         report["capability"] = "none: no face morphs played"
         return FaceWeights({}, {}, report)
-    shares = np.zeros(len(VISEMES)) if visemes is None else np.asarray(visemes, dtype=np.float64)
+    shares = _NO_MIX if visemes is None else np.asarray(visemes, dtype=np.float64)
     shares, normalized = normalize_shares(shares)
     if normalized.any():
         report["mix_normalized"] = True
@@ -85,13 +103,21 @@ def face_weights(vector: ArrayLike, *, capability: Capability,
         _, effective = apply_mouthing(vec, shares)
         jaw = np.clip(effective[..., REGISTRY.index("m_jaw")], 0.0, 1.0)
         return FaceWeights({"jawOpen": jaw}, {}, report)
-    morphs = mouthing_to_arkit(vec, shares)
-    if morphs.clipped.any():
+    # = mouthing_to_arkit(vec, shares) for this validated vector and normalized mix
+    weights, clipped = _valid_mouthing_arkit(vec, shares)
+    if clipped.any():
         report["clipped"] = True
-    arkit = {name: morphs.arkit[..., i] for name, i in ARKIT_INDEX.items()}
+    arkit = _by_name(ARKIT_CHANNELS, weights)
+    mix = np.empty((*weights.shape[:-1], len(VISEMES)))  # the shares, per frame
+    mix[...] = shares
     if capability == "viseme15":
-        return FaceWeights(arkit, {v: morphs.visemes[..., i] for i, v in enumerate(VISEMES)}, report)
-    vowels = morphs.visemes @ _FOLD
-    return FaceWeights(arkit, {v: vowels[..., i] for i, v in enumerate(VOWELS)}, report)
+        return FaceWeights(arkit, _by_name(VISEMES, mix), report)
+    return FaceWeights(arkit, _by_name(VOWELS, mix @ _FOLD), report)
 
 
+def _by_name(names: tuple[str, ...], values: F64) -> dict[str, F64]:
+    # {name: values[..., i]}: one view per name (0-d arrays for a single frame)
+    if values.ndim == 1:
+        return {name: values[..., i] for i, name in enumerate(names)}
+    columns = values.T if values.ndim == 2 else np.moveaxis(values, -1, 0)
+    return dict(zip(names, columns, strict=True))

@@ -19,6 +19,7 @@ shoulder→target axis toward lateral, plus a small side-specific bias
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -238,3 +239,103 @@ def _solve(s0: F64, upper_dir0: F64, a_len: F64, lower_dir0: F64, b_len: F64,
     carried = _qrot(g_upper, lower_dir0)
     g_lower = _qmul(_min_rotation(carried, lower_dir1), g_upper)
     return IKResult(g_upper, g_lower, elbow_new, wrist_new, clamped, False)
+
+
+# -- one frame in Python floats (consumers.pose, batch of 1) ----------------------------
+# The same formulas as _pole / _solve / _min_rotation on 3-tuples, in the same order of
+# operations; only sin/cos come from libm instead of numpy (agree to a few ulp).
+Vec3 = tuple[float, float, float]
+Quat = tuple[float, float, float, float]
+
+
+def _cross1(a: Vec3, b: Vec3) -> Vec3:
+    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
+
+
+def _dot1(a: Vec3, b: Vec3) -> float:
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+def _unit1(v: Vec3) -> tuple[Vec3, float]:
+    n = math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+    d = n if n > 0.0 else 1.0
+    return (v[0] / d, v[1] / d, v[2] / d), n
+
+
+def _reject1(v: Vec3, u: Vec3) -> Vec3:
+    # v - (v · u) u
+    k = _dot1(v, u)
+    return (v[0] - k * u[0], v[1] - k * u[1], v[2] - k * u[2])
+
+
+def _min_rotation1(va: Vec3, vb: Vec3) -> Quat:
+    w = 1.0 + _dot1(va, vb)
+    xyz = _cross1(va, vb)
+    if w < 1e-12:
+        alt = _cross1(va, (0.0, 0.0, 1.0))
+        if math.sqrt(alt[0] * alt[0] + alt[1] * alt[1] + alt[2] * alt[2]) < 1e-6:
+            alt = _cross1(va, (1.0, 0.0, 0.0))
+        xyz, _ = _unit1(alt)
+        w = 0.0
+    n = math.sqrt(w * w + xyz[0] * xyz[0] + xyz[1] * xyz[1] + xyz[2] * xyz[2])
+    return (w / n, xyz[0] / n, xyz[1] / n, xyz[2] / n)
+
+
+def _qmul1(a: Quat, b: Quat) -> Quat:
+    aw, ax, ay, az = a
+    bw, bx, by, bz = b
+    return (aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw)
+
+
+def _qrot1(q: Quat, v: Vec3) -> Vec3:
+    w, u = q[0], (q[1], q[2], q[3])
+    c = _cross1(u, v)
+    t = (2.0 * c[0], 2.0 * c[1], 2.0 * c[2])
+    c2 = _cross1(u, t)
+    return (v[0] + w * t[0] + c2[0], v[1] + w * t[1] + c2[1], v[2] + w * t[2] + c2[2])
+
+
+def _pole1(axis: Vec3, spread: float, lateral: Vec3, fixed: float, bias: Vec3) -> Vec3:
+    # _pole for one side and frame
+    u, _ = _unit1(axis)
+    phi = spread * (math.pi / 2.0)
+    toward = _dot1(_cross1(u, (0.0, -1.0, 0.0)), lateral)
+    sense = math.copysign(1.0, toward) if abs(toward) > 1e-6 else fixed
+    angle = sense * phi
+    c, s = math.cos(angle), math.sin(angle)
+    # _rotate_about(DOWN, u, angle): v·c + (u × v)·s + u·(u·v)·(1 − c), v = DOWN
+    dot = -u[1]
+    cr = _cross1(u, (0.0, -1.0, 0.0))
+    down = (0.0, -1.0, 0.0)
+    return tuple(down[i] * c + cr[i] * s + u[i] * dot * (1.0 - c) + bias[i]  # type: ignore[return-value]
+                 for i in range(3))
+
+
+def _solve1(s0: Vec3, upper_dir0: Vec3, a_len: float, lower_dir0: Vec3, b_len: float,
+            t: Vec3, p: Vec3) -> tuple[Quat, Quat, Vec3, Vec3, bool]:
+    # _solve for one side and frame: (upper, lower, elbow, wrist, clamped)
+    u, dist = _unit1((t[0] - s0[0], t[1] - s0[1], t[2] - s0[2]))
+    if dist < _EPS:
+        u = upper_dir0
+    lo, hi = abs(a_len - b_len), a_len + b_len
+    d = min(max(dist, lo), hi)
+    clamped = dist > hi * (1.0 + 1e-12) or dist < lo * (1.0 - 1e-12)
+    cos_a = min(max((a_len * a_len + d * d - b_len * b_len) / (2.0 * a_len * max(d, _EPS)),
+                    -1.0), 1.0)
+    sin_a = math.sqrt(1.0 - cos_a * cos_a)
+    v, vn = _unit1(_reject1(p, u))
+    v, _ = _unit1(_reject1(v, u))
+    if vn < 1e-9:
+        alt = _reject1((0.0, 0.0, 1.0), u)
+        if math.sqrt(_dot1(alt, alt)) < 1e-6:
+            alt = _reject1((0.0, -1.0, 0.0), u)
+        v, _ = _unit1(alt)
+    elbow = tuple(s0[i] + a_len * (cos_a * u[i] + sin_a * v[i]) for i in range(3))
+    wrist = tuple(s0[i] + d * u[i] for i in range(3))
+    upper_dir1 = tuple((elbow[i] - s0[i]) / a_len for i in range(3))
+    lower_dir1, _ = _unit1(tuple(wrist[i] - elbow[i] for i in range(3)))  # type: ignore[arg-type]
+    g_upper = _min_rotation1(upper_dir0, upper_dir1)  # type: ignore[arg-type]
+    carried = _qrot1(g_upper, lower_dir0)
+    g_lower = _qmul1(_min_rotation1(carried, lower_dir1), g_upper)
+    return g_upper, g_lower, elbow, wrist, clamped  # type: ignore[return-value]

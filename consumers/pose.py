@@ -47,6 +47,7 @@ joint-by-joint evaluation to float round-off (``tests/test_consumer_pose_referen
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -58,10 +59,11 @@ from codec.errors import UsageError
 from codec.euler import BODY_MAX_DEG, HEAD_MAX_DEG
 from codec.quaternion import PALM_CLAMP
 from codec.registry import REGISTRY, SPINE_SHARES
-from codec.vector import ValidationReport, validate
+from codec.vector import ValidationReport
 
-from .ik import _LATERAL, ELBOW_BIAS, IKResult, _pole, _solve, _unit, two_bone_ik
-from .skeleton import FINGERS, Skeleton, _qconj, _qmul, _qrot, calibration_of
+from .face import _validate_clamp
+from .ik import _LATERAL, ELBOW_BIAS, IKResult, _pole, _pole1, _solve, _solve1, _unit, two_bone_ik
+from .skeleton import _CONJ, _QMUL_TABLE, FINGERS, Skeleton, _qconj, _qmul, _qrot, calibration_of
 
 __all__ = ["HEAD_SHARES", "DecodePlan", "PoseResult", "decode_plan", "decode_pose"]
 
@@ -338,11 +340,12 @@ def decode_pose(vectors: ArrayLike, skeleton: Skeleton, *,
     ``usage.calibration`` when no unit can be formed."""
     arr = np.asarray(vectors, dtype=np.float64)
     # spec §3.5: the one validation of the call; nothing below re-checks
-    vec, validation = validate(arr.reshape(-1, arr.shape[-1]) if arr.ndim else arr,
-                               policy="clamp")
+    vec, validation = _validate_clamp(arr.reshape(-1, arr.shape[-1]) if arr.ndim else arr)
     batch = vec.shape[0]
     plan = decode_plan(skeleton)
     arm_units, arm_scale = _arm_scale(plan.calibration if calibration is None else calibration)
+    if batch == 1 and not plan.arm_fallback:
+        return _decode_one(vec, validation, plan, arm_units, arm_scale)
 
     # every elementary rotation of the frame: (B, T, 3) half angles -> (B, T, 4)
     half = vec[:, plan.rot_dims] * plan.rot_half_gain
@@ -408,3 +411,204 @@ def decode_pose(vectors: ArrayLike, skeleton: Skeleton, *,
     targets: dict[str, F64] = {s: target[:, k] for k, s in enumerate(SIDES)}
     palm_clamped: dict[str, NDArray[np.bool_]] = {s: clamped[:, k] for k, s in enumerate(SIDES)}
     return PoseResult(local, targets, ik, palm_clamped, validation, arm_units, plan.skipped)
+
+
+# -- one frame (B = 1) ------------------------------------------------------------------
+# The same formulas with fewer array operations: numpy call overhead, not arithmetic,
+# is the cost of a single frame. The 2 + 2 + F elementary-rotation products become one
+# table lookup each (a product of three ``cos + sin·axis`` factors is trilinear in the
+# cosines and sines: 8 terms with fixed quaternion coefficients), finger chains one
+# product per depth, the constant right factors (left-hand mirror, rest hand frame) and
+# the bind-frame products 4×4 matrices; the two arms, palms and fractional powers are
+# Python floats (consumers.ik._solve1). Equal to the batch path to float round-off
+# (tests/test_consumer_speed_equivalence.py).
+
+def _left_matrix(q: F64) -> F64:
+    # (..., 4, 4) M with M @ b = q · b
+    basis = np.eye(4)
+    out: F64 = np.stack([_qmul(q, basis[j]) for j in range(4)], axis=-1)
+    return out
+
+
+def _right_matrix(q: F64) -> F64:
+    # (..., 4, 4) M with M @ b = b · q
+    basis = np.eye(4)
+    out: F64 = np.stack([_qmul(np.broadcast_to(basis[j], q.shape), q) for j in range(4)],
+                        axis=-1)
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class _OnePlan:
+    rot_dims: NDArray[np.intp]  # (T + 1, 3): plan rows + an identity row
+    rot_gain: F64  # (T + 1, 3)
+    rot_terms: F64  # (T + 1, 8, 4) coefficient of each cos/sin product
+    chain: NDArray[np.intp]  # (D + 1, 2 + F) rows of rot composed left to right
+    hand_right: F64  # (2 + F, 4, 4): mirror, then · P⁻¹ (right factors of a hand row)
+    hand_world: NDArray[np.intp]  # (2 + F,) row of the small table holding that side's palm
+    rest: F64 | None  # (J, 4, 4): L_rest·W_rest⁻¹ · x · W_rest
+    powers: tuple[tuple[int, float], ...]  # (source 0 body / 1 head, share)
+    shoulder: tuple[tuple[float, float, float], ...]
+    upper_dir: tuple[tuple[float, float, float], ...]
+    lower_dir: tuple[tuple[float, float, float], ...]
+    upper_len: tuple[float, ...]
+    lower_len: tuple[float, ...]
+    neck: tuple[float, float, float]
+    hands_a: NDArray[np.intp]  # (2 + F, 16) flat gathers for _qmul(palm of side, hand row)
+    hands_b: NDArray[np.intp]
+    local_a: NDArray[np.intp]  # (J, 16) flat gathers for conj(G_parent) · G_j
+    local_b: NDArray[np.intp]
+    chain_pairs: tuple[tuple[NDArray[np.intp], NDArray[np.intp]], ...]  # flat gathers
+
+
+#: Flat gather patterns of ``_qmul`` (``a_i · b_j`` at ``4·i + j``) and the table with
+#: the conjugate of ``a`` folded in.
+_PAIR_I = np.repeat(np.arange(4), 4)
+_PAIR_J = np.tile(np.arange(4), 4)
+_QMUL_CONJ_TABLE = _QMUL_TABLE * _CONJ[_PAIR_I][:, None]
+
+
+def _pairs(rows_a: NDArray[np.intp], rows_b: NDArray[np.intp]) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    a = 4 * rows_a[:, None] + _PAIR_I
+    b = 4 * rows_b[:, None] + _PAIR_J
+    return a, b
+
+
+@functools.lru_cache(maxsize=32)
+def _one_plan(plan: DecodePlan) -> _OnePlan:
+    t = plan.rot_dims.shape[0]
+    dims = np.concatenate([plan.rot_dims, np.zeros((1, 3), dtype=np.intp)])
+    gain = np.concatenate([plan.rot_half_gain, np.zeros((1, 3))])
+    axes = np.concatenate([plan.rot_axes, np.zeros((1, 3, 4))])
+    terms = np.empty((t + 1, 2, 2, 2, 4))
+    for i0 in range(2):
+        for i1 in range(2):
+            for i2 in range(2):
+                f = [_W0 if i == 0 else axes[:, k] for k, i in enumerate((i0, i1, i2))]
+                terms[:, i0, i1, i2] = _qmul(_qmul(np.broadcast_to(f[0], (t + 1, 4)), f[1]), f[2])
+    n_rows = plan.hand_side.size
+    depth = np.zeros(n_rows, dtype=np.intp)
+    parent = np.full(n_rows, -1, dtype=np.intp)
+    for rows, parents in plan.chain_levels:
+        parent[rows] = parents
+        depth[rows] = depth[parents] + 1
+    width = max(2, int(depth.max()) + 1)  # at least one product (identity row first)
+    chain = np.full((width, n_rows), t, dtype=np.intp)  # t: the identity row
+    for r in range(n_rows):
+        k, row = width - 1, r
+        while row >= 0:
+            chain[k, r] = 2 + row
+            row, k = int(parent[row]), k - 1
+    hand_right = _right_matrix(plan.hand_rest_inv) * plan.hand_mirror[:, None, :]
+    n_small = 1 + plan.power_share.size + 6
+    hand_world = np.where(plan.hand_side == 0, n_small - 2, n_small - 1)
+    rest = None
+    if plan.rest_left is not None and plan.rest_world is not None:
+        rest = _left_matrix(plan.rest_left) @ _right_matrix(plan.rest_world)
+    def triples(x: F64) -> tuple[tuple[float, float, float], ...]:
+        return tuple((float(r[0]), float(r[1]), float(r[2])) for r in x)
+
+    hands_a, hands_b = _pairs(hand_world, np.arange(n_rows))
+    local_a, local_b = _pairs(plan.parent_slot, plan.joint_slot)
+    one = _OnePlan(
+        rot_dims=dims, rot_gain=gain, rot_terms=terms.reshape(t + 1, 8, 4), chain=chain,
+        hand_right=hand_right, hand_world=hand_world, rest=rest,
+        powers=tuple(zip(plan.power_source.tolist(), plan.power_share.tolist(), strict=True)),
+        shoulder=triples(plan.shoulder), upper_dir=triples(plan.upper_dir),
+        lower_dir=triples(plan.lower_dir), upper_len=tuple(plan.upper_len.tolist()),
+        lower_len=tuple(plan.lower_len.tolist()), neck=triples(plan.neck[None])[0],
+        hands_a=hands_a, hands_b=hands_b, local_a=local_a, local_b=local_b,
+        chain_pairs=(_pairs(chain[0], chain[1]),
+                     *(_pairs(np.arange(n_rows), chain[k]) for k in range(2, width))))
+    _readonly(dims, gain, one.rot_terms, chain, hand_right, hand_world, one.hands_a,
+              one.hands_b, one.local_a, one.local_b,
+              *(() if rest is None else (rest,)))
+    return one
+
+
+_ARM_DIMS_L = [d.tolist() for d in _ARM_DIMS]
+_SPREAD_DIMS_L = _SPREAD_DIMS.tolist()
+_PALM_DIMS_L = [d.tolist() for d in _PALM_DIMS]
+_LATERAL_L = [tuple(x.tolist()) for x in _LATERAL_LR]
+_FIXED_L = _FIXED_SENSE.tolist()
+_BIAS_L = [tuple(x.tolist()) for x in _BIAS_LR]
+
+
+def _decode_one(vec: F64, validation: ValidationReport, plan: DecodePlan,
+                arm_units: CalibrationUnits, arm_scale: F64) -> PoseResult:
+    one = _one_plan(plan)
+    v = vec[0]
+    vl = v.tolist()
+    # elementary rotations: rot[r] = Σ (cos|sin)(h0)·(cos|sin)(h1)·(cos|sin)(h2) · term
+    half = v[one.rot_dims] * one.rot_gain
+    cs = np.empty((half.shape[0], 2, 3))
+    np.cos(half, out=cs[:, 0])
+    np.sin(half, out=cs[:, 1])
+    m = cs[:, :, None, None, 0] * cs[:, None, :, None, 1] * cs[:, None, None, :, 2]
+    rot = (m.reshape(-1, 1, 8) @ one.rot_terms).reshape(-1, 4)
+    flat = rot.ravel()
+    chain = flat[one.chain_pairs[0][0]] * flat[one.chain_pairs[0][1]] @ _QMUL_TABLE
+    for a, b in one.chain_pairs[1:]:
+        chain = (chain.ravel()[a] * flat[b]) @ _QMUL_TABLE
+    hand_rows = (one.hand_right @ chain[:, :, None])[:, :, 0]  # mirror, then · P⁻¹
+
+    # spec §4.5 / §4.4 fractional powers, §4.1 arms, §4.2 palms: Python floats
+    euler = rot[:2].tolist()
+    axis_angle = []
+    for w, x, y, z in euler:
+        sin_half = math.sqrt(x * x + y * y + z * z)
+        d = sin_half if sin_half > 0.0 else 1.0
+        axis_angle.append(((x / d, y / d, z / d), math.atan2(sin_half, w)))
+    small: list[tuple[float, ...]] = [(1.0, 0.0, 0.0, 0.0)]
+    for source, share in one.powers:
+        ax, ang = axis_angle[source]
+        angle = ang * share
+        s = math.sin(angle)
+        small.append((math.cos(angle), s * ax[0], s * ax[1], s * ax[2]))
+    targets, upper, lower, ik_rows, clamped, palm_clamped = [], [], [], [], [], []
+    for k in range(2):
+        sc, sh, dims = arm_scale[k], one.shoulder[k], _ARM_DIMS_L[k]
+        target = tuple(one.neck[i] + vl[dims[i]] * float(sc[i]) for i in range(3))
+        pole = _pole1((target[0] - sh[0], target[1] - sh[1], target[2] - sh[2]),
+                      vl[_SPREAD_DIMS_L[k]], _LATERAL_L[k], _FIXED_L[k], _BIAS_L[k])
+        g_up, g_low, elbow, wrist, hit = _solve1(
+            sh, one.upper_dir[k], one.upper_len[k], one.lower_dir[k], one.lower_len[k],
+            target, pole)
+        targets.append(target)
+        upper.append(g_up)
+        lower.append(g_low)
+        ik_rows.append((*g_up, *g_low, *elbow, *wrist))
+        clamped.append(hit)
+    palms = []
+    for k in range(2):
+        px, py, pz = (vl[d] for d in _PALM_DIMS_L[k])
+        norm = math.sqrt(px * px + py * py + pz * pz)
+        over = norm > PALM_CLAMP
+        if over:
+            f = PALM_CLAMP / norm
+            px, py, pz = px * f, py * f, pz * f
+        w = math.sqrt(max(0.0, 1.0 - (px * px + py * py + pz * pz)))
+        palms.append((w, px, -py, -pz) if k == 0 else (w, px, py, pz))
+        palm_clamped.append(over)
+    small += [*upper, *lower, *palms]
+
+    # carried by the torso Q (head, arms, palms); hands; L_j (module docstring)
+    g_small = np.array(small)
+    n_spine = 1 + plan.n_spine
+    g_small[n_spine:] = _qmul(rot[0], g_small[n_spine:])
+    hands = (g_small.ravel()[one.hands_a] * hand_rows.ravel()[one.hands_b]) @ _QMUL_TABLE
+    g = np.concatenate([g_small[:-2], hands]).ravel()
+    local = (g[one.local_a] * g[one.local_b]) @ _QMUL_CONJ_TABLE  # conj(G_parent) · G_j
+    if one.rest is not None:
+        local = (one.rest @ local[:, :, None])[:, :, 0]
+    local[0] = plan.root_rest
+
+    target_arr = np.array([targets])
+    ik_arr = np.array([ik_rows])
+    hit_arr = np.array([clamped])
+    palm_arr = np.array([palm_clamped])
+    ik: dict[str, IKResult] = {s: IKResult(ik_arr[:, k, 0:4], ik_arr[:, k, 4:8], ik_arr[:, k, 8:11],
+                      ik_arr[:, k, 11:14], hit_arr[:, k], False) for k, s in enumerate(SIDES)}
+    return PoseResult(local[None], {s: target_arr[:, k] for k, s in enumerate(SIDES)}, ik,
+                      {s: palm_arr[:, k] for k, s in enumerate(SIDES)}, validation, arm_units,
+                      plan.skipped)

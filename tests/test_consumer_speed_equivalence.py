@@ -1,0 +1,111 @@
+"""The single-frame and validated-input fast paths equal the public reference functions.
+
+``decode_pose`` on one frame (Python-float arms, table-driven rotations) must match the
+batch path (row 0 of a batch of 2 with the same frame) and ``face_weights`` the public
+codec chain (validate → normalize_shares → mouthing_to_arkit), to 1e-12, on random
+inputs including NaN, ±inf and out-of-range dims.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from codec.morph import ARKIT_INDEX
+from codec.mouthing import _valid_mouthing_arkit, mouthing_to_arkit, normalize_shares
+from codec.registry import VISEMES
+from codec.vector import LOWER, N_DIMS, validate
+from consumers.face import _validate_clamp, face_weights
+from consumers.pose import decode_pose
+from consumers.skeleton import Skeleton, helix_humanoid
+
+
+def _vectors(seed: int, n: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    vec = rng.uniform(LOWER - 0.3, 1.3, size=(n, N_DIMS))
+    vec[rng.random(vec.shape) < 0.03] = np.nan
+    vec[rng.random(vec.shape) < 0.01] = np.inf
+    vec[rng.random(vec.shape) < 0.01] = -np.inf
+    return vec
+
+
+def _skeletons() -> list[Skeleton]:
+    skel = helix_humanoid()
+    rest, _ = skel.rest_world()
+    q = np.random.default_rng(7).normal(size=(len(skel), 4))
+    q /= np.linalg.norm(q, axis=-1, keepdims=True)
+    bound = Skeleton.from_world(skel.names, skel.parents, rest, q, sites={
+        n: (skel.names[j], rest[j] + off) for n, (j, off) in skel.sites.items()})
+    return [skel, bound, helix_humanoid(1.4, metacarpals=True),
+            skel.without(["spine_02", "neck_02", "thumb_02_r", "index_03_l", "middle_01_l"]),
+            skel.without([n for n in skel.names if n[:-2].endswith(("_02", "_03"))])]
+
+
+@pytest.mark.parametrize("which", range(5))
+def test_single_frame_equals_batch_path(which: int) -> None:
+    skel = _skeletons()[which]
+    vecs = _vectors(which, 40)
+    vecs[0] = 0.0
+    vecs[1] = np.nan
+    vecs[2, :] = 5.0
+    for v in vecs:
+        one = decode_pose(v, skel)
+        ref = decode_pose(np.stack([v, v]), skel)  # batch of 2: the array path
+        np.testing.assert_allclose(one.local_rotations, ref.local_rotations[:1], rtol=0, atol=1e-12)
+        for s in ("l", "r"):
+            np.testing.assert_allclose(one.targets[s], ref.targets[s][:1], rtol=0, atol=1e-12)
+            for name in ("upper", "lower", "elbow", "wrist"):
+                np.testing.assert_allclose(getattr(one.ik[s], name), getattr(ref.ik[s], name)[:1],
+                                           rtol=0, atol=1e-12)
+            np.testing.assert_array_equal(one.ik[s].clamped, ref.ik[s].clamped[:1])
+            np.testing.assert_array_equal(one.palm_clamped[s], ref.palm_clamped[s][:1])
+            assert one.ik[s].fallback == ref.ik[s].fallback
+        np.testing.assert_array_equal(one.validation.clamped, ref.validation.clamped[:1])
+        np.testing.assert_array_equal(one.validation.replaced, ref.validation.replaced[:1])
+        assert one.report() == ref.report()
+
+
+def test_validate_clamp_equals_validate() -> None:
+    for shape in ((N_DIMS,), (1, N_DIMS), (9, N_DIMS)):
+        for seed in range(5):
+            vec = _vectors(seed, 9).reshape(-1)[: int(np.prod(shape))].reshape(shape)
+            for v in (vec, np.nan_to_num(vec, nan=0.5, posinf=2.0, neginf=-2.0)):
+                out, rep = _validate_clamp(v)
+                ref, ref_rep = validate(v, policy="clamp")
+                np.testing.assert_array_equal(out, ref)
+                np.testing.assert_array_equal(rep.clamped, ref_rep.clamped)
+                np.testing.assert_array_equal(rep.replaced, ref_rep.replaced)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_face_kernel_equals_mouthing_to_arkit(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    vec, _ = validate(_vectors(seed, 30), policy="clamp")
+    raw = rng.random((30, len(VISEMES))) * rng.choice([0.0, 0.1, 0.3], size=(30, 1))
+    raw[rng.random(raw.shape) < 0.5] = 0.0
+    for shares_in in (raw, raw[0], np.zeros(len(VISEMES)), 3 * raw):
+        shares, _ = normalize_shares(shares_in)
+        ref = mouthing_to_arkit(vec, shares)
+        weights, clipped = _valid_mouthing_arkit(vec, shares)
+        np.testing.assert_allclose(weights, ref.arkit, rtol=0, atol=1e-12)
+        np.testing.assert_array_equal(clipped, ref.clipped)
+    one_w, _ = _valid_mouthing_arkit(vec[0], normalize_shares(raw)[0])  # (N,) with (B, 15)
+    np.testing.assert_allclose(one_w, mouthing_to_arkit(vec[0], normalize_shares(raw)[0]).arkit,
+                               rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("capability", ["viseme15", "vowel5"])
+def test_face_weights_equals_reference(capability: str) -> None:
+    rng = np.random.default_rng(3)
+    for vec in (_vectors(1, 12), _vectors(2, 1)[0]):
+        mix = rng.random(len(VISEMES)) * 0.2
+        out = face_weights(vec, capability=capability, visemes=mix)  # type: ignore[arg-type]
+        v, _ = validate(vec, policy="clamp")
+        ref = mouthing_to_arkit(v, normalize_shares(mix)[0])
+        for name, i in ARKIT_INDEX.items():
+            np.testing.assert_allclose(out.arkit[name], ref.arkit[..., i], rtol=0, atol=1e-12)
+            assert np.shape(out.arkit[name]) == np.shape(ref.arkit[..., i])
+        if capability == "viseme15":
+            for i, name in enumerate(VISEMES):
+                np.testing.assert_allclose(out.visemes[name], ref.visemes[..., i], rtol=0, atol=1e-12)
+        assert out.report.get("clipped", False) == bool(ref.clipped.any())
