@@ -8,8 +8,9 @@ import json
 import math
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
+from typing import Any
 
 from codec.registry import DIMENSIONS, REGISTRY
 
@@ -134,21 +135,27 @@ async def _produce(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_produce(args: argparse.Namespace) -> int:
+def _run_client(name: str, args: argparse.Namespace,
+                client: Callable[[argparse.Namespace], Coroutine[Any, Any, int]]) -> int:
+    """Run one client command: token from the environment, errors as one line."""
     from codec.errors import UsageError
     from posewire.wsclient import RelayError
 
-    if args.rate_scale < 0:
-        print("posewire produce: --rate-scale must be >= 0", file=sys.stderr)
-        return 2
     args.token = args.token or os.environ.get("POSEWIRE_TOKEN") or None
     try:
-        return asyncio.run(_produce(args))
+        return asyncio.run(client(args))
     except (RelayError, UsageError, OSError) as exc:
-        print(f"posewire produce: {exc}", file=sys.stderr)
+        print(f"posewire {name}: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _cmd_produce(args: argparse.Namespace) -> int:
+    if args.rate_scale < 0:
+        print("posewire produce: --rate-scale must be >= 0", file=sys.stderr)
+        return 2
+    return _run_client("produce", args, _produce)
 
 
 def _format_frame(seq: int, t_us: int, values: dict[str, float]) -> str:
@@ -204,17 +211,7 @@ async def _consume(args: argparse.Namespace) -> int:
 
 
 def _cmd_consume(args: argparse.Namespace) -> int:
-    from codec.errors import UsageError
-    from posewire.wsclient import RelayError
-
-    args.token = args.token or os.environ.get("POSEWIRE_TOKEN") or None
-    try:
-        return asyncio.run(_consume(args))
-    except (RelayError, UsageError, OSError) as exc:
-        print(f"posewire consume: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+    return _run_client("consume", args, _consume)
 
 
 def _add_net_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
