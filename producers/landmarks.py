@@ -55,9 +55,10 @@ from codec.calibration import (
 from codec.conditions import Conditions
 from codec.errors import UsageError
 from codec.euler import quat_to_head
-from codec.quaternion import from_matrix, palm_encode, palm_from_directions
+from codec.quaternion import from_matrix
 from codec.registry import REGISTRY, TRACKING_PARTS
 from codec.vector import LOWER, N_DIMS, UPPER
+from producers.hand import HAND_POINTS, finger_angles, hand_dims
 
 __all__ = [
     "FACE_POINTS",
@@ -88,30 +89,12 @@ POSE_POINTS: Mapping[str, int] = {
     "nose": 0, "shoulder_l": 11, "shoulder_r": 12, "elbow_l": 13, "elbow_r": 14,
     "wrist_l": 15, "wrist_r": 16, "hip_l": 23, "hip_r": 24,
 }
-#: MediaPipe hand landmark indices (21 points).
-HAND_POINTS: Mapping[str, int] = {
-    "wrist": 0, "thumb_cmc": 1, "thumb_mcp": 2, "thumb_ip": 3, "thumb_tip": 4,
-    "index_mcp": 5, "middle_mcp": 9, "middle_pip": 10, "middle_dip": 11, "middle_tip": 12,
-    "pinky_mcp": 17,
-}
 #: MediaPipe face-mesh indices of the head frame (subject's own left/right).
 FACE_POINTS: Mapping[str, int] = {"eye_outer_r": 33, "eye_outer_l": 263, "forehead": 10, "chin": 152}
 
-#: (mcp, pip, dip, tip) hand indices of index, middle, ring, pinky.
-_FINGER_CHAINS: Mapping[str, tuple[int, int, int, int]] = {
-    "index": (5, 6, 7, 8), "middle": (9, 10, 11, 12), "ring": (13, 14, 15, 16), "pinky": (17, 18, 19, 20),
-}
-_FINGERS = ("thumb", "index", "middle", "ring", "pinky")
-_KINDS = ("curl", "fold", "side")
 _EPS = 1e-9
 #: Right side lateral is -X, left side +X (spec §3.2).
 _LATERAL = {"l": np.array([1.0, 0.0, 0.0]), "r": np.array([-1.0, 0.0, 0.0])}
-#: Thumb metacarpal rest direction in the canonical (right-hand) local frame: 45° between
-#: the fingers (+Y) and the thumb side (+X); ``g_thumb_fold = 0`` there (producer choice).
-_THUMB_REST = np.array([1.0, 1.0, 0.0]) / np.sqrt(2.0)
-_ANGLE_DEG = {d.id: float(d.row.angle_deg) for d in REGISTRY.dimensions if d.row.angle_deg is not None}
-
-
 def _idx(dim_id: str) -> int:
     return REGISTRY.index(dim_id)
 
@@ -209,21 +192,6 @@ def _unit(v: F64) -> F64:
 
 def _dot(a: F64, b: F64) -> F64:
     out: F64 = np.sum(a * b, axis=-1)
-    return out
-
-
-def _signed_angle(u: F64, v: F64, axis: F64) -> F64:
-    """Signed angle (radians) from ``u`` to ``v`` about unit ``axis`` after projecting both
-    onto the plane orthogonal to it (right-hand rule), shapes ``(..., 3)`` -> ``(...)``."""
-    up = u - _dot(u, axis)[..., None] * axis
-    vp = v - _dot(v, axis)[..., None] * axis
-    out: F64 = np.arctan2(_dot(np.cross(up, vp), axis), _dot(up, vp))
-    return out
-
-
-def _angle(u: F64, v: F64) -> F64:
-    """Unsigned angle (radians) between ``u`` and ``v`` ``(..., 3)``."""
-    out: F64 = np.arctan2(np.linalg.norm(np.cross(u, v), axis=-1), _dot(u, v))
     return out
 
 
@@ -414,78 +382,6 @@ def _spread(prep: _Prepared, side: Side) -> tuple[F64, Bool]:
     return angle, straight
 
 
-def _hand_frame(hand: F64, side: Side) -> tuple[F64, F64]:
-    """Fingers direction and palm normal ``(B, 3)`` of hand points ``(B, 21, 3)`` (spec
-    §2.4): fingers = wrist→middle_mcp; normal = (index_mcp−wrist)×(pinky_mcp−wrist) for the
-    right hand, the reverse for the left, so that it points out of the palm on both."""
-    wrist = hand[:, HAND_POINTS["wrist"]]
-    to_index = hand[:, HAND_POINTS["index_mcp"]] - wrist
-    to_pinky = hand[:, HAND_POINTS["pinky_mcp"]] - wrist
-    normal = np.cross(to_index, to_pinky) if side == "r" else np.cross(to_pinky, to_index)
-    return hand[:, HAND_POINTS["middle_mcp"]] - wrist, normal
-
-
-def finger_angles(hand: F64, *, side: Side) -> dict[str, F64]:
-    """Finger joint angles (degrees, each ``(B,)``) of hand points ``(B, 21, 3)`` (any
-    isotropic unit, right-handed axes), keyed by registry row id without the side suffix
-    (``g_index_curl`` …), spec §4.3.
-
-    Works in the hand-local frame (§2.4) mirrored to the right hand for ``side="l"``
-    (local x negated), so both sides share one formula: X toward the thumb, Y fingers,
-    Z palm normal. Index…pinky: ``fold`` = signed MCP angle metacarpal→proximal about the
-    finger's lateral axis (+ toward the palm), ``curl`` = mean of the PIP and DIP signed
-    angles about the same axis, ``side`` = angle of the proximal phalanx out of the
-    hand's Y–Z plane (+ toward the pinky, −X; fingers held together parallel to the
-    fingers axis read 0, whatever their fold). Thumb: ``curl`` = mean unsigned MCP and IP angle
-    (hyperextension is not told apart), ``fold`` = angle about +Z from the 45° rest
-    direction to the metacarpal (cmc→mcp) in the palm plane (+ toward the pinky),
-    ``side`` = elevation of the metacarpal out of the palm plane (+ palm-normal side).
-    """
-    fingers, normal = _hand_frame(hand, side)
-    y = _unit(fingers)
-    z = _unit(normal - _dot(normal, y)[:, None] * y)
-    x = np.cross(y, z)
-    basis = np.stack([x, y, z], axis=-1)  # (B, 3, 3) columns
-    local = np.einsum("bji,bkj->bki", basis, hand - hand[:, :1])
-    if side == "l":
-        local = local * np.array([-1.0, 1.0, 1.0])  # spec §3.2: mirror to the canonical right hand
-    ez = np.array([0.0, 0.0, 1.0])
-    out: dict[str, F64] = {}
-    for name, (mcp, pip, dip, tip) in _FINGER_CHAINS.items():
-        meta = local[:, mcp]
-        b1, b2, b3 = local[:, pip] - local[:, mcp], local[:, dip] - local[:, pip], local[:, tip] - local[:, dip]
-        lateral = _unit(np.cross(meta, np.broadcast_to(ez, meta.shape)))  # ≈ +X for a finger along +Y
-        out[f"g_{name}_fold"] = np.degrees(_signed_angle(meta, b1, lateral))
-        out[f"g_{name}_curl"] = np.degrees(0.5 * (_signed_angle(b1, b2, lateral) + _signed_angle(b2, b3, lateral)))
-        # abduction = angle of the proximal phalanx out of the hand's Y-Z plane, + toward
-        # the pinky (-X); unaffected by how far the finger is folded
-        out[f"g_{name}_side"] = np.degrees(np.arcsin(np.clip(-_unit(b1)[:, 0], -1.0, 1.0)))
-    t1, t2, t3, t4 = (local[:, i] for i in (1, 2, 3, 4))
-    out["g_thumb_curl"] = np.degrees(0.5 * (_angle(t2 - t1, t3 - t2) + _angle(t3 - t2, t4 - t3)))
-    meta_t = _unit(t2 - t1)
-    out["g_thumb_fold"] = np.degrees(_signed_angle(np.broadcast_to(_THUMB_REST, meta_t.shape), meta_t,
-                                                   np.broadcast_to(ez, meta_t.shape)))
-    out["g_thumb_side"] = np.degrees(np.arcsin(np.clip(_dot(meta_t, np.broadcast_to(ez, meta_t.shape)), -1, 1)))
-    return out
-
-
-def _palm(prep: _Prepared, hand: F64, present: Bool, side: Side) -> tuple[F64, Bool, Bool]:
-    """Stored palm dims ``(B, 3)`` (NaN where absent), the ``(B,)`` clamp mask and the
-    degenerate mask (spec §4.2 "Building q from landmarks")."""
-    fingers, normal = _hand_frame(hand, side)
-    f_body = _dirs_to_body(np.where(present[:, None], fingers, 0.0), prep)
-    n_body = _dirs_to_body(np.where(present[:, None], normal, 0.0), prep)
-    fn = np.linalg.norm(f_body, axis=-1)
-    ortho = np.linalg.norm(np.cross(f_body, n_body), axis=-1)
-    ok = present & (fn > _EPS) & (ortho > 1e-6 * np.maximum(fn * np.linalg.norm(n_body, axis=-1), _EPS))
-    stored = np.full((hand.shape[0], 3), np.nan)
-    clamped = np.zeros(hand.shape[0], dtype=bool)
-    if ok.any():
-        q = palm_from_directions(f_body[ok], n_body[ok], side=side)
-        stored[ok], clamped[ok] = palm_encode(q, side=side)  # left: mirrored per §3.2
-    return stored, clamped, present & ~ok
-
-
 def _head(prep: _Prepared) -> tuple[F64, Bool, Bool]:
     """Normalized ``(h_yaw, h_pitch, h_roll)`` ``(B, 3)`` (NaN without a face), the clamp
     mask and the face-present mask (spec §4.4): face frame X = eye_outer_l − eye_outer_r,
@@ -546,19 +442,14 @@ def landmarks_to_vectors(
             degenerate[f"spread_straight_arm_{s}"] = int((straight & arm_ok).sum())
 
         hand = prep.right if s == "r" else prep.left
-        present = _hand_present(hand) & prep.valid
-        stored, palm_clamped, palm_bad = _palm(prep, hand, present, s)
-        present &= ~palm_bad
+        # spec §4.2, §4.3: the hand maths shared with the VR producer (producers.hand)
+        dims = hand_dims(hand, prep.rotation, _hand_present(hand) & prep.valid, side=s)
+        present = dims.tracked
         tracked[f"hand_{s}"] = present
-        degenerate[f"palm_{s}"] = int(palm_bad.sum())
-        for k, axis in enumerate("xyz"):
-            vec[present, _idx(f"w_q{axis}_{s}")] = stored[present, k]
-        extra_clamps[f"w_q_{s}"] = palm_clamped & present
-        if present.any():
-            angles = finger_angles(hand[present], side=s)
-            for row_id, deg in angles.items():
-                vec[present, _idx(f"{row_id}_{s}")] = deg / _ANGLE_DEG[f"{row_id}_{s}"]
-            vec[present, _idx(f"g_thumb_roll_{s}")] = 0.0  # seed 000 §4.3: unobservable -> default
+        degenerate[f"palm_{s}"] = int(dims.degenerate.sum())
+        for dim_id, values in dims.values.items():
+            vec[present, _idx(dim_id)] = values[present]
+        extra_clamps[f"w_q_{s}"] = dims.palm_clamped
 
     head, head_clamped, head_ok = _head(prep)
     for k, row_id in enumerate(("h_yaw", "h_pitch", "h_roll")):
