@@ -13,7 +13,7 @@ $(BIN)/posewire: pyproject.toml
 install: $(BIN)/posewire
 
 run: install
-	$(BIN)/posewire registry
+	$(BIN)/posewire demo
 
 lint: install
 	$(BIN)/ruff check .

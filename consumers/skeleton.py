@@ -252,8 +252,10 @@ class Skeleton:
 
 
 @functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=64)
 def _depth_levels(skeleton: Skeleton) -> tuple[tuple[NDArray[np.intp], NDArray[np.intp]], ...]:
-    # (joints, their parents) per tree depth >= 1: every parent lies in an earlier level
+    # (joints, their parents) per tree depth >= 1: every parent lies in an earlier level;
+    # computed once per skeleton (Skeleton hashes by identity: eq=False)
     depth = np.zeros(len(skeleton), dtype=np.intp)
     for j in range(1, len(skeleton)):
         depth[j] = depth[skeleton.parents[j]] + 1

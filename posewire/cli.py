@@ -37,6 +37,13 @@ def _cmd_registry(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import DEFAULT_RECORDING, main_demo
+
+    return main_demo(args.recording or DEFAULT_RECORDING, frames=args.frames or None,
+                     speed=args.speed)
+
+
 def _cmd_generate(args: argparse.Namespace) -> int:
     from .generate import check_all, write_all
 
@@ -265,6 +272,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("registry", help="print the parameter registry table")
     p.add_argument("--json", action="store_true", help="print the registry export as JSON")
     p.set_defaults(func=_cmd_registry)
+
+    p = sub.add_parser("demo", help="replay a recording through a loopback relay and decode it "
+                                    "for the helix-humanoid@1 avatar")
+    p.add_argument("--recording", type=Path, default=None,
+                   help="a recording (JSON lines; default: the committed wave recording)")
+    p.add_argument("--frames", type=int, default=60, help="frames to play (0: all)")
+    p.add_argument("--speed", type=float, default=1.0,
+                   help="playback rate (1: real time, 0: as fast as possible)")
+    p.set_defaults(func=_cmd_demo)
 
     p = sub.add_parser("generate", help="regenerate spec tables and JSON Schemas")
     p.add_argument("--root", default=".", help="repository root")
