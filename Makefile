@@ -1,4 +1,5 @@
 PY ?= python3
+NPM ?= npm
 VENV := .venv
 BIN := $(VENV)/bin
 
@@ -10,7 +11,11 @@ $(BIN)/posewire: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(BIN)/posewire
 
-install: $(BIN)/posewire
+# the real Khronos glTF validator, pinned by the committed lock file
+tests/gltf/node_modules/.package-lock.json: tests/gltf/package.json tests/gltf/package-lock.json
+	cd tests/gltf && $(NPM) ci --no-audit --no-fund
+
+install: $(BIN)/posewire tests/gltf/node_modules/.package-lock.json
 
 run: install
 	$(BIN)/posewire demo
@@ -30,4 +35,4 @@ bench: install
 	$(BIN)/python benchmarks/relay_bench.py
 
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) tests/gltf/node_modules

@@ -14,7 +14,7 @@ from typing import Any
 
 from codec.registry import DIMENSIONS, REGISTRY
 
-from . import record_cli
+from . import export_cli, record_cli
 
 __all__ = ["main"]
 
@@ -299,6 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_net_parsers(sub)
     record_cli.add_parser(sub)
+    export_cli.add_parser(sub)
     return parser
 
 
