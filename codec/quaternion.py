@@ -29,6 +29,8 @@ from numpy.typing import ArrayLike, NDArray
 from .errors import UsageError
 
 __all__ = [
+    "CONJUGATE_SIGNS",
+    "HAMILTON_TABLE",
     "IDENTITY",
     "PALM_CLAMP",
     "ZERO_NORM_EPS",
@@ -36,10 +38,13 @@ __all__ = [
     "as_quaternion",
     "canonicalize",
     "conjugate",
+    "conjugate_unchecked",
+    "cross_unchecked",
     "from_axis_angle",
     "from_matrix",
     "mirror_sagittal",
     "multiply",
+    "multiply_unchecked",
     "normalize",
     "palm_decode",
     "palm_directions",
@@ -47,6 +52,7 @@ __all__ = [
     "palm_from_directions",
     "reconstruct_w",
     "rotate",
+    "rotate_unchecked",
     "to_axis_angle",
     "to_matrix",
 ]
@@ -84,6 +90,69 @@ def _unit(vectors: F64, what: str) -> F64:
     return out
 
 
+# -- unchecked kernels -------------------------------------------------------------------
+# The one implementation of the Hamilton product, conjugate, cross product and rotation:
+# the public functions above validate once and call these; hot paths that validated
+# their inputs already (consumers, per frame) call them directly.
+# Tiny arrays are dominated by numpy's per-call overhead, large ones by memory traffic:
+# ``multiply_unchecked`` takes the 16 pairwise products in one broadcast and sums them with one
+# matrix product while the operands are small, and the per-component formula otherwise.
+# Both are the Hamilton product; they agree to a few ulp.
+
+#: ``HAMILTON_TABLE[4·i + j, k]``: sign of ``a_i · b_j`` in component ``k`` of ``a · b``.
+HAMILTON_TABLE: F64 = np.zeros((16, 4))
+for _i, _j, _k, _sign in (
+        (0, 0, 0, 1), (1, 1, 0, -1), (2, 2, 0, -1), (3, 3, 0, -1),
+        (0, 1, 1, 1), (1, 0, 1, 1), (2, 3, 1, 1), (3, 2, 1, -1),
+        (0, 2, 2, 1), (1, 3, 2, -1), (2, 0, 2, 1), (3, 1, 2, 1),
+        (0, 3, 3, 1), (1, 2, 3, 1), (2, 1, 3, -1), (3, 0, 3, 1)):
+    HAMILTON_TABLE[4 * _i + _j, _k] = _sign
+#: Most quaternions per operand for the matrix-product form of ``multiply_unchecked`` (measured
+#: crossover about 400); above it the per-component form is faster.
+_HAMILTON_SMALL = 256
+CONJUGATE_SIGNS: F64 = np.array([1.0, -1.0, -1.0, -1.0])
+_YZX = np.array([1, 2, 0])
+_ZXY = np.array([2, 0, 1])
+
+
+def multiply_unchecked(a: F64, b: F64) -> F64:
+    """Hamilton product ``a · b`` of float64 ``(..., 4)`` arrays, no validation."""
+    if max(a.size, b.size) <= 4 * _HAMILTON_SMALL:
+        prod = a[..., :, None] * b[..., None, :]
+        out: F64 = prod.reshape((*prod.shape[:-2], 16)) @ HAMILTON_TABLE
+        return out
+    aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
+    bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
+    return np.stack([aw * bw - ax * bx - ay * by - az * bz,
+                     aw * bx + ax * bw + ay * bz - az * by,
+                     aw * by - ax * bz + ay * bw + az * bx,
+                     aw * bz + ax * by - ay * bx + az * bw], axis=-1)
+
+
+def conjugate_unchecked(q: F64) -> F64:
+    """``(w, -x, -y, -z)`` of a float64 ``(..., 4)`` array, no validation."""
+    out: F64 = q * CONJUGATE_SIGNS
+    return out
+
+
+def cross_unchecked(a: F64, b: F64) -> F64:
+    """Cross product of float64 ``(..., 3)`` arrays, no validation."""
+    # same operations, in the same order, as np.cross on (..., 3), without its overhead
+    out: F64 = a[..., _YZX] * b[..., _ZXY] - a[..., _ZXY] * b[..., _YZX]
+    return out
+
+
+def rotate_unchecked(q: F64, v: F64) -> F64:
+    """Rotate float64 vectors ``(..., 3)`` by unit quaternions ``(..., 4)``, no validation."""
+    w = q[..., :1]
+    u = q[..., 1:]
+    t = 2.0 * cross_unchecked(u, v)
+    out: F64 = v + w * t + cross_unchecked(u, t)
+    return out
+
+
+
+
 def as_quaternion(q: ArrayLike) -> F64:
     """``q`` as a finite float64 array of shape ``(..., 4)``; raises ``usage.shape`` /
     ``usage.not_finite``."""
@@ -113,32 +182,18 @@ def canonicalize(q: ArrayLike) -> F64:
 
 def multiply(a: ArrayLike, b: ArrayLike) -> F64:
     """Hamilton product ``a · b`` of shape-broadcast ``(..., 4)`` arrays (apply b, then a)."""
-    qa, qb = as_quaternion(a), as_quaternion(b)
-    aw, ax, ay, az = np.moveaxis(qa, -1, 0)
-    bw, bx, by, bz = np.moveaxis(qb, -1, 0)
-    return np.stack([
-        aw * bw - ax * bx - ay * by - az * bz,
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-    ], axis=-1)
+    qa, qb = np.broadcast_arrays(as_quaternion(a), as_quaternion(b))
+    return multiply_unchecked(qa, qb)
 
 
 def conjugate(q: ArrayLike) -> F64:
     """``(w, -x, -y, -z)``: the inverse rotation for a unit quaternion."""
-    out: F64 = as_quaternion(q) * np.array([1.0, -1.0, -1.0, -1.0])
-    return out
+    return conjugate_unchecked(as_quaternion(q))
 
 
 def rotate(q: ArrayLike, v: ArrayLike) -> F64:
     """Rotate vectors ``v (..., 3)`` by unit quaternions ``q (..., 4)`` (broadcast)."""
-    quat = as_quaternion(q)
-    vec = _as_array(v, 3, "vector")
-    w = quat[..., :1]
-    u = quat[..., 1:]
-    t = 2.0 * np.cross(u, vec)
-    out: F64 = vec + w * t + np.cross(u, t)
-    return out
+    return rotate_unchecked(as_quaternion(q), _as_array(v, 3, "vector"))
 
 
 def to_matrix(q: ArrayLike) -> F64:

@@ -27,8 +27,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from codec.errors import UsageError
-
-from .skeleton import _cross, _qmul, _qrot
+from codec.quaternion import cross_unchecked, multiply_unchecked, rotate_unchecked
 
 __all__ = [
     "DOWN",
@@ -81,7 +80,7 @@ def _rotate_about(v: F64, axis: F64, angle: F64) -> F64:
     # Rodrigues, axis unit (..., 3), angle (...,) radians
     c, s = np.cos(angle)[..., None], np.sin(angle)[..., None]
     dot = (axis * v).sum(axis=-1, keepdims=True)
-    out: F64 = v * c + _cross(axis, v) * s + axis * dot * (1.0 - c)
+    out: F64 = v * c + cross_unchecked(axis, v) * s + axis * dot * (1.0 - c)
     return out
 
 
@@ -92,13 +91,13 @@ _X: F64 = np.array([1.0, 0.0, 0.0])
 def _min_rotation(va: F64, vb: F64) -> F64:
     # min_rotation without input conversion; va, vb (..., 3) unit, broadcastable
     w = 1.0 + _dot(va, vb)
-    xyz = _cross(va, vb)
+    xyz = cross_unchecked(va, vb)
     flip = w < 1e-12
     if flip.any():
         va = np.broadcast_to(va, xyz.shape)
-        alt = _cross(va, _Z)
+        alt = cross_unchecked(va, _Z)
         small = np.sqrt((alt * alt).sum(axis=-1)) < 1e-6
-        alt = np.where(small[..., None], _cross(va, _X), alt)
+        alt = np.where(small[..., None], cross_unchecked(va, _X), alt)
         alt, _ = _unit(alt)
         xyz = np.where(flip[..., None], alt, xyz)
         w = np.where(flip, 0.0, w)
@@ -124,7 +123,7 @@ def _pole(axis: F64, spread: F64, lateral: F64, fixed: F64 | float, bias: F64) -
     # broadcastable, fixed the per-side fallback sense (spec §4.1, seed 003)
     u, _ = _unit(axis)
     phi = spread * (np.pi / 2.0)
-    toward = _dot(_cross(u, DOWN), lateral)
+    toward = _dot(cross_unchecked(u, DOWN), lateral)
     sense = np.where(np.abs(toward) > 1e-6, np.sign(toward), fixed)
     pole = _rotate_about(DOWN, u, sense * phi)  # broadcasts to u's shape
     out: F64 = pole + bias
@@ -236,8 +235,8 @@ def _solve(s0: F64, upper_dir0: F64, a_len: F64, lower_dir0: F64, b_len: F64,
     upper_dir1 = (elbow_new - s0) / a_len[..., None]
     lower_dir1, _ = _unit(wrist_new - elbow_new)
     g_upper = _min_rotation(upper_dir0, upper_dir1)
-    carried = _qrot(g_upper, lower_dir0)
-    g_lower = _qmul(_min_rotation(carried, lower_dir1), g_upper)
+    carried = rotate_unchecked(g_upper, lower_dir0)
+    g_lower = multiply_unchecked(_min_rotation(carried, lower_dir1), g_upper)
     return IKResult(g_upper, g_lower, elbow_new, wrist_new, clamped, False)
 
 

@@ -57,13 +57,20 @@ from numpy.typing import ArrayLike, NDArray
 from codec.calibration import ARM_MAX, Calibration, CalibrationUnits, units
 from codec.errors import UsageError
 from codec.euler import BODY_MAX_DEG, HEAD_MAX_DEG
-from codec.quaternion import PALM_CLAMP
+from codec.quaternion import (
+    CONJUGATE_SIGNS,
+    HAMILTON_TABLE,
+    PALM_CLAMP,
+    conjugate_unchecked,
+    multiply_unchecked,
+    rotate_unchecked,
+)
 from codec.registry import REGISTRY, SPINE_SHARES
 from codec.vector import ValidationReport
 
 from .face import _validate_clamp
 from .ik import _LATERAL, ELBOW_BIAS, IKResult, _pole, _pole1, _solve, _solve1, _unit, two_bone_ik
-from .skeleton import _CONJ, _QMUL_TABLE, FINGERS, Skeleton, _qconj, _qmul, _qrot, calibration_of
+from .skeleton import FINGERS, Skeleton, calibration_of
 
 __all__ = ["HEAD_SHARES", "DecodePlan", "PoseResult", "decode_plan", "decode_pose"]
 
@@ -193,7 +200,7 @@ def decode_plan(skel: Skeleton) -> DecodePlan:
         x = x / np.linalg.norm(x)
         z = np.cross(x, y)
         p_rest = _frame_quat(x, y, z)
-        hand_rest_inv.append(_qconj(p_rest))
+        hand_rest_inv.append(conjugate_unchecked(p_rest))
     for k, s in enumerate(SIDES):
         to_local = hand_rest_inv[k]
         mirror = _M if s == "l" else np.ones(3)
@@ -204,7 +211,7 @@ def decode_plan(skel: Skeleton) -> DecodePlan:
             ex, ez = np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0])
             if f == "thumb":
                 if joints[0] in ix and joints[1] in ix:
-                    t = mirror * _qrot(to_local, pos[ix[joints[1]]] - pos[ix[joints[0]]])
+                    t = mirror * rotate_unchecked(to_local, pos[ix[joints[1]]] - pos[ix[joints[0]]])
                 else:
                     t = np.array([0.6, 0.8, 0.0])
                 t = np.array([t[0], t[1], 0.0])
@@ -260,7 +267,7 @@ def decode_plan(skel: Skeleton) -> DecodePlan:
         elif j > 0:
             joint_slot[j] = joint_slot[skel.parents[j]]
     parent_slot = np.concatenate([joint_slot[:1], joint_slot[skel.parents[1:]]])
-    rest_left = _qmul(skel.rest_rotations, _qconj(rot))
+    rest_left = multiply_unchecked(skel.rest_rotations, conjugate_unchecked(rot))
     identity_rest = bool(np.array_equal(rest_left, np.tile(_IDENTITY, (len(skel), 1)))
                          and np.array_equal(rot, np.tile(_IDENTITY, (len(skel), 1))))
     plan = DecodePlan(
@@ -350,11 +357,11 @@ def decode_pose(vectors: ArrayLike, skeleton: Skeleton, *,
     # every elementary rotation of the frame: (B, T, 3) half angles -> (B, T, 4)
     half = vec[:, plan.rot_dims] * plan.rot_half_gain
     elem = np.cos(half)[..., None] * _W0 + np.sin(half)[..., None] * plan.rot_axes
-    rot = _qmul(_qmul(elem[:, :, 0], elem[:, :, 1]), elem[:, :, 2])
+    rot = multiply_unchecked(multiply_unchecked(elem[:, :, 0], elem[:, :, 1]), elem[:, :, 2])
     body, hand_rows = rot[:, 0], rot[:, 2:]
     # spec §4.3: compose down each finger, then the sagittal mirror for the left hand
     for rows, parents in plan.chain_levels:
-        hand_rows[:, rows] = _qmul(hand_rows[:, parents], hand_rows[:, rows])
+        hand_rows[:, rows] = multiply_unchecked(hand_rows[:, parents], hand_rows[:, rows])
     hand_rows = hand_rows * plan.hand_mirror
 
     # spec §4.5 spine Q^c, §4.4 head Q·H^c: fractional powers about each rotation's axis
@@ -394,9 +401,9 @@ def decode_pose(vectors: ArrayLike, skeleton: Skeleton, *,
 
     # carried by the torso Q: head Q·H^c (spec §4.4), arms (body-local, seed 003), palms
     n_spine, n_power = plan.n_spine, plan.power_share.size
-    carried = _qmul(body[:, None], np.concatenate([powers[:, n_spine:], upper, lower, palm], axis=1))
+    carried = multiply_unchecked(body[:, None], np.concatenate([powers[:, n_spine:], upper, lower, palm], axis=1))
     hand_world = carried[:, -2:]  # hand-local frame -> body frame
-    hands = _qmul(_qmul(hand_world[:, plan.hand_side], hand_rows), plan.hand_rest_inv)
+    hands = multiply_unchecked(multiply_unchecked(hand_world[:, plan.hand_side], hand_rows), plan.hand_rest_inv)
 
     # L_j = L_rest · W_rest⁻¹ · G_parent⁻¹ · G_j · W_rest (module docstring)
     g = np.empty((batch, 1 + n_power + 4 + hands.shape[1], 4))
@@ -404,9 +411,9 @@ def decode_pose(vectors: ArrayLike, skeleton: Skeleton, *,
     g[:, 1:1 + n_spine] = powers[:, :n_spine]
     g[:, 1 + n_spine:5 + n_power] = carried[:, :-2]
     g[:, 5 + n_power:] = hands
-    local = _qmul(_qconj(g)[:, plan.parent_slot], g[:, plan.joint_slot])
+    local = multiply_unchecked(conjugate_unchecked(g)[:, plan.parent_slot], g[:, plan.joint_slot])
     if plan.rest_left is not None and plan.rest_world is not None:
-        local = _qmul(_qmul(plan.rest_left, local), plan.rest_world)
+        local = multiply_unchecked(multiply_unchecked(plan.rest_left, local), plan.rest_world)
     local[:, 0] = plan.root_rest
     targets: dict[str, F64] = {s: target[:, k] for k, s in enumerate(SIDES)}
     palm_clamped: dict[str, NDArray[np.bool_]] = {s: clamped[:, k] for k, s in enumerate(SIDES)}
@@ -426,14 +433,14 @@ def decode_pose(vectors: ArrayLike, skeleton: Skeleton, *,
 def _left_matrix(q: F64) -> F64:
     # (..., 4, 4) M with M @ b = q · b
     basis = np.eye(4)
-    out: F64 = np.stack([_qmul(q, basis[j]) for j in range(4)], axis=-1)
+    out: F64 = np.stack([multiply_unchecked(q, basis[j]) for j in range(4)], axis=-1)
     return out
 
 
 def _right_matrix(q: F64) -> F64:
     # (..., 4, 4) M with M @ b = b · q
     basis = np.eye(4)
-    out: F64 = np.stack([_qmul(np.broadcast_to(basis[j], q.shape), q) for j in range(4)],
+    out: F64 = np.stack([multiply_unchecked(np.broadcast_to(basis[j], q.shape), q) for j in range(4)],
                         axis=-1)
     return out
 
@@ -454,18 +461,18 @@ class _OnePlan:
     upper_len: tuple[float, ...]
     lower_len: tuple[float, ...]
     neck: tuple[float, float, float]
-    hands_a: NDArray[np.intp]  # (2 + F, 16) flat gathers for _qmul(palm of side, hand row)
+    hands_a: NDArray[np.intp]  # (2 + F, 16) flat gathers for multiply_unchecked(palm of side, hand row)
     hands_b: NDArray[np.intp]
     local_a: NDArray[np.intp]  # (J, 16) flat gathers for conj(G_parent) · G_j
     local_b: NDArray[np.intp]
     chain_pairs: tuple[tuple[NDArray[np.intp], NDArray[np.intp]], ...]  # flat gathers
 
 
-#: Flat gather patterns of ``_qmul`` (``a_i · b_j`` at ``4·i + j``) and the table with
+#: Flat gather patterns of ``multiply_unchecked`` (``a_i · b_j`` at ``4·i + j``) and the table with
 #: the conjugate of ``a`` folded in.
 _PAIR_I = np.repeat(np.arange(4), 4)
 _PAIR_J = np.tile(np.arange(4), 4)
-_QMUL_CONJ_TABLE = _QMUL_TABLE * _CONJ[_PAIR_I][:, None]
+_QMUL_CONJ_TABLE = HAMILTON_TABLE * CONJUGATE_SIGNS[_PAIR_I][:, None]
 
 
 def _pairs(rows_a: NDArray[np.intp], rows_b: NDArray[np.intp]) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
@@ -485,7 +492,8 @@ def _one_plan(plan: DecodePlan) -> _OnePlan:
         for i1 in range(2):
             for i2 in range(2):
                 f = [_W0 if i == 0 else axes[:, k] for k, i in enumerate((i0, i1, i2))]
-                terms[:, i0, i1, i2] = _qmul(_qmul(np.broadcast_to(f[0], (t + 1, 4)), f[1]), f[2])
+                first = multiply_unchecked(np.broadcast_to(f[0], (t + 1, 4)), f[1])
+                terms[:, i0, i1, i2] = multiply_unchecked(first, f[2])
     n_rows = plan.hand_side.size
     depth = np.zeros(n_rows, dtype=np.intp)
     parent = np.full(n_rows, -1, dtype=np.intp)
@@ -547,9 +555,9 @@ def _decode_one(vec: F64, validation: ValidationReport, plan: DecodePlan,
     m = cs[:, :, None, None, 0] * cs[:, None, :, None, 1] * cs[:, None, None, :, 2]
     rot = (m.reshape(-1, 1, 8) @ one.rot_terms).reshape(-1, 4)
     flat = rot.ravel()
-    chain = flat[one.chain_pairs[0][0]] * flat[one.chain_pairs[0][1]] @ _QMUL_TABLE
+    chain = flat[one.chain_pairs[0][0]] * flat[one.chain_pairs[0][1]] @ HAMILTON_TABLE
     for a, b in one.chain_pairs[1:]:
-        chain = (chain.ravel()[a] * flat[b]) @ _QMUL_TABLE
+        chain = (chain.ravel()[a] * flat[b]) @ HAMILTON_TABLE
     hand_rows = (one.hand_right @ chain[:, :, None])[:, :, 0]  # mirror, then · P⁻¹
 
     # spec §4.5 / §4.4 fractional powers, §4.1 arms, §4.2 palms: Python floats
@@ -595,8 +603,8 @@ def _decode_one(vec: F64, validation: ValidationReport, plan: DecodePlan,
     # carried by the torso Q (head, arms, palms); hands; L_j (module docstring)
     g_small = np.array(small)
     n_spine = 1 + plan.n_spine
-    g_small[n_spine:] = _qmul(rot[0], g_small[n_spine:])
-    hands = (g_small.ravel()[one.hands_a] * hand_rows.ravel()[one.hands_b]) @ _QMUL_TABLE
+    g_small[n_spine:] = multiply_unchecked(rot[0], g_small[n_spine:])
+    hands = (g_small.ravel()[one.hands_a] * hand_rows.ravel()[one.hands_b]) @ HAMILTON_TABLE
     g = np.concatenate([g_small[:-2], hands]).ravel()
     local = (g[one.local_a] * g[one.local_b]) @ _QMUL_CONJ_TABLE  # conj(G_parent) · G_j
     if one.rest is not None:

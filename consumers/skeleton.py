@@ -32,6 +32,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from codec.calibration import NAVEL_FRACTION, Calibration
 from codec.errors import UsageError
+from codec.quaternion import conjugate_unchecked, multiply_unchecked, rotate_unchecked
 
 __all__ = [
     "CANONICAL_JOINTS",
@@ -86,60 +87,6 @@ OPTIONAL_JOINTS: frozenset[str] = frozenset(
     n for n in CANONICAL_JOINTS + METACARPALS if n not in REQUIRED_JOINTS)
 
 
-# -- fast quaternion kernels (no validation; inputs come from this package) ------------
-# Tiny arrays are dominated by numpy's per-call overhead, large ones by memory traffic:
-# ``_qmul`` takes the 16 pairwise products in one broadcast and sums them with one
-# matrix product while the operands are small, and the per-component formula otherwise.
-# Both are the Hamilton product; they agree to a few ulp.
-
-#: ``_QMUL_TABLE[4·i + j, k]``: sign of ``a_i · b_j`` in component ``k`` of ``a · b``.
-_QMUL_TABLE: F64 = np.zeros((16, 4))
-for _i, _j, _k, _sign in (
-        (0, 0, 0, 1), (1, 1, 0, -1), (2, 2, 0, -1), (3, 3, 0, -1),
-        (0, 1, 1, 1), (1, 0, 1, 1), (2, 3, 1, 1), (3, 2, 1, -1),
-        (0, 2, 2, 1), (1, 3, 2, -1), (2, 0, 2, 1), (3, 1, 2, 1),
-        (0, 3, 3, 1), (1, 2, 3, 1), (2, 1, 3, -1), (3, 0, 3, 1)):
-    _QMUL_TABLE[4 * _i + _j, _k] = _sign
-#: Most quaternions per operand for the matrix-product form of ``_qmul`` (measured
-#: crossover about 400); above it the per-component form is faster.
-_QMUL_SMALL = 256
-_CONJ: F64 = np.array([1.0, -1.0, -1.0, -1.0])
-_YZX = np.array([1, 2, 0])
-_ZXY = np.array([2, 0, 1])
-
-
-def _qmul(a: F64, b: F64) -> F64:
-    if max(a.size, b.size) <= 4 * _QMUL_SMALL:
-        prod = a[..., :, None] * b[..., None, :]
-        out: F64 = prod.reshape((*prod.shape[:-2], 16)) @ _QMUL_TABLE
-        return out
-    aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
-    bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
-    return np.stack([aw * bw - ax * bx - ay * by - az * bz,
-                     aw * bx + ax * bw + ay * bz - az * by,
-                     aw * by - ax * bz + ay * bw + az * bx,
-                     aw * bz + ax * by - ay * bx + az * bw], axis=-1)
-
-
-def _qconj(q: F64) -> F64:
-    out: F64 = q * _CONJ
-    return out
-
-
-def _cross(a: F64, b: F64) -> F64:
-    # same operations, in the same order, as np.cross on (..., 3), without its overhead
-    out: F64 = a[..., _YZX] * b[..., _ZXY] - a[..., _ZXY] * b[..., _YZX]
-    return out
-
-
-def _qrot(q: F64, v: F64) -> F64:
-    w = q[..., :1]
-    u = q[..., 1:]
-    t = 2.0 * _cross(u, v)
-    out: F64 = v + w * t + _cross(u, t)
-    return out
-
-
 def _qcanon(q: F64) -> F64:
     out: F64 = np.where(q[..., :1] < 0.0, -q, q)
     return out
@@ -192,7 +139,7 @@ class Skeleton:
         ``positions (..., J, 3)``, ``rotations (..., J, 4)``."""
         if name in self.sites:
             j, off = self.sites[name]
-            return positions[..., j, :] + _qrot(rotations[..., j, :], off)
+            return positions[..., j, :] + rotate_unchecked(rotations[..., j, :], off)
         idx = self.index.get(name)
         if idx is None:
             raise UsageError("usage.unknown_id", f"no joint or site {name!r}", path=name)
@@ -212,14 +159,15 @@ class Skeleton:
         local = rot.copy()
         for j, p in enumerate(par):
             if p >= 0:
-                inv = _qconj(rot[p])
-                offsets[j] = _qrot(inv, pos[j] - pos[p])
-                local[j] = _qmul(inv, rot[j])
+                inv = conjugate_unchecked(rot[p])
+                offsets[j] = rotate_unchecked(inv, pos[j] - pos[p])
+                local[j] = multiply_unchecked(inv, rot[j])
         index = {n: i for i, n in enumerate(names)}
         local_sites: dict[str, tuple[int, F64]] = {}
         for site, (joint, point) in (sites or {}).items():
             j = index[joint]
-            local_sites[site] = (j, _qrot(_qconj(rot[j]), np.asarray(point, float) - pos[j]))
+            local_sites[site] = (j, rotate_unchecked(conjugate_unchecked(rot[j]),
+                                                     np.asarray(point, float) - pos[j]))
         return cls(tuple(names), par, offsets, local, local_sites)
 
     def without(self, drop: Iterable[str]) -> Skeleton:
@@ -246,7 +194,7 @@ class Skeleton:
         sites: dict[str, tuple[str, ArrayLike]] = {}
         for name, (j, off) in self.sites.items():
             owner = j if self.names[j] not in gone else kept_ancestor(j)
-            sites[name] = (self.names[owner], pos[j] + _qrot(rot[j], off))
+            sites[name] = (self.names[owner], pos[j] + rotate_unchecked(rot[j], off))
         return Skeleton.from_world([self.names[i] for i in keep], parents, pos[keep],
                                    rot[keep], sites=sites)
 
@@ -282,8 +230,8 @@ def fk(skeleton: Skeleton, local_rotations: ArrayLike) -> tuple[F64, F64]:
     rot[:, 0] = local[:, 0]
     for joints, parents in _depth_levels(skeleton):
         parent_rot = rot[:, parents]
-        pos[:, joints] = pos[:, parents] + _qrot(parent_rot, skeleton.offsets[joints])
-        rot[:, joints] = _qmul(parent_rot, local[:, joints])
+        pos[:, joints] = pos[:, parents] + rotate_unchecked(parent_rot, skeleton.offsets[joints])
+        rot[:, joints] = multiply_unchecked(parent_rot, local[:, joints])
     return pos, rot
 
 
@@ -450,7 +398,7 @@ def calibration_of(skeleton: Skeleton) -> Calibration:
             return found
         if name in skeleton.sites:
             j, off = skeleton.sites[name]
-            out: F64 = pos[j] + _qrot(rot[j], off)
+            out: F64 = pos[j] + rotate_unchecked(rot[j], off)
             return out
         return None
 

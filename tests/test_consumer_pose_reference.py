@@ -19,12 +19,15 @@ from numpy.typing import ArrayLike, NDArray
 from codec.calibration import Calibration, arm_to_physical, units
 from codec.errors import UsageError
 from codec.euler import head_to_quat, spine_rotations
+from codec.quaternion import conjugate_unchecked as _qconj
 from codec.quaternion import from_matrix, palm_decode
+from codec.quaternion import multiply_unchecked as _qmul
+from codec.quaternion import rotate_unchecked as _qrot
 from codec.registry import REGISTRY, SPINE_SHARES
 from codec.vector import LOWER, N_DIMS, validate
 from consumers.ik import IKResult, arm_pole, two_bone_ik
 from consumers.pose import HEAD_SHARES, PoseResult, decode_pose
-from consumers.skeleton import FINGERS, Skeleton, _qconj, _qmul, _qrot, calibration_of, helix_humanoid
+from consumers.skeleton import FINGERS, Skeleton, calibration_of, helix_humanoid
 
 F64 = NDArray[np.float64]
 SIDES = ("l", "r")
