@@ -22,7 +22,7 @@ run: install
 
 lint: install
 	$(BIN)/ruff check .
-	$(BIN)/mypy codec producers consumers posewire
+	$(BIN)/mypy posewire
 
 test: install lint
 	$(BIN)/pytest -q

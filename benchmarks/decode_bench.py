@@ -1,4 +1,4 @@
-"""Decode speed: µs per frame of consumers.pose.decode_pose and consumers.face.face_weights.
+"""Decode speed: µs per frame of posewire.consumers.pose.decode_pose and posewire.consumers.face.face_weights.
 
 Run: ``.venv/bin/python benchmarks/decode_bench.py [--quick]``; prints a markdown table
 (single frame and a batch of 10 000 frames) for helix-humanoid@1 at 1.75 m, whose rest
@@ -16,11 +16,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from codec.mouthing import shares_from_dict
-from codec.vector import LOWER, N_DIMS
-from consumers.face import face_weights
-from consumers.pose import decode_pose
-from consumers.skeleton import Skeleton, helix_humanoid
+from posewire.codec.mouthing import shares_from_dict
+from posewire.codec.vector import LOWER, N_DIMS
+from posewire.consumers.face import face_weights
+from posewire.consumers.pose import decode_pose
+from posewire.consumers.skeleton import Skeleton, helix_humanoid
 
 __all__ = ["main"]
 

@@ -8,10 +8,10 @@ For each level C the script
 1. uses one relay (``posewire serve``) started once in its own process on
    127.0.0.1 and a free port (a fresh stream name per level);
 2. starts ``ceil(C / 125)`` consumer worker processes, each running its share of the C
-   consumers as asyncio websocket clients (raw ``websockets`` + :func:`codec.wire.decode`
+   consumers as asyncio websocket clients (raw ``websockets`` + :func:`posewire.codec.wire.decode`
    — the protocol, not a client library: hello, welcome, then frames; ``--clients
-   posewire`` uses the real :class:`consumers.subscriber.Subscriber` and
-   :class:`producers.publisher.Publisher` instead);
+   posewire`` uses the real :class:`posewire.consumers.subscriber.Subscriber` and
+   :class:`posewire.producers.publisher.Publisher` instead);
 3. when every consumer is connected, starts one producer process that sends full frames
    at 60 Hz for ``--duration`` seconds, each carrying ``timestamp_us =
    time.time_ns() // 1000`` taken just before the send;
@@ -53,9 +53,9 @@ from typing import IO, Any
 
 import numpy as np
 
-from codec import wire
-from codec.registry import REGISTRY
-from codec.vector import DEFAULTS
+from posewire.codec import wire
+from posewire.codec.registry import REGISTRY
+from posewire.codec.vector import DEFAULTS
 
 __all__ = [
     "CONSUMERS_PER_WORKER",
@@ -141,7 +141,7 @@ async def _consume(url: str, stream: str, token: str | None, index: int, state: 
 
 async def _consume_subscriber(url: str, stream: str, token: str | None, index: int, state: _Consumer,
                               gate: asyncio.Semaphore, ready: asyncio.Event, decode_mode: str) -> None:
-    from consumers.subscriber import Subscriber
+    from posewire.consumers.subscriber import Subscriber
 
     try:
         sub = Subscriber(url.rstrip("/"), stream, token=token, client=f"bench-c{index}", reconnect=False,
@@ -236,7 +236,7 @@ async def _producer_main(args: argparse.Namespace) -> None:
     sent = 0
     async with contextlib.AsyncExitStack() as stack:
         if args.clients == "posewire":
-            from producers.publisher import Publisher
+            from posewire.producers.publisher import Publisher
 
             pub = await stack.enter_async_context(Publisher(
                 args.url.rstrip("/"), args.stream, token=args.token, client="bench-producer",
@@ -634,10 +634,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of producing per level")
     parser.add_argument("--rate", type=float, default=60.0, help="producer frames per second")
     parser.add_argument("--decode", choices=("full", "light"), default="full",
-                        help="raw consumers run codec.wire.decode (full) or read only seq/timestamp (light)")
+                        help="raw consumers run posewire.codec.wire.decode (full) or read only seq/timestamp (light)")
     parser.add_argument("--clients", choices=("raw", "posewire"), default="raw",
-                        help="raw websockets + codec.wire (default), or the real producers.publisher."
-                             "Publisher / consumers.subscriber.Subscriber")
+                        help="raw websockets + posewire.codec.wire (default), or the real posewire.producers.publisher."
+                             "Publisher / posewire.consumers.subscriber.Subscriber")
     parser.add_argument("--token", default="bench-token", help="auth token for the relay")
     parser.add_argument("--relay-cmd", default=DEFAULT_RELAY_CMD,
                         help="relay command template; {python}, {port}, {token} are filled in")

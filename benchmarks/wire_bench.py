@@ -50,13 +50,13 @@ from numpy.typing import NDArray
 from pythonosc.osc_bundle_builder import IMMEDIATELY, OscBundleBuilder
 from pythonosc.osc_message_builder import OscMessageBuilder
 
-from codec import wire
-from codec.conditions import Conditions
-from codec.euler import euler_to_quat, head_to_quat, spine_rotations
-from codec.morph import dims_to_arkit
-from codec.quaternion import conjugate, from_axis_angle, multiply, palm_decode, palm_encode
-from codec.registry import ARKIT_CHANNELS, DIMENSIONS, REFERENCE_AVATAR, REGISTRY, VISEMES
-from codec.vector import DEFAULTS, N_DIMS, validate
+from posewire.codec import wire
+from posewire.codec.conditions import Conditions
+from posewire.codec.euler import euler_to_quat, head_to_quat, spine_rotations
+from posewire.codec.morph import dims_to_arkit
+from posewire.codec.quaternion import conjugate, from_axis_angle, multiply, palm_decode, palm_encode
+from posewire.codec.registry import ARKIT_CHANNELS, DIMENSIONS, REFERENCE_AVATAR, REGISTRY, VISEMES
+from posewire.codec.vector import DEFAULTS, N_DIMS, validate
 
 __all__ = [
     "ARM_BONES",
@@ -452,7 +452,7 @@ def measure_timings(*, number: int = 2000, repeat: int = 7) -> dict[str, float]:
 
 
 def measure_batch(*, n_frames: int = 10_000, repeat: int = 7, seed: int = 1) -> dict[str, float]:
-    """Frames/s of batch :func:`codec.wire.quantize` / :func:`codec.wire.dequantize` on
+    """Frames/s of batch :func:`posewire.codec.wire.quantize` / :func:`posewire.codec.wire.dequantize` on
     ``(n_frames, N)`` random in-range vectors (best of ``repeat``, median reported too)."""
     rng = np.random.default_rng(seed)
     lower = np.array([-1.0 if d.row.polarity == "bipolar" else 0.0 for d in DIMENSIONS])

@@ -1,14 +1,14 @@
 """posewire codec: pure, sans-I/O logic (registry, vector maths, wire format).
 
 Nothing in this package performs I/O or imports asyncio or websockets (spec §1.4); the
-relay and the clients are thin asyncio layers over :mod:`codec.protocol`.
+relay and the clients are thin asyncio layers over :mod:`posewire.codec.protocol`.
 
-Modules: :mod:`~codec.registry` (the one normative table, spec §4),
-:mod:`~codec.vector` (§3.1–3.2, §3.5), :mod:`~codec.quaternion` (§3.3, §4.2),
-:mod:`~codec.calibration` (§2, §4.1), :mod:`~codec.euler` (§4.4–4.5),
-:mod:`~codec.morph` (§4.6), :mod:`~codec.mouthing` (§4.7), :mod:`~codec.affect`
-(§3.4.4), :mod:`~codec.conditions` (§3.4), :mod:`~codec.wire` (§5.1–5.6),
-:mod:`~codec.protocol` (§5.8–5.10), :mod:`~codec.errors` (§1.3).
+Modules: :mod:`~posewire.codec.registry` (the one normative table, spec §4),
+:mod:`~posewire.codec.vector` (§3.1–3.2, §3.5), :mod:`~posewire.codec.quaternion` (§3.3, §4.2),
+:mod:`~posewire.codec.calibration` (§2, §4.1), :mod:`~posewire.codec.euler` (§4.4–4.5),
+:mod:`~posewire.codec.morph` (§4.6), :mod:`~posewire.codec.mouthing` (§4.7), :mod:`~posewire.codec.affect`
+(§3.4.4), :mod:`~posewire.codec.conditions` (§3.4), :mod:`~posewire.codec.wire` (§5.1–5.6),
+:mod:`~posewire.codec.protocol` (§5.8–5.10), :mod:`~posewire.codec.errors` (§1.3).
 """
 
 from .affect import apply_affect

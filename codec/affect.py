@@ -1,7 +1,7 @@
 """The affect layer: a labelled expression preset applied over a pose (spec §3.4.4).
 
 An affect condition is ``{label, intensity, mode}``. The label selects a target ``A``
-from :data:`codec.registry.AFFECT_PRESETS` over affect-capable dims; only the dims the
+from :data:`posewire.codec.registry.AFFECT_PRESETS` over affect-capable dims; only the dims the
 preset lists are touched (a dim not listed keeps its value in every mode):
 
 * ``add``:   ``n' = n + i·A``
@@ -9,7 +9,7 @@ preset lists are touched (a dim not listed keeps its value in every mode):
   returns ``n`` and ``i = 1`` returns ``A`` exactly.
 
 Results are clamped to the registry bounds and the clamp reported
-(:class:`codec.vector.ValidationReport`). Vectors are float64 ``(..., N)`` in registry
+(:class:`posewire.codec.vector.ValidationReport`). Vectors are float64 ``(..., N)`` in registry
 order; ``intensity`` is a scalar or an array broadcastable to the batch shape ``(...)``.
 """
 

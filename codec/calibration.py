@@ -4,7 +4,7 @@ The arm dims ``a_x, a_y, a_z`` are bipolar with max 2.5 in units ``L = (L_x, L_y
 metres. ``L_axis = 2 · r_axis · d_axis`` where ``d`` are the avatar's calibrated reference
 distances (hand length, torso length, arm length; measured on the RIGHT side in fixed
 reference poses, never from the animated pose) and ``r`` the reference ratios of
-:data:`codec.registry.REFERENCE_AVATAR`. An axis without a valid ``d`` falls back to the
+:data:`posewire.codec.registry.REFERENCE_AVATAR`. An axis without a valid ``d`` falls back to the
 legacy shoulder-width unit ``L_axis = S`` and the fallback is reported.
 
 Physical displacement from the neck origin in the body frame (metres, +X = the
@@ -144,7 +144,7 @@ def arm_to_physical(n: ArrayLike, units: CalibrationUnits, *, side: Side) -> F64
     """Hand displacement from the neck (metres, body frame) ``(..., 3)`` from normalized
     ``(a_x, a_y, a_z)`` ``(..., 3)`` (spec §4.1, §3.2):
     ``p = sign_side · n · 2.5 · L`` with ``sign_r = (-1, 1, 1)``, ``sign_l = (1, 1, 1)``.
-    Linear; range checking is :func:`codec.vector.validate`'s job."""
+    Linear; range checking is :func:`posewire.codec.vector.validate`'s job."""
     _check_side(side)
     out: F64 = _as3(n, "n") * _SIDE_SIGN[side] * ARM_MAX * units.L
     return out

@@ -1,8 +1,8 @@
 """Hyper conditions: the discrete channels beside the vector (spec §3.4).
 
-Four channels, all optional (registry :data:`~codec.registry.CONDITIONS`):
+Four channels, all optional (registry :data:`~posewire.codec.registry.CONDITIONS`):
 
-* ``mouthing`` (§3.4.1) — a viseme mix: 15 shares in :data:`~codec.registry.VISEMES`
+* ``mouthing`` (§3.4.1) — a viseme mix: 15 shares in :data:`~posewire.codec.registry.VISEMES`
   order, each in ``[0, 1]``, sum ``<= 1`` (tolerance ``1e-6``); ``None`` = inactive.
 * ``tracking`` (§3.4.2) — ``{part: state}`` over ``TRACKING_PARTS`` x
   ``TRACKING_STATES``; an absent part is ``tracked``.
@@ -81,7 +81,7 @@ def _sorted_map(values: Mapping[str, str], order: tuple[str, ...]) -> Mapping[st
 @dataclass(frozen=True, slots=True, eq=False)
 class Conditions:
     """The full hyper-condition state (spec §3.4). Immutable; validated on construction
-    (invalid values raise :class:`~codec.errors.UsageError`).
+    (invalid values raise :class:`~posewire.codec.errors.UsageError`).
 
     ``mouthing``: 15 shares (``VISEMES`` order) or ``None``; ``tracking``: part → state;
     ``contact``: hand → site; ``affect``: :class:`Affect` or ``None``. Maps are stored
@@ -197,8 +197,8 @@ def conditions_from_obj(obj: object, *, error_family: ErrorFamily = "decode",
     ``obj`` is ``{"mouthing"?: [15 numbers], "tracking"?: {part: state},
     "contact"?: {hand: site}, "affect"?: {"label", "intensity", "mode"}}``; unknown
     top-level keys are ignored (evolution, spec §5.9). Bad data raises
-    :class:`~codec.errors.DecodeError` (``error_family="decode"``, peer data) or
-    :class:`~codec.errors.UsageError` (``"usage"``) with a path such as
+    :class:`~posewire.codec.errors.DecodeError` (``error_family="decode"``, peer data) or
+    :class:`~posewire.codec.errors.UsageError` (``"usage"``) with a path such as
     ``conditions.tracking.hand_q``.
     """
     if not isinstance(obj, Mapping):

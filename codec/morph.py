@@ -3,7 +3,7 @@
 Every face/mouth row names, per direction, the ARKit channels it drives and a gain
 (registry rows). The mapping is linear per direction and is held here as two
 precomputed ``(52, K)`` gain matrices over the ``K`` face/mouth dims, built once at
-import from :mod:`codec.registry`:
+import from :mod:`posewire.codec.registry`:
 
 * dims -> weights (consumer, spec §4.6): ``w_c = g·max(n, 0)`` for a positive channel,
   ``g·max(-n, 0)`` for a negative one; weights clipped to ``[0, 1]`` and the clip
@@ -18,7 +18,7 @@ directions that have channels (a negative value of a dim whose negative directio
 no channel, e.g. ``f_squint``, is not representable in ARKit and comes back as 0).
 
 Weights are dimensionless in ``[0, 1]``; arrays are float64, batch first, the last axis
-in :data:`codec.registry.ARKIT_CHANNELS` order (52) or registry order (``N``).
+in :data:`posewire.codec.registry.ARKIT_CHANNELS` order (52) or registry order (``N``).
 """
 
 from __future__ import annotations

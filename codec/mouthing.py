@@ -2,9 +2,9 @@
 
 While mouthing is active the artist's ``viseme_*`` morphs are the primary mouth shape,
 played with the shares ``s`` of the viseme mix (15 shares in
-:data:`codec.registry.VISEMES` order, each in ``[0, 1]``, sum ≤ 1). The mix implies a
+:data:`posewire.codec.registry.VISEMES` order, each in ``[0, 1]``, sum ≤ 1). The mix implies a
 baseline ``b`` over the mouth dims (``b_d = Σ_v s_v·T[v][d]``, ``T`` =
-:data:`codec.registry.MOUTHING_SEED_TABLE`), and the authored mouth dim ``a`` is a
+:data:`posewire.codec.registry.MOUTHING_SEED_TABLE`), and the authored mouth dim ``a`` is a
 *delta* from that baseline (spec §4.7):
 
 * same direction (``sign(a) == sign(b)`` or ``b == 0``): ``Δ = a·(1 - |b|)`` — only the
@@ -201,7 +201,7 @@ class MouthingMorphs(NamedTuple):
     ``arkit (..., 52)``: ARKit weights with the mouth channels driven by ``Δ``;
     ``visemes (..., 15)``: the ``viseme_*`` morph weights (= the shares, untouched);
     ``clipped (..., 52)``: channels whose weight was clipped (from
-    :func:`codec.morph.dims_to_arkit`).
+    :func:`posewire.codec.morph.dims_to_arkit`).
     """
 
     arkit: NDArray[np.float64]
@@ -223,9 +223,9 @@ def mouthing_to_arkit(vector: ArrayLike, shares: ArrayLike) -> MouthingMorphs:
     return MouthingMorphs(weights, visemes, clipped)
 
 
-# -- fast kernel for already-validated inputs (consumers.face) ---------------------------
+# -- fast kernel for already-validated inputs (posewire.consumers.face) ---------------------------
 # Every ARKit channel is driven by exactly one (dim, direction) with a gain in [0, 1]
-# (codec.morph), so dims_to_arkit's two matrix products reduce to one gather per
+# (posewire.codec.morph), so dims_to_arkit's two matrix products reduce to one gather per
 # channel: w_c = g_c · max(s_c · n_k, 0), the same products and sums (the other terms are
 # exact zeros).
 def _channel_tables() -> tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64],

@@ -9,7 +9,7 @@ explicit table :data:`CLIENT_TRANSITIONS` / :data:`SERVER_TRANSITIONS`
 in the table is a protocol violation (``decode.state``).
 
 Triggers are ``"send:<t>"`` / ``"recv:<t>"`` with ``<t>`` the wire type tag
-(:data:`codec.wire.TYPE_TAGS`), ``"fail"`` (a violation detected here: an error
+(:data:`posewire.codec.wire.TYPE_TAGS`), ``"fail"`` (a violation detected here: an error
 message is sent and the websocket closed with :data:`CLOSE_CODES`) and ``"close"`` (the
 transport closed).
 """

@@ -4,7 +4,7 @@ Every message is one binary websocket message holding one msgpack map with short
 string keys; key ``"t"`` is the message type, a short string (:data:`TYPE_TAGS`).
 :func:`encode` turns a message dataclass into bytes (canonical key order, spec §5.2);
 :func:`decode` turns peer bytes back into a message and raises **only**
-:class:`~codec.errors.DecodeError` (stable code + path) on bad input.
+:class:`~posewire.codec.errors.DecodeError` (stable code + path) on bad input.
 
 Frame values (spec §5.4): each dim is quantized with its registry row's ``bits``
 ``b ∈ {8, 16}`` as ``q = round_half_even(n · (2^(b−1) − 1))``, written big-endian two's
@@ -185,9 +185,9 @@ class Welcome:
 
 @dataclass(frozen=True, slots=True)
 class Calibration(calibration.Calibration):
-    """The calibration message (spec §5.6): a :class:`codec.calibration.Calibration`
+    """The calibration message (spec §5.6): a :class:`posewire.codec.calibration.Calibration`
     (the producer's reference distances in metres, spec §4.1; ``None`` = unknown) with its
-    wire type tag, so it can be passed to :func:`codec.calibration.units` as it is."""
+    wire type tag, so it can be passed to :func:`posewire.codec.calibration.units` as it is."""
 
     TYPE: ClassVar[str] = "cal"
 
@@ -493,7 +493,7 @@ def encode(msg: Message, *, registry: Registry = REGISTRY) -> bytes:
 
     Keys are written in the order of spec §5.3–5.8; floats as float64; ``bin`` for
     bytes. Caller mistakes (values out of range, bad strings) raise
-    :class:`~codec.errors.UsageError`.
+    :class:`~posewire.codec.errors.UsageError`.
     """
     return msgpack.packb(_to_obj(msg, registry), use_bin_type=True)  # type: ignore[no-any-return]
 
@@ -570,7 +570,7 @@ def _from_obj(obj: Mapping[Any, Any], registry: Registry) -> Message:
 
 def decode(data: bytes | bytearray | memoryview, *,
            max_size: int = DEFAULT_MAX_MESSAGE_BYTES, registry: Registry = REGISTRY) -> Message:
-    """Decode one peer message (spec §5.2). Raises only :class:`~codec.errors.DecodeError`.
+    """Decode one peer message (spec §5.2). Raises only :class:`~posewire.codec.errors.DecodeError`.
 
     Checks, in order: size (``decode.too_large``), msgpack validity (``decode.malformed``:
     also trailing bytes, invalid UTF-8), top-level map (``decode.type``, path ``$``),

@@ -4,7 +4,7 @@ Seed ``001_b0dd8389a32c0279.txt`` grades avatars by face capability:
 ``viseme15`` (the 15 artist visemes), ``vowel5`` (five vowel morphs), ``jaw`` (only a
 jaw) and ``none``. :func:`face_weights` returns what each rung plays:
 
-* ``viseme15``: ARKit weights from :func:`codec.mouthing.mouthing_to_arkit` (mouth dims
+* ``viseme15``: ARKit weights from :func:`posewire.codec.mouthing.mouthing_to_arkit` (mouth dims
   as the delta Δ, spec §4.7) plus the 15 viseme weights = the mix, untouched;
 * ``vowel5``: the same ARKit weights, and the mix folded onto the five vowels
   ``aa E I O U`` with :data:`VOWEL_FOLD` (a consonant plays the vowel whose mouth shape is
@@ -24,10 +24,10 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from codec.errors import UsageError
-from codec.mouthing import _valid_mouthing_arkit, apply_mouthing, normalize_shares
-from codec.registry import ARKIT_CHANNELS, REGISTRY, VISEMES
-from codec.vector import DEFAULTS, LOWER, N_DIMS, UPPER, ValidationReport, validate
+from posewire.codec.errors import UsageError
+from posewire.codec.mouthing import _valid_mouthing_arkit, apply_mouthing, normalize_shares
+from posewire.codec.registry import ARKIT_CHANNELS, REGISTRY, VISEMES
+from posewire.codec.vector import DEFAULTS, LOWER, N_DIMS, UPPER, ValidationReport, validate
 
 __all__ = ["CAPABILITIES", "VOWELS", "VOWEL_FOLD", "FaceWeights", "face_weights"]
 
@@ -50,7 +50,7 @@ _LOWER_OK = bool((LOWER <= DEFAULTS).all() and (DEFAULTS <= UPPER).all())
 
 
 def _validate_clamp(arr: F64) -> tuple[F64, ValidationReport]:
-    # = codec.vector.validate(arr, policy="clamp"); all-finite input in fewer operations
+    # = posewire.codec.vector.validate(arr, policy="clamp"); all-finite input in fewer operations
     # (clamped iff the clip changed it; nothing replaced), anything else via validate
     if arr.ndim == 0 or arr.shape[-1] != N_DIMS or not _LOWER_OK:
         return validate(arr, policy="clamp")

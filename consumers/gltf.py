@@ -34,7 +34,7 @@ and the same with ``_r`` / ``R_``. Canonical joints the mannequin lacks (``spine
 ``middle_tip_l/r`` (spec §2.2) are measured on the mesh: the farthest skinned point of
 the third middle segment along that segment.
 
-:func:`export_glb` decodes every frame with :func:`consumers.pose.decode_pose` (spec
+:func:`export_glb` decodes every frame with :func:`posewire.consumers.pose.decode_pose` (spec
 §3.5, §4.1–§4.5) and writes one mesh (positions, normals, 4 joint influences), one skin
 (inverse bind matrices of the rest pose) and one animation: per mannequin joint a
 ``rotation`` channel, ``LINEAR``, keyed at the frame times in seconds from the first
@@ -55,8 +55,8 @@ import pygltflib
 from mannequin import Mannequin
 from numpy.typing import ArrayLike, NDArray
 
-from codec.errors import UsageError
-from codec.vector import N_DIMS
+from posewire.codec.errors import UsageError
+from posewire.codec.vector import N_DIMS
 
 from .pose import decode_pose
 from .skeleton import FINGERS, RetargetMap, Skeleton
@@ -184,7 +184,7 @@ class ExportSummary:
     """What :func:`export_glb` wrote: ``frames`` keyframes, ``joints_animated`` rotation
     channels, ``duration_s`` seconds, ``bytes`` of the GLB file, ``skipped`` the
     canonical joints the avatar lacks (seed 001), ``report`` the decode report
-    (:meth:`consumers.pose.PoseResult.report`: NaN / clamped dims, unreachable targets)."""
+    (:meth:`posewire.consumers.pose.PoseResult.report`: NaN / clamped dims, unreachable targets)."""
 
     path: Path
     frames: int
@@ -258,7 +258,7 @@ def export_glb(vectors: ArrayLike, timestamps_us: ArrayLike, path: str | Path, *
     xyzw = np.concatenate([quats[..., 1:], quats[..., :1]], axis=-1).astype(np.float32)
 
     mesh = mannequin_mesh()
-    gltf = pygltflib.GLTF2(asset=pygltflib.Asset(version="2.0", generator="posewire consumers.gltf"))
+    gltf = pygltflib.GLTF2(asset=pygltflib.Asset(version="2.0", generator="posewire.consumers.gltf"))
     blob = _Blob(gltf)
     fl, us, ui = pygltflib.FLOAT, pygltflib.UNSIGNED_SHORT, pygltflib.UNSIGNED_INT
     attrs = pygltflib.Attributes(

@@ -26,8 +26,8 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from codec.errors import UsageError
-from codec.quaternion import cross_unchecked, multiply_unchecked, rotate_unchecked
+from posewire.codec.errors import UsageError
+from posewire.codec.quaternion import cross_unchecked, multiply_unchecked, rotate_unchecked
 
 __all__ = [
     "DOWN",
@@ -240,7 +240,7 @@ def _solve(s0: F64, upper_dir0: F64, a_len: F64, lower_dir0: F64, b_len: F64,
     return IKResult(g_upper, g_lower, elbow_new, wrist_new, clamped, False)
 
 
-# -- one frame in Python floats (consumers.pose, batch of 1) ----------------------------
+# -- one frame in Python floats (posewire.consumers.pose, batch of 1) ----------------------------
 # The same formulas as _pole / _solve / _min_rotation on 3-tuples, in the same order of
 # operations; only sin/cos come from libm instead of numpy (agree to a few ulp).
 Vec3 = tuple[float, float, float]

@@ -8,9 +8,9 @@ orientation, ``W_j = G_j · W_rest,j``; a joint without its own driver inherits 
 parent's ``G``; local rotations are ``L_j = L_rest,j · W_rest,j⁻¹ · G_parent⁻¹ · G_j ·
 W_rest,j``):
 
-1. spec §3.5: :func:`codec.vector.validate` with ``policy="clamp"``: NaN → default,
+1. spec §3.5: :func:`posewire.codec.vector.validate` with ``policy="clamp"``: NaN → default,
    out of range → clamped, both reported in :attr:`PoseResult.validation`.
-2. Spine (spec §4.5): :func:`codec.euler.spine_rotations` over the spine joints the
+2. Spine (spec §4.5): :func:`posewire.codec.euler.spine_rotations` over the spine joints the
    skeleton has; ``G`` of each spine joint is the chain product up to it, so the chest
    turns by the full torso rotation ``Q``.
 3. Head (spec §4.4, relative to the torso): ``H = head_to_quat``; the present joints of
@@ -19,8 +19,8 @@ W_rest,j``):
    ``G_head = Q · H`` exactly.
 4. Arms (spec §4.1): the wrist target is ``neck + arm_to_physical(a, units(cal))``
    (neck = shoulder midpoint at rest, units from **this avatar's** calibration, default
-   :func:`consumers.skeleton.calibration_of`), solved by :func:`consumers.ik.two_bone_ik`
-   with the pole :func:`consumers.ik.arm_pole` (``a_spread``) in the rest chest frame and
+   :func:`posewire.consumers.skeleton.calibration_of`), solved by :func:`posewire.consumers.ik.two_bone_ik`
+   with the pole :func:`posewire.consumers.ik.arm_pole` (``a_spread``) in the rest chest frame and
    carried by ``Q`` (body-local pole, seed 003).
 5. Hands (spec §4.2): ``q = palm_decode`` is the hand-local frame (§2.4) in the body
    frame; ``G_hand = Q · q · P⁻¹`` with ``P`` the hand-local frame at rest, measured from
@@ -54,10 +54,10 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from codec.calibration import ARM_MAX, Calibration, CalibrationUnits, units
-from codec.errors import UsageError
-from codec.euler import BODY_MAX_DEG, HEAD_MAX_DEG
-from codec.quaternion import (
+from posewire.codec.calibration import ARM_MAX, Calibration, CalibrationUnits, units
+from posewire.codec.errors import UsageError
+from posewire.codec.euler import BODY_MAX_DEG, HEAD_MAX_DEG
+from posewire.codec.quaternion import (
     CONJUGATE_SIGNS,
     HAMILTON_TABLE,
     PALM_CLAMP,
@@ -65,8 +65,8 @@ from codec.quaternion import (
     multiply_unchecked,
     rotate_unchecked,
 )
-from codec.registry import REGISTRY, SPINE_SHARES
-from codec.vector import ValidationReport
+from posewire.codec.registry import REGISTRY, SPINE_SHARES
+from posewire.codec.vector import ValidationReport
 
 from .face import _validate_clamp
 from .ik import _LATERAL, ELBOW_BIAS, IKResult, _pole, _pole1, _solve, _solve1, _unit, two_bone_ik
@@ -96,7 +96,7 @@ def _idx(dim: str) -> int:
 
 
 def _frame_quat(x: F64, y: F64, z: F64) -> F64:
-    from codec.quaternion import from_matrix
+    from posewire.codec.quaternion import from_matrix
     return from_matrix(np.stack([x, y, z], axis=-1))
 
 
@@ -301,7 +301,7 @@ class PoseResult:
 
     ``local_rotations (B, J, 4)``: every joint's local rotation (rest value where no
     dim drives it); ``targets``: per side ``(B, 3)`` wrist targets, metres, body frame at
-    rest (chest frame); ``ik``: per side :class:`consumers.ik.IKResult` (``clamped`` =
+    rest (chest frame); ``ik``: per side :class:`posewire.consumers.ik.IKResult` (``clamped`` =
     unreachable target, reported); ``palm_clamped``: per side ``(B,)`` palm vector
     rescaled/clamped (spec §3.3); ``validation``: NaN/out-of-range dims replaced or
     clamped (spec §3.5); ``units``: arm units with ``fallback_axes`` (spec §4.1);
@@ -342,7 +342,7 @@ def decode_pose(vectors: ArrayLike, skeleton: Skeleton, *,
     """Local rotations of every joint of ``skeleton`` for pose vectors ``(B, N)`` or
     ``(N,)`` (module docstring). ``calibration``: this avatar's reference distances
     (spec §4.1; default measured from the skeleton by
-    :func:`consumers.skeleton.calibration_of`). Raises ``usage.shape`` for a wrong
+    :func:`posewire.consumers.skeleton.calibration_of`). Raises ``usage.shape`` for a wrong
     vector shape, ``usage.bad_option`` for a skeleton without arms/spine and
     ``usage.calibration`` when no unit can be formed."""
     arr = np.asarray(vectors, dtype=np.float64)
@@ -427,7 +427,7 @@ def decode_pose(vectors: ArrayLike, skeleton: Skeleton, *,
 # cosines and sines: 8 terms with fixed quaternion coefficients), finger chains one
 # product per depth, the constant right factors (left-hand mirror, rest hand frame) and
 # the bind-frame products 4×4 matrices; the two arms, palms and fractional powers are
-# Python floats (consumers.ik._solve1). Equal to the batch path to float round-off
+# Python floats (posewire.consumers.ik._solve1). Equal to the batch path to float round-off
 # (tests/test_consumer_speed_equivalence.py).
 
 def _left_matrix(q: F64) -> F64:

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from codec.calibration import NAVEL_FRACTION, Calibration
-from codec.errors import UsageError
-from codec.quaternion import conjugate_unchecked, multiply_unchecked, rotate_unchecked
+from posewire.codec.calibration import NAVEL_FRACTION, Calibration
+from posewire.codec.errors import UsageError
+from posewire.codec.quaternion import conjugate_unchecked, multiply_unchecked, rotate_unchecked
 
 __all__ = [
     "CANONICAL_JOINTS",
@@ -387,7 +387,7 @@ def calibration_of(skeleton: Skeleton) -> Calibration:
     chain). ``torso_length`` = |navel − neck| and ``shoulder_width`` = |shoulder_l −
     shoulder_r| at rest (spec §2.2: neck = shoulder midpoint, hip_mid = thigh midpoint,
     navel = neck + 0.8·(hip_mid − neck)). A distance whose joints are missing is
-    ``None`` (the units then fall back, reported by :func:`codec.calibration.units`).
+    ``None`` (the units then fall back, reported by :func:`posewire.codec.calibration.units`).
     """
     pos, rot = skeleton.rest_world()
     ix = skeleton.index

@@ -25,11 +25,11 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from codec.errors import UsageError
-from codec.euler import body_to_quat, head_to_quat, quat_to_body, quat_to_head
-from codec.quaternion import palm_decode, palm_encode
-from codec.registry import DIMENSIONS, REGISTRY
-from codec.vector import DEFAULTS, N_DIMS, validate
+from posewire.codec.errors import UsageError
+from posewire.codec.euler import body_to_quat, head_to_quat, quat_to_body, quat_to_head
+from posewire.codec.quaternion import palm_decode, palm_encode
+from posewire.codec.registry import DIMENSIONS, REGISTRY
+from posewire.codec.vector import DEFAULTS, N_DIMS, validate
 
 __all__ = [
     "Interpolator",

@@ -2,7 +2,7 @@
 
 Example::
 
-    from consumers.subscriber import Subscriber
+    from posewire.consumers.subscriber import Subscriber
 
     async with Subscriber("ws://127.0.0.1:8765", "alice", token="s3cret") as sub:
         async for frame in sub:
@@ -25,10 +25,10 @@ import numpy as np
 from numpy.typing import NDArray
 from websockets.exceptions import ConnectionClosed
 
-from codec.conditions import Conditions
-from codec.protocol import State
-from codec.vector import N_DIMS
-from codec.wire import Bye, Calibration, ConditionsMessage, Frame
+from posewire.codec.conditions import Conditions
+from posewire.codec.protocol import State
+from posewire.codec.vector import N_DIMS
+from posewire.codec.wire import Bye, Calibration, ConditionsMessage, Frame
 from posewire.wsclient import Backoff, ClientLink, RelayError, retry_connect
 
 __all__ = ["RelayError", "SubscribedFrame", "Subscriber"]

@@ -12,7 +12,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
-from codec.registry import DIMENSIONS, REGISTRY
+from posewire.codec.registry import DIMENSIONS, REGISTRY
 
 from . import export_cli, record_cli
 
@@ -88,7 +88,7 @@ def _cmd_conformance(args: argparse.Namespace) -> int:
 def _cmd_serve(args: argparse.Namespace) -> int:
     import logging
 
-    from codec.errors import UsageError
+    from posewire.codec.errors import UsageError
 
     from .relay import Relay
 
@@ -112,8 +112,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 
 async def _produce(args: argparse.Namespace) -> int:
-    from producers.publisher import Publisher
-    from producers.recording import read_recording
+    from posewire.producers.publisher import Publisher
+    from posewire.producers.recording import read_recording
 
     header, frames = read_recording(args.replay)
     if not frames:
@@ -145,7 +145,7 @@ async def _produce(args: argparse.Namespace) -> int:
 def _run_client(name: str, args: argparse.Namespace,
                 client: Callable[[argparse.Namespace], Coroutine[Any, Any, int]]) -> int:
     """Run one client command: token from the environment, errors as one line."""
-    from codec.errors import UsageError
+    from posewire.codec.errors import UsageError
     from posewire.wsclient import RelayError
 
     args.token = args.token or os.environ.get("POSEWIRE_TOKEN") or None
@@ -166,7 +166,7 @@ def _cmd_produce(args: argparse.Namespace) -> int:
 
 
 def _format_frame(seq: int, t_us: int, values: dict[str, float]) -> str:
-    from codec.registry import REGISTRY
+    from posewire.codec.registry import REGISTRY
 
     parts = [f"seq={seq}", f"t_us={t_us}"]
     for key, value in values.items():
@@ -176,10 +176,10 @@ def _format_frame(seq: int, t_us: int, values: dict[str, float]) -> str:
 
 
 async def _consume(args: argparse.Namespace) -> int:
-    from codec.conditions import conditions_to_obj
-    from codec.registry import DIMENSIONS as DIMS
-    from consumers.subscriber import Subscriber
-    from producers.recording import (
+    from posewire.codec.conditions import conditions_to_obj
+    from posewire.codec.registry import DIMENSIONS as DIMS
+    from posewire.consumers.subscriber import Subscriber
+    from posewire.producers.recording import (
         RecordedFrame,
         RecordingHeader,
         RecordingWriter,
@@ -222,7 +222,7 @@ def _cmd_consume(args: argparse.Namespace) -> int:
 
 
 def _add_net_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from codec.wire import DEFAULT_MAX_FPS, DEFAULT_MAX_MESSAGE_BYTES
+    from posewire.codec.wire import DEFAULT_MAX_FPS, DEFAULT_MAX_MESSAGE_BYTES
 
     url_help = "relay URL"
     token_help = "auth token (default: $POSEWIRE_TOKEN)"
@@ -244,7 +244,7 @@ def _add_net_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
     p = sub.add_parser("produce", help="publish frames to a relay")
     p.add_argument("--replay", required=True, metavar="FILE",
-                   help="a recording (JSON lines, see producers.recording)")
+                   help="a recording (JSON lines, see posewire.producers.recording)")
     p.add_argument("--url", default="ws://127.0.0.1:8765", help=url_help)
     p.add_argument("--stream", default="default", help="stream name")
     p.add_argument("--token", help=token_help)

@@ -18,14 +18,14 @@ from pathlib import Path
 
 import numpy as np
 
-from codec.errors import UsageError
-from codec.wire import Frame, encode
-from consumers.face import face_weights
-from consumers.pose import decode_pose
-from consumers.skeleton import fk, helix_humanoid
-from consumers.subscriber import Subscriber
-from producers.publisher import Publisher
-from producers.recording import read_recording
+from posewire.codec.errors import UsageError
+from posewire.codec.wire import Frame, encode
+from posewire.consumers.face import face_weights
+from posewire.consumers.pose import decode_pose
+from posewire.consumers.skeleton import fk, helix_humanoid
+from posewire.consumers.subscriber import Subscriber
+from posewire.producers.publisher import Publisher
+from posewire.producers.recording import read_recording
 
 from .relay import Relay
 from .wsclient import RelayError

@@ -1,8 +1,8 @@
 """``posewire export``: a recording -> an animated, skinned glTF binary (GLB).
 
 ``posewire export --recording REC.jsonl --out anim.glb`` reads a posewire recording
-(:func:`producers.recording.read_recording`), decodes every frame on the mannequin-x
-wooden mannequin (:func:`consumers.gltf.export_glb`; spec §4.1–§4.5) and prints a
+(:func:`posewire.producers.recording.read_recording`), decodes every frame on the mannequin-x
+wooden mannequin (:func:`posewire.consumers.gltf.export_glb`; spec §4.1–§4.5) and prints a
 summary: frames, duration, joints animated, bytes, skipped canonical joints (seed 001)
 and what the decoder clamped or replaced (spec §3.5, never silent).
 """
@@ -14,16 +14,16 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codec.errors import UsageError
+from posewire.codec.errors import UsageError
 
 if TYPE_CHECKING:
-    from consumers.gltf import ExportSummary
+    from posewire.consumers.gltf import ExportSummary
 
 __all__ = ["add_parser", "format_summary"]
 
 
 def format_summary(summary: ExportSummary) -> str:
-    """The human-readable summary of a :class:`consumers.gltf.ExportSummary`."""
+    """The human-readable summary of a :class:`posewire.consumers.gltf.ExportSummary`."""
     changed = {k: v for k, v in summary.report.items() if v and k != "skipped_joints"}
     return "\n".join([
         f"wrote {summary.path}: {summary.frames} frames, {summary.duration_s:.3f} s, "
@@ -36,8 +36,8 @@ def format_summary(summary: ExportSummary) -> str:
 def _cmd_export(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from consumers.gltf import export_glb
-    from producers.recording import read_recording
+    from posewire.consumers.gltf import export_glb
+    from posewire.producers.recording import read_recording
 
     try:
         _, frames = read_recording(args.recording)

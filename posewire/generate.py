@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from codec.errors import ERROR_CODES
-from codec.registry import (
+from posewire.codec.errors import ERROR_CODES
+from posewire.codec.registry import (
     AFFECT_PRESETS,
     ARKIT_CHANNELS,
     CONDITIONS,
@@ -110,7 +110,7 @@ def _dim_rows(dims: Sequence[Dimension], *, morph: bool, angle: bool) -> str:
 
 
 def registry_tables_md() -> str:
-    """``spec/04-registry-tables.md``: every registry table of ``codec.registry``."""
+    """``spec/04-registry-tables.md``: every registry table of ``posewire.codec.registry``."""
     out = [
         _banner("codec/registry.py"),
         "\n# 4.T Registry tables (normative, generated)\n\n",
@@ -206,7 +206,7 @@ def registry_tables_md() -> str:
 
 
 def errors_table_md() -> str:
-    """``spec/errors-table.md``: every stable error code of ``codec.errors``."""
+    """``spec/errors-table.md``: every stable error code of ``posewire.codec.errors``."""
     out = [
         _banner("codec/errors.py"),
         "\n# Error codes (normative, generated)\n\n",
@@ -251,9 +251,9 @@ def pose_schema_json() -> str:
 
 def _protocol_module() -> Any:
     try:
-        return importlib.import_module("codec.protocol")
+        return importlib.import_module("posewire.codec.protocol")
     except ModuleNotFoundError as exc:
-        if exc.name != "codec.protocol":
+        if exc.name != "posewire.codec.protocol":
             raise
         return None
 
@@ -271,12 +271,12 @@ def _transition_rows(table: Any) -> list[list[str]]:
 
 
 def state_table_md() -> str | None:
-    """``spec/05-state-table.md`` from the transition tables of ``codec.protocol``.
+    """``spec/05-state-table.md`` from the transition tables of ``posewire.codec.protocol``.
 
     Reads ``CLIENT_TRANSITIONS`` and ``SERVER_TRANSITIONS`` (or a single
     ``TRANSITIONS``), each a mapping ``{(state, trigger): next_state}`` or an iterable of
     ``(state, trigger, next_state)``, and ``CLOSE_CODES`` ``{code: close code}`` when
-    present. Returns None when codec.protocol exposes no transition table.
+    present. Returns None when posewire.codec.protocol exposes no transition table.
     """
     protocol = _protocol_module()
     if protocol is None:

@@ -3,7 +3,7 @@
 The JSON Schemas in ``schemas/`` are generated from these models (``posewire
 generate``, :mod:`posewire.generate`):
 
-* :class:`RegistryExport` mirrors ``codec.registry.REGISTRY.export()`` field for field
+* :class:`RegistryExport` mirrors ``posewire.codec.registry.REGISTRY.export()`` field for field
   (``schemas/registry.schema.json``); the export itself is ``schemas/registry.json``.
 * :data:`PoseObject` is a vector plus its hyper conditions as a JSON object
   ``{"registry": version, "values": {dim id: number}, "conditions": {...}}``
@@ -31,8 +31,8 @@ from pydantic import (
     model_validator,
 )
 
-from codec.conditions import MOUTHING_SUM_TOLERANCE
-from codec.registry import (
+from posewire.codec.conditions import MOUTHING_SUM_TOLERANCE
+from posewire.codec.registry import (
     AFFECT_LABELS,
     AFFECT_MODES,
     ARKIT_CHANNELS,
@@ -304,7 +304,7 @@ class PoseConditions(BaseModel):
     """The hyper conditions beside the vector (spec §3.4); each one optional.
 
     Unknown condition ids are ignored, not rejected (evolution rule, spec §3.5, §5),
-    as ``codec.conditions.conditions_from_obj`` does.
+    as ``posewire.codec.conditions.conditions_from_obj`` does.
     """
 
     model_config = ConfigDict(extra="ignore", allow_inf_nan=False)

@@ -1,7 +1,7 @@
 """``posewire record``: make a posewire recording from captured landmarks.
 
 ``posewire record --from-pose FILE.pose --out REC.jsonl`` converts a MediaPipe Holistic
-``.pose`` file (PyPI ``pose-format``) with :func:`producers.poseformat.pose_file_to_recording`
+``.pose`` file (PyPI ``pose-format``) with :func:`posewire.producers.poseformat.pose_file_to_recording`
 and prints a summary: frames, fps, tracked share per part, the calibration with the axes
 that fell back to shoulder width (spec §4.1), and every clamp (spec §3.1, never silent).
 """
@@ -13,16 +13,16 @@ import sys
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
-from codec.errors import UsageError
+from posewire.codec.errors import UsageError
 
 if TYPE_CHECKING:
-    from producers.poseformat import RecordSummary
+    from posewire.producers.poseformat import RecordSummary
 
 __all__ = ["add_parser", "format_summary"]
 
 
 def format_summary(summary: RecordSummary) -> str:
-    """The human-readable summary of a :class:`producers.poseformat.RecordSummary`."""
+    """The human-readable summary of a :class:`posewire.producers.poseformat.RecordSummary`."""
     result = summary.result
     report = result.report
     cal = result.calibration
@@ -50,7 +50,7 @@ def format_summary(summary: RecordSummary) -> str:
 
 
 def _cmd_record(args: argparse.Namespace) -> int:
-    from producers.poseformat import pose_file_to_recording
+    from posewire.producers.poseformat import pose_file_to_recording
 
     try:
         summary = pose_file_to_recording(args.from_pose, args.out, visibility_threshold=args.visibility)

@@ -1,6 +1,6 @@
 """The posewire relay (``posewire serve``): many producers to many consumers by stream name.
 
-A thin asyncio layer over the sans-I/O :class:`codec.protocol.Connection` (spec §5.10):
+A thin asyncio layer over the sans-I/O :class:`posewire.codec.protocol.Connection` (spec §5.10):
 each websocket gets a server-side ``Connection`` that checks the hello (protocol,
 registry, auth token), the message size and the per-producer frame rate, and turns
 every violation into an error message plus a close code (spec §5.8). What the relay
@@ -48,9 +48,9 @@ from websockets.asyncio.server import Server, ServerConnection, broadcast, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.typing import Subprotocol
 
-from codec.conditions import Conditions
-from codec.errors import DecodeError, UsageError
-from codec.protocol import (
+from posewire.codec.conditions import Conditions
+from posewire.codec.errors import DecodeError, UsageError
+from posewire.codec.protocol import (
     Closed,
     Connection,
     Event,
@@ -63,8 +63,8 @@ from codec.protocol import (
     SequenceReset,
     State,
 )
-from codec.vector import N_DIMS
-from codec.wire import (
+from posewire.codec.vector import N_DIMS
+from posewire.codec.wire import (
     DEFAULT_MAX_FPS,
     DEFAULT_MAX_MESSAGE_BYTES,
     SUBPROTOCOL,

@@ -1,7 +1,7 @@
-"""Websocket plumbing shared by :mod:`producers.publisher` and :mod:`consumers.subscriber`.
+"""Websocket plumbing shared by :mod:`posewire.producers.publisher` and :mod:`posewire.consumers.subscriber`.
 
 One :class:`ClientLink` is one websocket to a relay driven by a sans-I/O
-:class:`codec.protocol.Connection` (spec §5.10): it connects with the ``posewire.v1``
+:class:`posewire.codec.protocol.Connection` (spec §5.10): it connects with the ``posewire.v1``
 subprotocol (spec §5.1), sends the hello, waits for the welcome (spec §5.3) and turns
 an error message or a close into :class:`RelayError` / :class:`LinkClosedError`.
 :class:`Backoff` is the exponential reconnect schedule both clients use.
@@ -19,8 +19,8 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from websockets.typing import Subprotocol
 
-from codec.errors import DecodeError, UsageError
-from codec.protocol import (
+from posewire.codec.errors import DecodeError, UsageError
+from posewire.codec.protocol import (
     CLOSE_CODES,
     Closed,
     Connection,
@@ -29,7 +29,7 @@ from codec.protocol import (
     Received,
     State,
 )
-from codec.wire import SUBPROTOCOL, ErrorMessage, Message, Welcome
+from posewire.codec.wire import SUBPROTOCOL, ErrorMessage, Message, Welcome
 
 __all__ = [
     "FATAL_CODES",
@@ -47,7 +47,7 @@ _FATAL_CLOSE = frozenset(CLOSE_CODES[c] for c in FATAL_CODES)
 
 class RelayError(Exception):
     """The relay (or the link to it) reported an error: stable ``code`` (a key of
-    :data:`codec.errors.ERROR_CODES`, or ``"link"`` for transport failures), optional
+    :data:`posewire.codec.errors.ERROR_CODES`, or ``"link"`` for transport failures), optional
     websocket ``close_code``, ``path`` and ``message``. ``fatal`` errors are not retried."""
 
     def __init__(self, code: str, message: str, *, close_code: int | None = None,

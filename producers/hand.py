@@ -1,7 +1,7 @@
 """Hand maths shared by every hand producer: palm quaternion and finger dims (spec §2.4, §3.2, §4.2, §4.3).
 
-One piece of code serves the webcam (:mod:`producers.landmarks`, MediaPipe's 21 hand
-landmarks) and VR (:mod:`producers.vr`, OpenXR/WebXR's 26/25 hand joints of seed
+One piece of code serves the webcam (:mod:`posewire.producers.landmarks`, MediaPipe's 21 hand
+landmarks) and VR (:mod:`posewire.producers.vr`, OpenXR/WebXR's 26/25 hand joints of seed
 ``004_da5cba9e344bbfc1.txt``): each producer turns its joints into the **common hand
 layout** below, ``(B, 21, 3)`` points in MediaPipe's order, and calls :func:`hand_dims`.
 Any right-handed world frame and any isotropic unit will do; the body frame enters only
@@ -50,8 +50,8 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from codec.quaternion import palm_encode, palm_from_directions
-from codec.registry import REGISTRY
+from posewire.codec.quaternion import palm_encode, palm_from_directions
+from posewire.codec.registry import REGISTRY
 
 __all__ = [
     "FINGERS",
@@ -246,8 +246,8 @@ def hand_dims(hand: F64, rotation: F64, present: Bool, *, side: Side,
     (0, 5, 9, 17) are present.
 
     Palm (spec §4.2 "Building q from landmarks"): fingers and palm normal of
-    :func:`hand_frame` rotated into the body frame, :func:`codec.quaternion.palm_from_directions`,
-    then :func:`codec.quaternion.palm_encode` (left mirrored, canonical, clamp 0.98).
+    :func:`hand_frame` rotated into the body frame, :func:`posewire.codec.quaternion.palm_from_directions`,
+    then :func:`posewire.codec.quaternion.palm_encode` (left mirrored, canonical, clamp 0.98).
     Fingers (§4.3): :func:`finger_angles` / ``angle_deg``. ``g_thumb_roll``:
     ``thumb_roll_deg / 45`` where given and finite, else the default 0 (seed 000 §4.3).
     Frames not tracked get NaN for every dim; finger dims of tracked frames are NaN only

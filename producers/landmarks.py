@@ -44,7 +44,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from codec.calibration import (
+from posewire.codec.calibration import (
     Calibration,
     CalibrationUnits,
     arm_to_normalized,
@@ -52,13 +52,13 @@ from codec.calibration import (
     measure_calibration,
     units,
 )
-from codec.conditions import Conditions
-from codec.errors import UsageError
-from codec.euler import quat_to_head
-from codec.quaternion import from_matrix
-from codec.registry import REGISTRY, TRACKING_PARTS
-from codec.vector import LOWER, N_DIMS, UPPER
-from producers.hand import HAND_POINTS, finger_angles, hand_dims
+from posewire.codec.conditions import Conditions
+from posewire.codec.errors import UsageError
+from posewire.codec.euler import quat_to_head
+from posewire.codec.quaternion import from_matrix
+from posewire.codec.registry import REGISTRY, TRACKING_PARTS
+from posewire.codec.vector import LOWER, N_DIMS, UPPER
+from posewire.producers.hand import HAND_POINTS, finger_angles, hand_dims
 
 __all__ = [
     "FACE_POINTS",
@@ -349,7 +349,7 @@ def estimate_calibration(lm: HolisticLandmarks, *, visibility_threshold: float =
     right is never tracked, noted; a value outside ``hand_length_range`` is rejected and
     noted — hands held toward the camera look larger than the shoulder-plane scale says).
     Axes left without a distance fall back to ``S``
-    (:func:`codec.calibration.units` reports them). Raises ``usage.calibration`` when no
+    (:func:`posewire.codec.calibration.units` reports them). Raises ``usage.calibration`` when no
     frame has a body frame.
     """
     return _calibrate(lm, _prepare(lm), visibility_threshold, hand_length_range)
@@ -442,7 +442,7 @@ def landmarks_to_vectors(
             degenerate[f"spread_straight_arm_{s}"] = int((straight & arm_ok).sum())
 
         hand = prep.right if s == "r" else prep.left
-        # spec §4.2, §4.3: the hand maths shared with the VR producer (producers.hand)
+        # spec §4.2, §4.3: the hand maths shared with the VR producer (posewire.producers.hand)
         dims = hand_dims(hand, prep.rotation, _hand_present(hand) & prep.valid, side=s)
         present = dims.tracked
         tracked[f"hand_{s}"] = present

@@ -1,5 +1,5 @@
 """Read MediaPipe Holistic recordings in the ``.pose`` format (PyPI ``pose-format``) and
-turn them into posewire recordings (spec §4 dims via :mod:`producers.landmarks`).
+turn them into posewire recordings (spec §4 dims via :mod:`posewire.producers.landmarks`).
 
 File layout (checked on the real files in ``shared/data``): one body of shape
 ``(frames, people, points, 3)`` with a confidence ``(frames, people, points)``; the points
@@ -15,7 +15,7 @@ landmarks the same way, so here:
 Hand labels are the subject's own left/right (Holistic assigns them from the pose: the
 left hand's wrist lies at pose 15). Only person 0 is read.
 
-The recording (:mod:`producers.recording`) gets one line per frame, ``t_us = round(i /
+The recording (:mod:`posewire.producers.recording`) gets one line per frame, ``t_us = round(i /
 fps · 10⁶)``, the dims estimated in that frame (NaN dims are left out of the mask) and the
 tracking condition (spec §3.4.2); the header carries the measured calibration (§4.1).
 """
@@ -31,14 +31,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from codec.errors import UsageError
-from producers.landmarks import (
+from posewire.codec.errors import UsageError
+from posewire.producers.landmarks import (
     HolisticLandmarks,
     LandmarkResult,
     image_to_world_scale,
     landmarks_to_vectors,
 )
-from producers.recording import RecordedFrame, write_recording
+from posewire.producers.recording import RecordedFrame, write_recording
 
 __all__ = [
     "COMPONENTS",

@@ -2,7 +2,7 @@
 
 Example::
 
-    from producers.publisher import Publisher
+    from posewire.producers.publisher import Publisher
 
     async with Publisher("ws://127.0.0.1:8765", "alice", token="s3cret") as pub:
         seq = await pub.send_frame({"h_yaw": 0.25, "a_y_r": 0.4})   # a masked frame
@@ -26,13 +26,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from websockets.exceptions import ConnectionClosed
 
-from codec.calibration import Calibration as AvatarCalibration
-from codec.conditions import Conditions
-from codec.errors import UsageError
-from codec.protocol import State
-from codec.registry import REGISTRY
-from codec.vector import N_DIMS
-from codec.wire import (
+from posewire.codec.calibration import Calibration as AvatarCalibration
+from posewire.codec.conditions import Conditions
+from posewire.codec.errors import UsageError
+from posewire.codec.protocol import State
+from posewire.codec.registry import REGISTRY
+from posewire.codec.vector import N_DIMS
+from posewire.codec.wire import (
     DEFAULT_MAX_MESSAGE_BYTES,
     Bye,
     Calibration,

@@ -15,7 +15,7 @@ A recording is UTF-8 text, one JSON object per line:
   gaps between timestamps); ``values`` maps dimension ids to normalized values and
   names exactly the dims of the frame's mask (spec §5.4) — a dim left out was not sent;
   ``conditions`` (optional) is the plain-object form of
-  :func:`codec.conditions.conditions_to_obj` (spec §3.4, §5.5).
+  :func:`posewire.codec.conditions.conditions_to_obj` (spec §3.4, §5.5).
 
 Blank lines and lines starting with ``#`` are ignored, so a recording can carry a
 comment. Unknown dims in ``values`` (a newer registry) are ignored on read (spec §5.9);
@@ -23,7 +23,7 @@ the header's registry version and hash are informative.
 
 Example::
 
-    from producers.recording import RecordedFrame, read_recording, write_recording
+    from posewire.producers.recording import RecordedFrame, read_recording, write_recording
 
     frames = [RecordedFrame(t_us=i * 16_667, values={"h_yaw": 0.1 * i}) for i in range(5)]
     write_recording("wave.pwr.jsonl", frames)
@@ -43,11 +43,11 @@ from typing import IO, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from codec.calibration import Calibration
-from codec.conditions import Conditions, conditions_from_obj, conditions_to_obj
-from codec.errors import UsageError
-from codec.registry import DIMENSIONS, REGISTRY
-from codec.vector import N_DIMS
+from posewire.codec.calibration import Calibration
+from posewire.codec.conditions import Conditions, conditions_from_obj, conditions_to_obj
+from posewire.codec.errors import UsageError
+from posewire.codec.registry import DIMENSIONS, REGISTRY
+from posewire.codec.vector import N_DIMS
 
 __all__ = [
     "RECORDING_FORMAT",
@@ -166,7 +166,7 @@ def _parse_frame(obj: object, path: str) -> RecordedFrame:
 def iter_recording(path: str | Path) -> Iterator[RecordingHeader | RecordedFrame]:
     """Yield the header, then each frame of the recording at ``path`` (streaming).
 
-    A malformed file raises :class:`~codec.errors.UsageError` (``usage.bad_option``)
+    A malformed file raises :class:`~posewire.codec.errors.UsageError` (``usage.bad_option``)
     whose path names the line, e.g. ``wave.jsonl:12.t_us``.
     """
     name = Path(path).name

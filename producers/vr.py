@@ -2,17 +2,17 @@
 
 The VR producer promise (BRIEF: "same vector as the webcam for the same hand pose"): the
 26 ``rig.vr.joint`` joints are mapped onto the common hand layout of
-:mod:`producers.hand` (MediaPipe's 21 points; the correspondence table is in that
-module's docstring) and go through the very same :func:`producers.hand.hand_dims` as the
-webcam producer :mod:`producers.landmarks`. ``palm`` and the four finger
+:mod:`posewire.producers.hand` (MediaPipe's 21 points; the correspondence table is in that
+module's docstring) and go through the very same :func:`posewire.producers.hand.hand_dims` as the
+webcam producer :mod:`posewire.producers.landmarks`. ``palm`` and the four finger
 ``*-metacarpal`` joints have no MediaPipe counterpart and are not used, so WebXR's 25
 joints (no ``palm``) give exactly the dims of OpenXR's 26.
 
 Frames. Positions may be given in any right-handed world frame, in any unit (the dims
 are angles). The body frame of spec §2.1 enters only as a rotation:
 
-* ``body_frame=`` a :class:`codec.calibration.BodyFrame` in that world frame (e.g. from
-  :func:`codec.calibration.body_frame` on tracked shoulders and hips); its ``rotation``
+* ``body_frame=`` a :class:`posewire.codec.calibration.BodyFrame` in that world frame (e.g. from
+  :func:`posewire.codec.calibration.body_frame` on tracked shoulders and hips); its ``rotation``
   ``(3, 3)`` or ``(B, 3, 3)`` has the body axes X, Y, Z as columns (spec §2.3);
 * default (``None``): the OpenXR reference space (+Y up, −Z forward, +X the user's
   right, metres) with the user facing −Z: body X (character's left) = −X_xr, Y = +Y_xr,
@@ -32,7 +32,7 @@ A bone spanning a missing joint (e.g. ``index-proximal`` → ``index-distal`` af
 apart, so it is never used for a dim.
 
 ``g_thumb_roll`` (§4.3) comes from the ``thumb-metacarpal`` orientation when
-orientations are given (:func:`producers.hand.thumb_roll`; OpenXR joint axes: +Y out of
+orientations are given (:func:`posewire.producers.hand.thumb_roll`; OpenXR joint axes: +Y out of
 the back of the finger, −Z along the bone toward the tip — WebXR uses the same axes),
 else it is the default 0 (seed 000 §4.3), noted in the report. Arm dims (``a_*``) are not
 estimated here (NaN).
@@ -47,13 +47,13 @@ from typing import Literal, TypeAlias
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from codec.calibration import BodyFrame
-from codec.conditions import Conditions
-from codec.errors import UsageError
-from codec.quaternion import rotate
-from codec.registry import REGISTRY
-from codec.vector import LOWER, N_DIMS, UPPER
-from producers.hand import FINGERS, N_HAND_POINTS, hand_dims, thumb_roll
+from posewire.codec.calibration import BodyFrame
+from posewire.codec.conditions import Conditions
+from posewire.codec.errors import UsageError
+from posewire.codec.quaternion import rotate
+from posewire.codec.registry import REGISTRY
+from posewire.codec.vector import LOWER, N_DIMS, UPPER
+from posewire.producers.hand import FINGERS, N_HAND_POINTS, hand_dims, thumb_roll
 
 __all__ = [
     "DIM_JOINTS",
@@ -112,7 +112,7 @@ def _seed_parent(name: str) -> str | None:
 #: Seed 004 parents (``None`` = the hand entity).
 VR_PARENTS: Mapping[str, str | None] = {name: _seed_parent(name) for name in VR_JOINTS}
 _INDEX = {name: i for i, name in enumerate(VR_JOINTS)}
-#: Common hand layout (MediaPipe 21, :mod:`producers.hand`) -> ``VR_JOINTS`` index.
+#: Common hand layout (MediaPipe 21, :mod:`posewire.producers.hand`) -> ``VR_JOINTS`` index.
 VR_TO_HAND_POINTS: NDArray[np.intp] = np.array(
     [_INDEX["wrist"]]
     + [_INDEX[f"thumb-{j}"] for j in ("metacarpal", "proximal", "distal", "tip")]
@@ -123,7 +123,7 @@ assert VR_TO_HAND_POINTS.shape == (N_HAND_POINTS,)
 HAND_FRAME_JOINTS: tuple[str, ...] = ("wrist", "index-proximal", "middle-proximal", "little-proximal")
 _VR_FINGER = {"thumb": "thumb", "index": "index", "middle": "middle", "ring": "ring", "pinky": "little"}
 #: Registry row (no side suffix) -> joints it needs beyond :data:`HAND_FRAME_JOINTS`
-#: (spec §4.3 definitions of :func:`producers.hand.finger_angles`).
+#: (spec §4.3 definitions of :func:`posewire.producers.hand.finger_angles`).
 DIM_JOINTS: Mapping[str, tuple[str, ...]] = {
     **{f"w_q{a}": () for a in "xyz"},
     "g_thumb_curl": ("thumb-metacarpal", "thumb-proximal", "thumb-distal", "thumb-tip"),

@@ -12,8 +12,8 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 from websockets.typing import Subprotocol
 
-from codec.protocol import Connection
-from codec.wire import SUBPROTOCOL, ErrorMessage, Hello, Message, Welcome, decode, encode
+from posewire.codec.protocol import Connection
+from posewire.codec.wire import SUBPROTOCOL, ErrorMessage, Hello, Message, Welcome, decode, encode
 
 __all__ = ["TIMEOUT", "Closed", "RawClient", "open_raw", "wait_for"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from codec.conditions import Affect, Conditions
-from codec.registry import AFFECT_LABELS, AFFECT_MODES, CONTACT_SITES, TRACKING_PARTS, TRACKING_STATES
+from posewire.codec.conditions import Affect, Conditions
+from posewire.codec.registry import AFFECT_LABELS, AFFECT_MODES, CONTACT_SITES, TRACKING_PARTS, TRACKING_STATES
 
 __all__ = ["conditions_strategy", "mouthings"]
 

@@ -8,10 +8,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from codec.affect import AFFECT_DIM_MASK, PRESET_MASKS, PRESET_TARGETS, apply_affect
-from codec.errors import UsageError
-from codec.registry import AFFECT_LABELS, AFFECT_MODES, REGISTRY
-from codec.vector import LOWER, MIRROR_PERMUTATION, MIRROR_SIGN, N_DIMS, UPPER, from_dict, mirror
+from posewire.codec.affect import AFFECT_DIM_MASK, PRESET_MASKS, PRESET_TARGETS, apply_affect
+from posewire.codec.errors import UsageError
+from posewire.codec.registry import AFFECT_LABELS, AFFECT_MODES, REGISTRY
+from posewire.codec.vector import LOWER, MIRROR_PERMUTATION, MIRROR_SIGN, N_DIMS, UPPER, from_dict, mirror
 
 unit = st.floats(-1.0, 1.0, allow_nan=False)
 intensities = st.floats(0.0, 1.0, allow_nan=False)

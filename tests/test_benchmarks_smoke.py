@@ -17,8 +17,8 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from codec import wire
-from codec.registry import DIMENSIONS
+from posewire.codec import wire
+from posewire.codec.registry import DIMENSIONS
 
 BENCH_DIR = Path(__file__).resolve().parent.parent / "benchmarks"
 

@@ -1,4 +1,4 @@
-"""Laws and worked numbers of codec.calibration (spec §2, §4.1)."""
+"""Laws and worked numbers of posewire.codec.calibration (spec §2, §4.1)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from codec import calibration as cb
-from codec import quaternion as qn
-from codec.errors import UsageError
+from posewire.codec import calibration as cb
+from posewire.codec import quaternion as qn
+from posewire.codec.errors import UsageError
 
 M = np.diag([-1.0, 1.0, 1.0])
 normalized3 = arrays(np.float64, 3, elements=st.floats(-1.0, 1.0, allow_nan=False))

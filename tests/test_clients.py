@@ -13,18 +13,18 @@ import numpy as np
 import pytest
 from netutil import TIMEOUT, open_raw, wait_for
 
-from codec.calibration import REFERENCE_CALIBRATION
-from codec.conditions import Affect, Conditions
-from codec.errors import UsageError
-from codec.registry import REGISTRY
-from codec.vector import DEFAULTS, N_DIMS
-from codec.wire import Bye
-from consumers.subscriber import SubscribedFrame, Subscriber
 from posewire.cli import _consume, build_parser
+from posewire.codec.calibration import REFERENCE_CALIBRATION
+from posewire.codec.conditions import Affect, Conditions
+from posewire.codec.errors import UsageError
+from posewire.codec.registry import REGISTRY
+from posewire.codec.vector import DEFAULTS, N_DIMS
+from posewire.codec.wire import Bye
+from posewire.consumers.subscriber import SubscribedFrame, Subscriber
+from posewire.producers.publisher import Publisher, frame_values
+from posewire.producers.recording import RecordedFrame, read_recording, write_recording
 from posewire.relay import Relay
 from posewire.wsclient import Backoff, RelayError
-from producers.publisher import Publisher, frame_values
-from producers.recording import RecordedFrame, read_recording, write_recording
 
 ROOT = Path(__file__).resolve().parents[1]
 WAVE = ROOT / "tests" / "data" / "wave.jsonl"

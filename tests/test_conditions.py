@@ -8,14 +8,14 @@ import pytest
 from hypothesis import given
 from strategies import conditions_strategy
 
-from codec.conditions import (
+from posewire.codec.conditions import (
     Conditions,
     conditions_from_obj,
     conditions_to_obj,
     mirror_conditions,
 )
-from codec.errors import DecodeError, UsageError
-from codec.registry import (
+from posewire.codec.errors import DecodeError, UsageError
+from posewire.codec.registry import (
     VISEMES,
 )
 

@@ -51,7 +51,7 @@ def test_compare_detects_differences() -> None:
 
 _ADAPTER = r"""
 import json, sys
-from codec.errors import PosewireError
+from posewire.codec.errors import PosewireError
 from posewire.conformance import operations
 ops = operations()
 broken = sys.argv[1] if len(sys.argv) > 1 else ""

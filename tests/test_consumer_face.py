@@ -1,14 +1,14 @@
-"""Tests of consumers.face: the seed 001 capability ladder."""
+"""Tests of posewire.consumers.face: the seed 001 capability ladder."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from codec.errors import UsageError
-from codec.mouthing import shares_from_dict
-from codec.vector import from_dict
-from consumers.face import VOWEL_FOLD, face_weights
+from posewire.codec.errors import UsageError
+from posewire.codec.mouthing import shares_from_dict
+from posewire.codec.vector import from_dict
+from posewire.consumers.face import VOWEL_FOLD, face_weights
 
 VEC = from_dict({"m_jaw": 0.4, "f_blink_l": 0.5})
 MIX = shares_from_dict({"aa": 0.5, "PP": 0.2, "SS": 0.1})

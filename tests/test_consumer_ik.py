@@ -1,4 +1,4 @@
-"""Tests of consumers.ik: two-bone IK, poles, mirror law, clamping and fallback."""
+"""Tests of posewire.consumers.ik: two-bone IK, poles, mirror law, clamping and fallback."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from codec.quaternion import rotate
-from consumers.ik import ELBOW_BIAS, SEED003_POLE, arm_pole, min_rotation, two_bone_ik
+from posewire.codec.quaternion import rotate
+from posewire.consumers.ik import ELBOW_BIAS, SEED003_POLE, arm_pole, min_rotation, two_bone_ik
 
 M = np.array([-1.0, 1.0, 1.0])
 S0 = np.array([-0.18, 1.43, 0.0])

@@ -1,4 +1,4 @@
-"""Tests of consumers.pose.decode_pose: arms, hands, head, spine, fingers, laws."""
+"""Tests of posewire.consumers.pose.decode_pose: arms, hands, head, spine, fingers, laws."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codec.calibration import arm_to_physical, units
-from codec.euler import body_to_quat, head_to_quat
-from codec.quaternion import palm_decode, rotate
-from codec.registry import DIMENSIONS
-from codec.vector import DEFAULTS, LOWER, N_DIMS, from_dict, mirror
-from consumers.pose import decode_pose
-from consumers.skeleton import Skeleton, calibration_of, fk, helix_humanoid
+from posewire.codec.calibration import arm_to_physical, units
+from posewire.codec.euler import body_to_quat, head_to_quat
+from posewire.codec.quaternion import palm_decode, rotate
+from posewire.codec.registry import DIMENSIONS
+from posewire.codec.vector import DEFAULTS, LOWER, N_DIMS, from_dict, mirror
+from posewire.consumers.pose import decode_pose
+from posewire.consumers.skeleton import Skeleton, calibration_of, fk, helix_humanoid
 
 SKEL = helix_humanoid()
 IX = SKEL.index
@@ -105,7 +105,7 @@ def test_head_is_body_times_head_and_shared_over_present_joints() -> None:
         _, rot = _world(vec, skel)
         ix = skel.index
         _same_rotation(rot[0, ix["spine_05"]], q_body)
-        from codec.quaternion import multiply
+        from posewire.codec.quaternion import multiply
         _same_rotation(rot[0, ix["head"]], multiply(q_body, q_head))
         assert decode_pose(vec, skel).report()["skipped_joints"] == (
             [] if skel is SKEL else ["spine_02", "spine_04", "neck_02"])

@@ -2,7 +2,7 @@
 
 ``reference_decode`` below is the decoder as first written (one quaternion product per
 joint and step, public codec functions, validation inside each call); the fast path of
-:func:`consumers.pose.decode_pose` restructures the same formulas (cached plan, batched
+:func:`posewire.consumers.pose.decode_pose` restructures the same formulas (cached plan, batched
 elementary rotations, both arms at once), so the two agree to float round-off.
 """
 
@@ -16,18 +16,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.typing import ArrayLike, NDArray
 
-from codec.calibration import Calibration, arm_to_physical, units
-from codec.errors import UsageError
-from codec.euler import head_to_quat, spine_rotations
-from codec.quaternion import conjugate_unchecked as _qconj
-from codec.quaternion import from_matrix, palm_decode
-from codec.quaternion import multiply_unchecked as _qmul
-from codec.quaternion import rotate_unchecked as _qrot
-from codec.registry import REGISTRY, SPINE_SHARES
-from codec.vector import LOWER, N_DIMS, validate
-from consumers.ik import IKResult, arm_pole, two_bone_ik
-from consumers.pose import HEAD_SHARES, PoseResult, decode_pose
-from consumers.skeleton import FINGERS, Skeleton, calibration_of, helix_humanoid
+from posewire.codec.calibration import Calibration, arm_to_physical, units
+from posewire.codec.errors import UsageError
+from posewire.codec.euler import head_to_quat, spine_rotations
+from posewire.codec.quaternion import conjugate_unchecked as _qconj
+from posewire.codec.quaternion import from_matrix, palm_decode
+from posewire.codec.quaternion import multiply_unchecked as _qmul
+from posewire.codec.quaternion import rotate_unchecked as _qrot
+from posewire.codec.registry import REGISTRY, SPINE_SHARES
+from posewire.codec.vector import LOWER, N_DIMS, validate
+from posewire.consumers.ik import IKResult, arm_pole, two_bone_ik
+from posewire.consumers.pose import HEAD_SHARES, PoseResult, decode_pose
+from posewire.consumers.skeleton import FINGERS, Skeleton, calibration_of, helix_humanoid
 
 F64 = NDArray[np.float64]
 SIDES = ("l", "r")

@@ -1,4 +1,4 @@
-"""Tests of consumers.skeleton: the helix-humanoid@1 joint set, FK, calibration, retarget."""
+"""Tests of posewire.consumers.skeleton: the helix-humanoid@1 joint set, FK, calibration, retarget."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codec.calibration import units
-from codec.errors import UsageError
-from codec.quaternion import from_axis_angle, rotate
-from consumers.skeleton import (
+from posewire.codec.calibration import units
+from posewire.codec.errors import UsageError
+from posewire.codec.quaternion import from_axis_angle, rotate
+from posewire.consumers.skeleton import (
     CANONICAL_JOINTS,
     METACARPALS,
     OPTIONAL_JOINTS,

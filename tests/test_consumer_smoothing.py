@@ -1,4 +1,4 @@
-"""Tests of consumers.smoothing: Interpolator, slerp, smooth_quat, yaw_follow (seed 003)."""
+"""Tests of posewire.consumers.smoothing: Interpolator, slerp, smooth_quat, yaw_follow (seed 003)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codec.errors import UsageError
-from codec.euler import head_to_quat
-from codec.quaternion import palm_decode
-from codec.registry import REGISTRY
-from codec.vector import DEFAULTS, LOWER, N_DIMS, UPPER, from_dict
-from consumers.smoothing import Interpolator, slerp, smooth_quat, yaw_follow
+from posewire.codec.errors import UsageError
+from posewire.codec.euler import head_to_quat
+from posewire.codec.quaternion import palm_decode
+from posewire.codec.registry import REGISTRY
+from posewire.codec.vector import DEFAULTS, LOWER, N_DIMS, UPPER, from_dict
+from posewire.consumers.smoothing import Interpolator, slerp, smooth_quat, yaw_follow
 
 PALM_R = [REGISTRY.index(d) for d in ("w_qx_r", "w_qy_r", "w_qz_r")]
 HEAD = [REGISTRY.index(d) for d in ("h_yaw", "h_pitch", "h_roll")]

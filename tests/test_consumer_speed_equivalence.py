@@ -11,13 +11,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from codec.morph import ARKIT_INDEX
-from codec.mouthing import _valid_mouthing_arkit, mouthing_to_arkit, normalize_shares
-from codec.registry import VISEMES
-from codec.vector import LOWER, N_DIMS, validate
-from consumers.face import _validate_clamp, face_weights
-from consumers.pose import decode_pose
-from consumers.skeleton import Skeleton, helix_humanoid
+from posewire.codec.morph import ARKIT_INDEX
+from posewire.codec.mouthing import _valid_mouthing_arkit, mouthing_to_arkit, normalize_shares
+from posewire.codec.registry import VISEMES
+from posewire.codec.vector import LOWER, N_DIMS, validate
+from posewire.consumers.face import _validate_clamp, face_weights
+from posewire.consumers.pose import decode_pose
+from posewire.consumers.skeleton import Skeleton, helix_humanoid
 
 
 def _vectors(seed: int, n: int) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Laws and hand-computed cases of codec.euler (spec §4.4, §4.5)."""
+"""Laws and hand-computed cases of posewire.codec.euler (spec §4.4, §4.5)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from codec import euler as eu
-from codec import quaternion as qn
-from codec.errors import UsageError
-from codec.registry import SPINE_SHARES
+from posewire.codec import euler as eu
+from posewire.codec import quaternion as qn
+from posewire.codec.errors import UsageError
+from posewire.codec.registry import SPINE_SHARES
 
 angle = st.floats(-179.9, 179.9, allow_nan=False)
 pitch_open = st.floats(-89.9, 89.9, allow_nan=False)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from codec.registry import DIMENSIONS, REGISTRY, REGISTRY_VERSION, VISEMES
+from posewire.codec.registry import DIMENSIONS, REGISTRY, REGISTRY_VERSION, VISEMES
 from posewire.generate import GENERATED, check_all
 from posewire.models import PoseObject, RegistryExport
 
@@ -114,7 +114,7 @@ def test_pose_object_conditions() -> None:
         {}, mouthing=mix, tracking={"hand_l": "lost"}, contact={"hand_r": "chin"},
         affect={"label": "happy", "intensity": 0.5, "mode": "blend"}))
     assert ok.conditions.mouthing == mix
-    # unknown (newer) condition ids are ignored, as codec.conditions does (spec §3.5)
+    # unknown (newer) condition ids are ignored, as posewire.codec.conditions does (spec §3.5)
     PoseObject.model_validate(_pose({}, gesture="wave"))
     bad_conditions: list[dict[str, Any]] = [
         {"mouthing": [0.5] * len(VISEMES)},  # sum 7.5 > 1

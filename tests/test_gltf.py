@@ -1,4 +1,4 @@
-"""glTF export sink (consumers.gltf, posewire export): files checked by the real Khronos
+"""glTF export sink (posewire.consumers.gltf, posewire export): files checked by the real Khronos
 glTF-Validator (tests/gltf, npm ``gltf-validator`` pinned in package-lock.json), keyframes,
 and the exported rotations driven through FK (spec §4.1: a raised arm raises the hand)."""
 
@@ -14,12 +14,12 @@ import numpy as np
 import pygltflib
 import pytest
 
-from codec.errors import UsageError
-from codec.vector import DEFAULTS, N_DIMS
-from consumers.gltf import MANNEQUIN_RETARGET, export_glb, mannequin_mesh, mannequin_skeleton
-from consumers.skeleton import fk
 from posewire import export_cli
-from producers.recording import read_recording
+from posewire.codec.errors import UsageError
+from posewire.codec.vector import DEFAULTS, N_DIMS
+from posewire.consumers.gltf import MANNEQUIN_RETARGET, export_glb, mannequin_mesh, mannequin_skeleton
+from posewire.consumers.skeleton import fk
+from posewire.producers.recording import read_recording
 
 ROOT = Path(__file__).resolve().parent.parent
 WAVE = ROOT / "tests" / "data" / "wave.jsonl"

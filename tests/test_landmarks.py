@@ -1,4 +1,4 @@
-"""Landmarks -> vector (producers.landmarks): hand-computed synthetic cases and laws."""
+"""Landmarks -> vector (posewire.producers.landmarks): hand-computed synthetic cases and laws."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
-from codec.calibration import REFERENCE_CALIBRATION, units
-from codec.registry import REGISTRY
-from codec.vector import LOWER, UPPER, mirror
-from producers.landmarks import (
+from posewire.codec.calibration import REFERENCE_CALIBRATION, units
+from posewire.codec.registry import REGISTRY
+from posewire.codec.vector import LOWER, UPPER, mirror
+from posewire.producers.landmarks import (
     MEDIAPIPE_TO_Y_UP,
     HolisticLandmarks,
     LandmarkCalibration,
@@ -206,7 +206,7 @@ def test_missing_hand_is_lost_and_nan_and_no_face_is_not_estimated() -> None:
 
 def test_camera_frame_is_converted_to_y_up_left_shoulder_at_plus_x() -> None:
     # a person facing the camera: their left shoulder at image right (+x), head up (−y in MediaPipe)
-    from producers.landmarks import pose_in_body_frame
+    from posewire.producers.landmarks import pose_in_body_frame
     lm = make(body_points(), right_hand(), right_hand())
     assert lm.pose_world[0, 11, 0] > 0 and lm.pose_world[0, 0, 1] < 0  # MediaPipe: y down
     body, ok = pose_in_body_frame(lm)

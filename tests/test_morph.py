@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from codec.errors import UsageError
-from codec.morph import (
+from posewire.codec.errors import UsageError
+from posewire.codec.morph import (
     ARKIT_INDEX,
     ARKIT_MIRROR_PERMUTATION,
     CHANNEL_DRIVERS,
@@ -23,8 +23,8 @@ from codec.morph import (
     dims_to_arkit,
     validate_weights,
 )
-from codec.registry import ARKIT_CHANNELS, DIMENSIONS, REGISTRY
-from codec.vector import DEFAULTS, LOWER, N_DIMS, UPPER, from_dict, mirror
+from posewire.codec.registry import ARKIT_CHANNELS, DIMENSIONS, REGISTRY
+from posewire.codec.vector import DEFAULTS, LOWER, N_DIMS, UPPER, from_dict, mirror
 
 unit = st.floats(-1.0, 1.0, allow_nan=False)
 weight = st.floats(0.0, 1.0, allow_nan=False)

@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from numpy.typing import ArrayLike
 
-from codec.errors import UsageError
-from codec.morph import ARKIT_INDEX, CHANNEL_DRIVERS, dims_to_arkit
-from codec.mouthing import (
+from posewire.codec.errors import UsageError
+from posewire.codec.morph import ARKIT_INDEX, CHANNEL_DRIVERS, dims_to_arkit
+from posewire.codec.mouthing import (
     BASELINE_TABLE,
     MOUTH_DIM_INDICES,
     N_VISEMES,
@@ -23,8 +23,8 @@ from codec.mouthing import (
     shares_from_dict,
     viseme_baseline,
 )
-from codec.registry import ARKIT_CHANNELS, DIMENSIONS, REGISTRY, VISEMES
-from codec.vector import LOWER, N_DIMS, UPPER, from_dict, mirror
+from posewire.codec.registry import ARKIT_CHANNELS, DIMENSIONS, REGISTRY, VISEMES
+from posewire.codec.vector import LOWER, N_DIMS, UPPER, from_dict, mirror
 
 unit = st.floats(-1.0, 1.0, allow_nan=False)
 JAW = REGISTRY.index("m_jaw")

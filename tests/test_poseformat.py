@@ -8,14 +8,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codec.registry import REGISTRY
-from codec.vector import LOWER, UPPER
-from producers.landmarks import landmarks_to_vectors, pose_in_body_frame
-from producers.recording import read_recording
+from posewire.codec.registry import REGISTRY
+from posewire.codec.vector import LOWER, UPPER
+from posewire.producers.landmarks import landmarks_to_vectors, pose_in_body_frame
+from posewire.producers.recording import read_recording
 
 pytest.importorskip("pose_format", reason="pose-format>=0.15 is not installed")
 
-from producers.poseformat import pose_file_to_recording, read_pose_file
+from posewire.producers.poseformat import pose_file_to_recording, read_pose_file
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 if not DATA.is_dir():

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from codec import wire
-from codec.errors import ERROR_CODES, DecodeError, UsageError
-from codec.protocol import (
+from posewire.codec import wire
+from posewire.codec.errors import ERROR_CODES, DecodeError, UsageError
+from posewire.codec.protocol import (
     CLIENT_TRANSITIONS,
     CLOSE_CODES,
     SERVER_TRANSITIONS,
@@ -30,8 +30,8 @@ from codec.protocol import (
     TokenBucket,
     check_registry,
 )
-from codec.registry import REGISTRY
-from codec.vector import DEFAULTS
+from posewire.codec.registry import REGISTRY
+from posewire.codec.vector import DEFAULTS
 
 CODEC = Path(__file__).resolve().parent.parent / "codec"
 FORBIDDEN = {"asyncio", "websockets", "socket", "time", "threading", "selectors"}

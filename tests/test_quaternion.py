@@ -1,4 +1,4 @@
-"""Laws and hand-computed cases of codec.quaternion (spec §3.3, §4.2)."""
+"""Laws and hand-computed cases of posewire.codec.quaternion (spec §3.3, §4.2)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from codec import quaternion as qn
-from codec.errors import UsageError
-from codec.registry import REGISTRY
+from posewire.codec import quaternion as qn
+from posewire.codec.errors import UsageError
+from posewire.codec.registry import REGISTRY
 
 M = np.diag([-1.0, 1.0, 1.0])
 unit_float = st.floats(-1.0, 1.0, allow_nan=False)

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from codec.registry import (
+from posewire.codec.registry import (
     AFFECT_PRESETS,
     ARKIT_CHANNELS,
     DIMENSIONS,

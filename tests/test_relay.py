@@ -9,16 +9,16 @@ import numpy as np
 import pytest
 from netutil import TIMEOUT, open_raw, wait_for
 
-from codec.calibration import REFERENCE_CALIBRATION
-from codec.conditions import Affect, Conditions
-from codec.errors import UsageError
-from codec.protocol import CLOSE_CODES
-from codec.registry import REGISTRY
-from codec.vector import DEFAULTS, N_DIMS
-from codec.wire import Bye, Calibration, ConditionsMessage, ErrorMessage, Frame, Hello, encode
-from consumers.subscriber import Subscriber
+from posewire.codec.calibration import REFERENCE_CALIBRATION
+from posewire.codec.conditions import Affect, Conditions
+from posewire.codec.errors import UsageError
+from posewire.codec.protocol import CLOSE_CODES
+from posewire.codec.registry import REGISTRY
+from posewire.codec.vector import DEFAULTS, N_DIMS
+from posewire.codec.wire import Bye, Calibration, ConditionsMessage, ErrorMessage, Frame, Hello, encode
+from posewire.consumers.subscriber import Subscriber
+from posewire.producers.publisher import Publisher
 from posewire.relay import Mailbox, Relay, is_loopback
-from producers.publisher import Publisher
 
 H_YAW = REGISTRY.index("h_yaw")
 

@@ -8,9 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from codec.errors import UsageError
-from codec.registry import REGISTRY
-from codec.vector import (
+from posewire.codec.errors import UsageError
+from posewire.codec.registry import REGISTRY
+from posewire.codec.vector import (
     DEFAULTS,
     LOWER,
     N_DIMS,

@@ -1,4 +1,4 @@
-"""OpenXR/WebXR hand joints -> vector (producers.vr): the VR = webcam promise, seed 004
+"""OpenXR/WebXR hand joints -> vector (posewire.producers.vr): the VR = webcam promise, seed 004
 missing joints, the mirror law, the OpenXR frame, bad input."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
-from codec.calibration import REFERENCE_CALIBRATION, BodyFrame, units
-from codec.errors import UsageError
-from codec.quaternion import from_axis_angle, from_matrix, rotate
-from codec.registry import REGISTRY
-from producers.landmarks import MEDIAPIPE_TO_Y_UP, HolisticLandmarks, LandmarkCalibration, landmarks_to_vectors
-from producers.vr import (
+from posewire.codec.calibration import REFERENCE_CALIBRATION, BodyFrame, units
+from posewire.codec.errors import UsageError
+from posewire.codec.quaternion import from_axis_angle, from_matrix, rotate
+from posewire.codec.registry import REGISTRY
+from posewire.producers.landmarks import MEDIAPIPE_TO_Y_UP, HolisticLandmarks, LandmarkCalibration, landmarks_to_vectors
+from posewire.producers.vr import (
     OPENXR_BODY_ROTATION,
     VR_JOINTS,
     WEBXR_JOINTS,
@@ -74,7 +74,7 @@ def skeleton(pose: HandPose) -> tuple[dict[str, F64], F64]:
     ``palm`` and ``<finger>_base`` metacarpal bases) and the thumb metacarpal's dorsal
     axis, all in the canonical local frame. Fingers are built in the finger frame
     (lateral L = m̂ × Z, m̂ = wrist → MCP, Z): so fold and curl are exact by the §4.3
-    definitions of producers.hand, and so is the middle finger's side."""
+    definitions of posewire.producers.hand, and so is the middle finger's side."""
     ez = np.array([0.0, 0.0, 1.0])
     pts: dict[str, F64] = {"wrist": np.zeros(3), "palm": np.array([0.0, 0.05, 0.0])}
     for k, (finger, (x, y)) in enumerate(MCP_BASES.items()):
@@ -100,7 +100,7 @@ def skeleton(pose: HandPose) -> tuple[dict[str, F64], F64]:
     pts["thumb_mcp"] = pts["thumb_cmc"] + 0.04 * axis
     pts["thumb_ip"] = pts["thumb_mcp"] + 0.032 * (rot(bend, pose.thumb_bend[0]) @ axis)
     pts["thumb_tip"] = pts["thumb_ip"] + 0.025 * (rot(bend, sum(pose.thumb_bend)) @ axis)
-    # zero roll: the back of the hand (-Z) carried by the shortest arc rest -> axis (producers.hand)
+    # zero roll: the back of the hand (-Z) carried by the shortest arc rest -> axis (posewire.producers.hand)
     rest = np.array([1.0, 1.0, 0.0]) / np.sqrt(2.0)
     swing_axis = np.cross(rest, axis)
     swing = np.eye(3) if np.linalg.norm(swing_axis) < 1e-12 else rot(
@@ -380,7 +380,7 @@ def test_flat_right_hand_palm_forward_fingers_up_is_identity_in_openxr_space() -
     for finger in FINGERS:
         for kind in ("curl", "fold"):
             assert vec[col(f"g_{finger}_{kind}_r")] == pytest.approx(0.0, abs=1e-12)
-    # side is measured from the hand's Y-Z plane (spec §4.3, producers.hand): the straight
+    # side is measured from the hand's Y-Z plane (spec §4.3, posewire.producers.hand): the straight
     # middle finger reads 0, the fanned ones their fan angle (index toward the thumb: −)
     assert vec[col("g_middle_side_r")] == pytest.approx(0.0, abs=1e-12)
     assert vec[col("g_index_side_r")] == pytest.approx(-np.degrees(np.arctan2(0.022, 0.090)) / 20, abs=1e-9)

@@ -14,18 +14,18 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from strategies import conditions_strategy
 
-from codec import wire
-from codec.conditions import Conditions
-from codec.errors import DecodeError, UsageError
-from codec.registry import (
+from posewire.codec import wire
+from posewire.codec.conditions import Conditions
+from posewire.codec.errors import DecodeError, UsageError
+from posewire.codec.registry import (
     DIMENSIONS,
     REGISTRY,
     Dimension,
     DimensionRow,
     Registry,
 )
-from codec.vector import DEFAULTS, LOWER, N_DIMS, UPPER
-from codec.wire import (
+from posewire.codec.vector import DEFAULTS, LOWER, N_DIMS, UPPER
+from posewire.codec.wire import (
     Bye,
     Calibration,
     ConditionsMessage,

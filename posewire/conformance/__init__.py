@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from codec.errors import PosewireError
+from posewire.codec.errors import PosewireError
 
 __all__ = [
     "CaseResult",

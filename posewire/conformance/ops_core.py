@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from codec import calibration, vector
-from codec.conditions import conditions_from_obj, conditions_to_obj, mirror_conditions
-from codec.errors import UsageError
-from codec.registry import REGISTRY
+from posewire.codec import calibration, vector
+from posewire.codec.conditions import conditions_from_obj, conditions_to_obj, mirror_conditions
+from posewire.codec.errors import UsageError
+from posewire.codec.registry import REGISTRY
 
 __all__ = ["OPS"]
 

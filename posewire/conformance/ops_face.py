@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from codec import affect, morph, mouthing, vector
-from codec.registry import ARKIT_CHANNELS, DIMENSIONS, VISEMES
+from posewire.codec import affect, morph, mouthing, vector
+from posewire.codec.registry import ARKIT_CHANNELS, DIMENSIONS, VISEMES
 
 __all__ = ["OPS"]
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from codec import calibration, euler, quaternion
+from posewire.codec import calibration, euler, quaternion
 
 __all__ = ["OPS"]
 

@@ -2,7 +2,7 @@
 
 * ``wire.encode``: ``{"message": <JSON message>}`` → ``{"hex": <canonical bytes>}``.
 * ``wire.decode``: ``{"hex": ..., "max_size"?: int}`` → the message as JSON
-  (:func:`codec.wire.message_to_json`: long field names, bytes as hex, frame values as
+  (:func:`posewire.codec.wire.message_to_json`: long field names, bytes as hex, frame values as
   ``{dim id: value}``).
 * ``wire.quantize``: ``{"values": {dim id: n}}`` → ``{"q": {dim id: integer}}``.
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from codec import wire
-from codec.registry import REGISTRY
-from codec.vector import from_dict
+from posewire.codec import wire
+from posewire.codec.registry import REGISTRY
+from posewire.codec.vector import from_dict
 
 __all__ = ["OPS"]
 

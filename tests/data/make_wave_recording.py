@@ -13,10 +13,10 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from codec.calibration import REFERENCE_CALIBRATION
-from codec.conditions import Affect, Conditions
-from codec.vector import DEFAULTS, to_dict
-from producers.recording import RecordedFrame, write_recording
+from posewire.codec.calibration import REFERENCE_CALIBRATION
+from posewire.codec.conditions import Affect, Conditions
+from posewire.codec.vector import DEFAULTS, to_dict
+from posewire.producers.recording import RecordedFrame, write_recording
 
 __all__ = ["FPS", "N_FRAMES", "wave_frames"]
 
