@@ -13,7 +13,7 @@ with NaN for dims not in its mask (spec §5.4), or the merged latest state of ev
 seen so far when ``merge=True``; ``conditions`` and ``calibration`` are the latest
 states (spec §5.5–5.6). On joining, the relay sends the stream's calibration and latest
 full frame at once (spec §5.7). A lost link is re-opened with exponential backoff;
-errors a reconnect cannot fix raise :class:`~posewire.wsclient.RelayError`.
+errors a reconnect cannot fix raise :class:`~posewire.transport.RelayError`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from posewire.codec.conditions import Conditions
 from posewire.codec.protocol import State
 from posewire.codec.vector import N_DIMS
 from posewire.codec.wire import Bye, Calibration, ConditionsMessage, Frame
-from posewire.wsclient import Backoff, ClientLink, RelayError, retry_connect
+from posewire.transport import Backoff, ClientLink, RelayError, retry_connect
 
 __all__ = ["RelayError", "SubscribedFrame", "Subscriber"]
 

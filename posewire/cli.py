@@ -146,7 +146,7 @@ def _run_client(name: str, args: argparse.Namespace,
                 client: Callable[[argparse.Namespace], Coroutine[Any, Any, int]]) -> int:
     """Run one client command: token from the environment, errors as one line."""
     from posewire.codec.errors import UsageError
-    from posewire.wsclient import RelayError
+    from posewire.transport import RelayError
 
     args.token = args.token or os.environ.get("POSEWIRE_TOKEN") or None
     try:

@@ -28,7 +28,7 @@ from posewire.producers.publisher import Publisher
 from posewire.producers.recording import read_recording
 
 from .relay import Relay
-from .wsclient import RelayError
+from .transport import RelayError
 
 __all__ = ["DEFAULT_RECORDING", "DemoSummary", "run_demo"]
 

@@ -37,7 +37,7 @@ import signal
 import socket
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import count
 from typing import Generic, Literal, TextIO, TypeVar
@@ -71,7 +71,6 @@ from posewire.codec.wire import (
     Bye,
     Calibration,
     ConditionsMessage,
-    ErrorMessage,
     Frame,
     Hello,
     Message,
@@ -341,6 +340,10 @@ class Relay:
         self._server: Server | None = None
         self._status_task: asyncio.Task[None] | None = None
         self._closing = False
+        #: Called as ``hook(stream, message, data)`` for every data message (frame,
+        #: calibration, conditions) a local producer sends and the relay accepts, after
+        #: local delivery: the point where a broker forwards it to other relays.
+        self.publish_hooks: list[Callable[[str, Message, bytes], None]] = []
 
     # ------------------------------------------------------------ lifecycle
 
@@ -530,6 +533,28 @@ class Relay:
         stream = client.stream
         if stream is None:  # pragma: no cover - the state machine forbids it
             return
+        if self._deliver(stream, msg, data):
+            for hook in self.publish_hooks:
+                hook(stream.name, msg, data)
+        # Bye / ErrorMessage: the state machine moved to CLOSED; _on_data closes
+
+    def fan_out(self, stream: str, message: Message, data: bytes | None = None) -> bool:
+        """Deliver a data message (frame, calibration, conditions) that arrived from
+        elsewhere (e.g. a message broker linking relays) to this relay's consumers of
+        ``stream``, exactly as if its local producer had sent it: the stream's late-join
+        state is updated and every consumer gets it latest-wins (spec §5.7). ``data``: the
+        message's encoded bytes (encoded here when omitted). Returns False when the
+        message was not taken (an out-of-order frame, or not a data message).
+        :attr:`publish_hooks` are not called (no echo back to the broker)."""
+        if not isinstance(message, Frame | Calibration | ConditionsMessage):
+            return False
+        s = self._streams.get(stream)
+        if s is None:
+            s = self._streams[stream] = _Stream(stream)
+        return self._deliver(s, message, encode(message) if data is None else data)
+
+    def _deliver(self, stream: _Stream, msg: Message, data: bytes) -> bool:
+        """One data message into ``stream``: its state, then its consumers."""
         if isinstance(msg, Frame):
             self.stats.frames_in += 1
             stream.update_frame(msg, data)
@@ -540,8 +565,9 @@ class Relay:
         elif isinstance(msg, ConditionsMessage):
             stream.set_conditions(msg, data)
             self._broadcast(stream, "cond", (msg, data))
-        elif isinstance(msg, Bye | ErrorMessage):
-            pass  # the state machine moved to CLOSED; _on_data closes
+        else:
+            return False
+        return True
 
     def _broadcast(self, stream: _Stream, kind: str, item: _Item) -> None:
         # spec §5.7: never blocks; a full slot is a counted drop

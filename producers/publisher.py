@@ -12,7 +12,7 @@ The publisher numbers frames (uint32 ``seq``, +1 per frame, spec §5.4) and stam
 with the wall clock in µs unless given ``timestamp_us``. When the link drops it
 reconnects with exponential backoff, sends the hello and the calibration (and the last
 condition state) again, and keeps numbering where it left off. Errors a reconnect cannot
-fix (auth, registry, protocol version) raise :class:`~posewire.wsclient.RelayError`.
+fix (auth, registry, protocol version) raise :class:`~posewire.transport.RelayError`.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from posewire.codec.wire import (
     Frame,
     Message,
 )
-from posewire.wsclient import Backoff, ClientLink, RelayError, retry_connect
+from posewire.transport import Backoff, ClientLink, RelayError, retry_connect
 
 __all__ = ["Publisher", "RelayError", "frame_values"]
 

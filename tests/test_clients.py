@@ -24,7 +24,7 @@ from posewire.consumers.subscriber import SubscribedFrame, Subscriber
 from posewire.producers.publisher import Publisher, frame_values
 from posewire.producers.recording import RecordedFrame, read_recording, write_recording
 from posewire.relay import Relay
-from posewire.wsclient import Backoff, RelayError
+from posewire.transport import Backoff, RelayError
 
 ROOT = Path(__file__).resolve().parents[1]
 WAVE = ROOT / "tests" / "data" / "wave.jsonl"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-LAYERS = ("codec", "producers", "consumers")
+LAYERS = ("codec", "transport", "producers", "consumers")
 SOURCE_DIRS = (*LAYERS, "posewire", "tests", "benchmarks", "spec")
 
 
@@ -54,6 +54,18 @@ def test_codec_imports_nothing_above_it() -> None:
         for name in _imports(file):
             if name.startswith("posewire"):
                 assert name.startswith("posewire.codec"), f"{file.name} imports {name}"
+
+
+def test_layers_import_only_downwards() -> None:
+    # codec <- transport <- producers, consumers <- posewire (CLI, relay)
+    allowed = {"transport": ("posewire.codec", "posewire.transport"),
+               "producers": ("posewire.codec", "posewire.transport", "posewire.producers"),
+               "consumers": ("posewire.codec", "posewire.transport", "posewire.consumers")}
+    for layer, ok in allowed.items():
+        for file in (ROOT / layer).rglob("*.py"):
+            for name in _imports(file):
+                if name.startswith("posewire"):
+                    assert name.startswith(ok), f"{layer}/{file.name} imports {name}"
 
 
 def test_layer_links_point_at_the_top_level_folders() -> None:
@@ -101,10 +113,10 @@ def test_installed_wheel_imports_outside_the_repository(wheel: Path, tmp_path: P
         check=True, capture_output=True,
     )
     code = (
-        "import posewire.codec, posewire.producers, posewire.consumers, sys;"
+        "import posewire.codec, posewire.transport, posewire.producers, posewire.consumers, sys;"
         "print(posewire.codec.__file__);"
         "print(posewire.codec.REGISTRY.version);"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('codec', 'producers', 'consumers')))"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('codec', 'transport', 'producers', 'consumers')))"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], check=True, capture_output=True, text=True, cwd=tmp_path,

@@ -288,3 +288,22 @@ async def test_second_producer_on_a_busy_stream_is_refused() -> None:
         assert relay.streams == {"busy": (1, 0), "free": (1, 0)}
         await first.ws.close()
         await other.ws.close()
+
+
+async def test_fan_out_and_publish_hooks_are_the_broker_hook_points() -> None:
+    async with Relay("127.0.0.1", port=0) as relay:
+        seen: list[tuple[str, str]] = []
+        relay.publish_hooks.append(lambda stream, msg, data: seen.append((stream, msg.TYPE)))
+        consumer = await open_raw(relay.url, "consumer", "s")
+        # a frame from elsewhere (a broker) reaches local consumers and the late-join state
+        assert relay.fan_out("s", frame(7, 0.5))
+        got = await consumer.recv()
+        assert isinstance(got, Frame) and got.seq == 7
+        assert got.values[H_YAW] == pytest.approx(0.5, abs=1e-4)
+        assert not relay.fan_out("s", Bye("x"))
+        assert seen == []  # fan_out never echoes to the hooks
+        producer = await open_raw(relay.url, "producer", "s")
+        await producer.send(frame(8, 0.25))
+        await wait_for(lambda: seen == [("s", "f")])
+        got = await consumer.recv()
+        assert isinstance(got, Frame) and got.seq == 8
