@@ -10,11 +10,11 @@ that engine's frame, where the avatar faces −Z (``initial_body_yaw: π``) and 
 character's right. Conversion to ours is a half turn about +Y:
 ``(x, y, z)_ours = (−x, y, −z)_seed``, so :data:`SEED003_POLE` is ``(1, 0, 1)/√2`` for the
 left arm and ``(−1, 0, 1)/√2`` for the right: lateral and forward, mirror images
-(spec appendix A31: only the principle is normative). The decoder's default pole is
-spec §4.1's "elbow hanging down" (−Y), swung by ``a_spread · 90°`` about the
-shoulder→target axis toward lateral, plus a small side-specific bias
-(:data:`ELBOW_BIAS`, lateral and back) that decides the elbow of a hanging arm
-(:func:`arm_pole`).
+(spec appendix A31: only the principle is normative). The decoder's pole is spec §4.1's
+spread frame (:mod:`posewire.codec.elbow`): the zero-spread direction ``ref`` (down and a
+little back, orthogonal to the shoulder→target axis) swung by ``a_spread · 90°`` toward
+lateral (:func:`arm_pole`), with nothing added, so a producer that measures the spread in
+the same frame gets its value back exactly.
 """
 
 from __future__ import annotations
@@ -26,12 +26,13 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from posewire.codec.elbow import ELBOW_REFERENCE, FIXED_SENSE, LATERAL, spread_basis_unchecked
 from posewire.codec.errors import UsageError
 from posewire.codec.quaternion import cross_unchecked, multiply_unchecked, rotate_unchecked
 
 __all__ = [
     "DOWN",
-    "ELBOW_BIAS",
+    "ELBOW_REFERENCE",
     "MIN_BONE_LENGTH",
     "SEED003_POLE",
     "IKResult",
@@ -52,15 +53,7 @@ SEED003_POLE: dict[str, F64] = {
     "l": np.array([1.0, 0.0, 1.0]) / np.sqrt(2.0),
     "r": np.array([-1.0, 0.0, 1.0]) / np.sqrt(2.0),
 }
-#: Default pole bias of :func:`arm_pole`: a quarter of the unit lateral-and-back
-#: direction, mirrored between the sides. Ours, not seed 003's: the converted seed pole
-#: (lateral and *forward*) bends a hanging arm's elbow forward; it can be passed as
-#: ``bias=0.25 * SEED003_POLE[side]``.
-ELBOW_BIAS: dict[str, F64] = {
-    "l": 0.25 * np.array([1.0, 0.0, -1.0]) / np.sqrt(2.0),
-    "r": 0.25 * np.array([-1.0, 0.0, -1.0]) / np.sqrt(2.0),
-}
-_LATERAL: dict[str, F64] = {"l": np.array([1.0, 0.0, 0.0]), "r": np.array([-1.0, 0.0, 0.0])}
+_LATERAL: dict[str, F64] = LATERAL
 _EPS = 1e-9
 
 
@@ -118,36 +111,31 @@ def min_rotation(a: ArrayLike, b: ArrayLike) -> F64:
     return _min_rotation(va, vb)
 
 
-def _pole(axis: F64, spread: F64, lateral: F64, fixed: F64 | float, bias: F64) -> F64:
-    # arm_pole without validation; axis (..., 3), spread (...,), lateral/bias (..., 3)
-    # broadcastable, fixed the per-side fallback sense (spec §4.1, seed 003)
+def _pole(axis: F64, spread: F64, lateral: F64, fixed: F64 | float) -> F64:
+    # arm_pole without validation; axis (..., 3), spread (...,), lateral (..., 3)
+    # broadcastable, fixed the per-side fallback sense (spec §4.1, codec.elbow)
     u, _ = _unit(axis)
-    phi = spread * (np.pi / 2.0)
-    toward = _dot(cross_unchecked(u, DOWN), lateral)
-    sense = np.where(np.abs(toward) > 1e-6, np.sign(toward), fixed)
-    pole = _rotate_about(DOWN, u, sense * phi)  # broadcasts to u's shape
-    out: F64 = pole + bias
+    ref, toward = spread_basis_unchecked(u, lateral, fixed)
+    phi = (spread * (np.pi / 2.0))[..., None]
+    out: F64 = ref * np.cos(phi) + toward * np.sin(phi)
     return out
 
 
-def arm_pole(axis: ArrayLike, spread: ArrayLike, *, side: Side,
-             bias: ArrayLike | None = None) -> F64:
+def arm_pole(axis: ArrayLike, spread: ArrayLike, *, side: Side) -> F64:
     """Body-local elbow pole ``(B, 3)`` for shoulder→target directions ``axis (B, 3)``
     and ``a_spread`` values ``spread (B,)`` in [0, 1] (spec §4.1).
 
-    ``−Y`` (elbow hanging down) rotated by ``spread · 90°`` about ``axis``, in the sense
-    that moves it toward the arm's lateral side (−X right, +X left); where
-    ``(axis × down) · lateral`` vanishes the sense is fixed per side (−φ right, +φ left),
-    which keeps the left/right mirror law. Then ``bias`` (default
-    :data:`ELBOW_BIAS` of the side) is added: it decides the elbow when the arm hangs
-    along −Y (where the rotated pole is parallel to the axis) and is small elsewhere.
-    ``bias`` must be the mirror image between the sides for the mirror law to hold.
+    ``ref · cos φ + toward · sin φ`` with ``φ = spread · 90°`` and ``(ref, toward)`` the
+    spread frame of :func:`posewire.codec.elbow.spread_basis`: ``ref`` is
+    :data:`ELBOW_REFERENCE` (down, a little back) made orthogonal to the axis, ``toward``
+    the lateral swing direction. The pole is orthogonal to the axis and at exactly ``φ``
+    from ``ref``, so the solved elbow's spread equals ``a_spread``. Mirror law: the left
+    pole is the sagittal mirror of the right one.
     """
     if side not in ("l", "r"):
         raise UsageError("usage.bad_option", f"side must be 'l' or 'r', not {side!r}")
-    extra = ELBOW_BIAS[side] if bias is None else np.asarray(bias, dtype=np.float64)
     return _pole(np.asarray(axis, dtype=np.float64), np.asarray(spread, dtype=np.float64),
-                 _LATERAL[side], -1.0 if side == "r" else 1.0, extra)
+                 LATERAL[side], FIXED_SENSE[side])
 
 
 @dataclass(frozen=True)
@@ -295,20 +283,26 @@ def _qrot1(q: Quat, v: Vec3) -> Vec3:
     return (v[0] + w * t[0] + c2[0], v[1] + w * t[1] + c2[1], v[2] + w * t[2] + c2[2])
 
 
-def _pole1(axis: Vec3, spread: float, lateral: Vec3, fixed: float, bias: Vec3) -> Vec3:
-    # _pole for one side and frame
+_REF1: Vec3 = (float(ELBOW_REFERENCE[0]), float(ELBOW_REFERENCE[1]), float(ELBOW_REFERENCE[2]))
+
+
+def _pole1(axis: Vec3, spread: float, lateral: Vec3, fixed: float) -> Vec3:
+    # _pole for one side and frame (codec.elbow.spread_basis_unchecked in floats)
     u, _ = _unit1(axis)
-    phi = spread * (math.pi / 2.0)
-    toward = _dot1(_cross1(u, (0.0, -1.0, 0.0)), lateral)
+    r = _reject1(_REF1, u)
+    n = math.sqrt(_dot1(r, r))
+    if n < 1e-9:
+        r = _reject1((0.0, 0.0, 1.0), u)
+        if math.sqrt(_dot1(r, r)) < 1e-6:
+            r = _reject1((0.0, -1.0, 0.0), u)
+        n = math.sqrt(_dot1(r, r))
+    r = (r[0] / n, r[1] / n, r[2] / n)
+    t = _cross1(u, r)
+    toward = _dot1(t, lateral)
     sense = math.copysign(1.0, toward) if abs(toward) > 1e-6 else fixed
-    angle = sense * phi
-    c, s = math.cos(angle), math.sin(angle)
-    # _rotate_about(DOWN, u, angle): v·c + (u × v)·s + u·(u·v)·(1 − c), v = DOWN
-    dot = -u[1]
-    cr = _cross1(u, (0.0, -1.0, 0.0))
-    down = (0.0, -1.0, 0.0)
-    return tuple(down[i] * c + cr[i] * s + u[i] * dot * (1.0 - c) + bias[i]  # type: ignore[return-value]
-                 for i in range(3))
+    phi = spread * (math.pi / 2.0)
+    c, s = math.cos(phi), math.sin(phi) * sense
+    return (r[0] * c + t[0] * s, r[1] * c + t[1] * s, r[2] * c + t[2] * s)
 
 
 def _solve1(s0: Vec3, upper_dir0: Vec3, a_len: float, lower_dir0: Vec3, b_len: float,

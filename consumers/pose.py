@@ -26,7 +26,9 @@ W_rest,j``):
    frame; ``G_hand = Q · q · P⁻¹`` with ``P`` the hand-local frame at rest, measured from
    the skeleton (fingers = wrist → ``middle_01``, thumb side = ``index_01`` − ``pinky_01``).
 6. Fingers (spec §4.3): rotations in hand-local coordinates, composed down each finger:
-   index..pinky ``01``: ``R_Z(side) · R_X(fold)``, ``02``/``03``: ``R_X(curl)``; thumb
+   index..pinky ``01``: ``R_Z(α − β + side) · R_X(fold)`` (α: the metacarpal wrist →
+   ``*_01`` in the palm plane, β: the bone's bind direction, both from +Y toward the
+   pinky, so side 0 continues the metacarpal), ``02``/``03``: ``R_X(curl)``; thumb
    ``01``: ``R_Z(fold) · R_tx(side) · R_ty(roll)``, ``02``/``03``: ``R_Z(curl)`` with
    ``t_y`` the thumb's rest direction (``thumb_01 → thumb_02``) and ``t_x = t_y × Z``
    (the thumb's own bind). Angles ``n · angle_deg`` (registry). The left hand uses the
@@ -69,7 +71,7 @@ from posewire.codec.registry import REGISTRY, SPINE_SHARES
 from posewire.codec.vector import ValidationReport
 
 from .face import _validate_clamp
-from .ik import _LATERAL, ELBOW_BIAS, IKResult, _pole, _pole1, _solve, _solve1, _unit, two_bone_ik
+from .ik import _LATERAL, IKResult, _pole, _pole1, _solve, _solve1, _unit, two_bone_ik
 from .skeleton import FINGERS, Skeleton, calibration_of
 
 __all__ = ["HEAD_SHARES", "DecodePlan", "PoseResult", "decode_plan", "decode_pose"]
@@ -127,6 +129,7 @@ class DecodePlan:
     arm_fallback: bool  # a bone under MIN_BONE_LENGTH: solve per side (seed 003)
     rot_dims: NDArray[np.intp]  # (T, 3) registry index per elementary angle
     rot_half_gain: F64  # (T, 3) half-angle radians per unit n (0 = unused)
+    rot_half_offset: F64  # (T, 3) constant half-angle radians (finger metacarpal, §4.3)
     rot_axes: F64  # (T, 3, 4) pure-quaternion axes
     chain_levels: tuple[tuple[NDArray[np.intp], NDArray[np.intp]], ...]  # (rows, parent rows)
     hand_mirror: F64  # (2 + F, 4): sagittal mirror for left-hand rows (spec §3.2)
@@ -180,6 +183,7 @@ def decode_plan(skel: Skeleton) -> DecodePlan:
     rot_gain: list[F64] = [0.5 * np.radians(BODY_MAX_DEG), 0.5 * np.radians(HEAD_MAX_DEG),
                            np.zeros(3), np.zeros(3)]
     rot_axes: list[F64] = [_EULER_AXES, _EULER_AXES, np.zeros((3, 4)), np.zeros((3, 4))]
+    rot_offset: list[F64] = [np.zeros(3)] * 4
     hand_side: list[int] = [0, 1]
     hand_rest_inv: list[F64] = []
     depth: list[int] = [0, 0]
@@ -224,6 +228,13 @@ def decode_plan(skel: Skeleton) -> DecodePlan:
                 specs = [((ez, ex, ex), (f"g_{f}_side_{s}", f"g_{f}_fold_{s}", "")),
                          ((ex, ex, ex), (f"g_{f}_curl_{s}", "", "")),
                          ((ex, ex, ex), (f"g_{f}_curl_{s}", "", ""))]
+            # spec §4.3: side 0 = the finger continues its metacarpal (wrist → *_01) in
+            # the palm plane; the bone's bind direction may differ: R_Z(α − β + side)
+            offset = 0.0
+            if f != "thumb" and joints[0] in ix and joints[1] in ix:
+                meta = mirror * rotate_unchecked(to_local, pos[ix[joints[0]]] - pos[arm[k][2]])
+                bone = mirror * rotate_unchecked(to_local, pos[ix[joints[1]]] - pos[ix[joints[0]]])
+                offset = math.atan2(-meta[0], meta[1]) - math.atan2(-bone[0], bone[1])
             parent = -1
             for name, (axes, dims) in zip(joints, specs, strict=True):
                 if name not in ix:
@@ -232,6 +243,7 @@ def decode_plan(skel: Skeleton) -> DecodePlan:
                 finger_joints.append(ix[name])
                 rot_dims.append([_idx(d) if d else 0 for d in dims])
                 rot_gain.append(np.array([0.5 * _angle(d) if d else 0.0 for d in dims]))
+                rot_offset.append(np.array([0.5 * offset if name == joints[0] else 0.0, 0.0, 0.0]))
                 rot_axes.append(np.concatenate([np.zeros((3, 1)), np.array(axes)], axis=1))
                 hand_side.append(k)
                 depth.append(0 if parent < 0 else depth[parent] + 1)
@@ -273,13 +285,13 @@ def decode_plan(skel: Skeleton) -> DecodePlan:
     plan = DecodePlan(
         spine, tuple(skipped), calibration_of(skel), pos, neck, arm_joints,
         pos[arm_joints[:, 0]], upper_dir, upper_len, lower_dir, lower_len, fallback,
-        np.array(rot_dims, dtype=np.intp), np.stack(rot_gain), np.stack(rot_axes),
+        np.array(rot_dims, dtype=np.intp), np.stack(rot_gain), np.stack(rot_offset), np.stack(rot_axes),
         tuple(levels), hand_mirror, side_arr, inv,
         np.array(power_source, dtype=np.intp), np.array(power_share), len(spine),
         joint_slot, parent_slot, None if identity_rest else rest_left,
         None if identity_rest else rot, skel.rest_rotations[0].copy())
     _readonly(pos, neck, arm_joints, plan.shoulder, upper_dir, upper_len, lower_dir, lower_len,
-              plan.rot_dims, plan.rot_half_gain, plan.rot_axes, hand_mirror, side_arr, inv,
+              plan.rot_dims, plan.rot_half_gain, plan.rot_half_offset, plan.rot_axes, hand_mirror, side_arr, inv,
               plan.power_source, plan.power_share, joint_slot, parent_slot, plan.root_rest,
               *(a for lvl in levels for a in lvl), *((rest_left, rot) if not identity_rest else ()))
     return plan
@@ -334,7 +346,6 @@ _PALM_DIMS = np.array([[_idx(f"{a}_{s}") for a in ("w_qx", "w_qy", "w_qz")] for 
 _PALM_MIRROR = np.stack([_MIRROR_Q, np.ones(4)])  # spec §4.2: physical left = mirror
 _LATERAL_LR = np.stack([_LATERAL[s] for s in SIDES])
 _FIXED_SENSE = np.array([1.0, -1.0])  # arm_pole's fixed sense, l then r
-_BIAS_LR = np.stack([ELBOW_BIAS[s] for s in SIDES])
 
 
 def decode_pose(vectors: ArrayLike, skeleton: Skeleton, *,
@@ -355,7 +366,7 @@ def decode_pose(vectors: ArrayLike, skeleton: Skeleton, *,
         return _decode_one(vec, validation, plan, arm_units, arm_scale)
 
     # every elementary rotation of the frame: (B, T, 3) half angles -> (B, T, 4)
-    half = vec[:, plan.rot_dims] * plan.rot_half_gain
+    half = vec[:, plan.rot_dims] * plan.rot_half_gain + plan.rot_half_offset
     elem = np.cos(half)[..., None] * _W0 + np.sin(half)[..., None] * plan.rot_axes
     rot = multiply_unchecked(multiply_unchecked(elem[:, :, 0], elem[:, :, 1]), elem[:, :, 2])
     body, hand_rows = rot[:, 0], rot[:, 2:]
@@ -376,7 +387,7 @@ def decode_pose(vectors: ArrayLike, skeleton: Skeleton, *,
     # spec §4.1: both arms at once (target, pole, two-bone IK)
     a = vec[:, _ARM_DIMS]
     target: F64 = plan.neck + a * arm_scale
-    pole = _pole(target - plan.shoulder, vec[:, _SPREAD_DIMS], _LATERAL_LR, _FIXED_SENSE, _BIAS_LR)
+    pole = _pole(target - plan.shoulder, vec[:, _SPREAD_DIMS], _LATERAL_LR, _FIXED_SENSE)
     if plan.arm_fallback:
         per_side = [two_bone_ik(plan.shoulder[k], plan.rest_pos[plan.arm_joints[k, 1]],
                                 plan.rest_pos[plan.arm_joints[k, 2]], target[:, k], pole[:, k])
@@ -449,6 +460,7 @@ def _right_matrix(q: F64) -> F64:
 class _OnePlan:
     rot_dims: NDArray[np.intp]  # (T + 1, 3): plan rows + an identity row
     rot_gain: F64  # (T + 1, 3)
+    rot_offset: F64  # (T + 1, 3)
     rot_terms: F64  # (T + 1, 8, 4) coefficient of each cos/sin product
     chain: NDArray[np.intp]  # (D + 1, 2 + F) rows of rot composed left to right
     hand_right: F64  # (2 + F, 4, 4): mirror, then · P⁻¹ (right factors of a hand row)
@@ -486,6 +498,7 @@ def _one_plan(plan: DecodePlan) -> _OnePlan:
     t = plan.rot_dims.shape[0]
     dims = np.concatenate([plan.rot_dims, np.zeros((1, 3), dtype=np.intp)])
     gain = np.concatenate([plan.rot_half_gain, np.zeros((1, 3))])
+    offset = np.concatenate([plan.rot_half_offset, np.zeros((1, 3))])
     axes = np.concatenate([plan.rot_axes, np.zeros((1, 3, 4))])
     terms = np.empty((t + 1, 2, 2, 2, 4))
     for i0 in range(2):
@@ -519,7 +532,7 @@ def _one_plan(plan: DecodePlan) -> _OnePlan:
     hands_a, hands_b = _pairs(hand_world, np.arange(n_rows))
     local_a, local_b = _pairs(plan.parent_slot, plan.joint_slot)
     one = _OnePlan(
-        rot_dims=dims, rot_gain=gain, rot_terms=terms.reshape(t + 1, 8, 4), chain=chain,
+        rot_dims=dims, rot_gain=gain, rot_offset=offset, rot_terms=terms.reshape(t + 1, 8, 4), chain=chain,
         hand_right=hand_right, hand_world=hand_world, rest=rest,
         powers=tuple(zip(plan.power_source.tolist(), plan.power_share.tolist(), strict=True)),
         shoulder=triples(plan.shoulder), upper_dir=triples(plan.upper_dir),
@@ -528,7 +541,7 @@ def _one_plan(plan: DecodePlan) -> _OnePlan:
         hands_a=hands_a, hands_b=hands_b, local_a=local_a, local_b=local_b,
         chain_pairs=(_pairs(chain[0], chain[1]),
                      *(_pairs(np.arange(n_rows), chain[k]) for k in range(2, width))))
-    _readonly(dims, gain, one.rot_terms, chain, hand_right, hand_world, one.hands_a,
+    _readonly(dims, gain, offset, one.rot_terms, chain, hand_right, hand_world, one.hands_a,
               one.hands_b, one.local_a, one.local_b,
               *(() if rest is None else (rest,)))
     return one
@@ -539,7 +552,6 @@ _SPREAD_DIMS_L = _SPREAD_DIMS.tolist()
 _PALM_DIMS_L = [d.tolist() for d in _PALM_DIMS]
 _LATERAL_L = [tuple(x.tolist()) for x in _LATERAL_LR]
 _FIXED_L = _FIXED_SENSE.tolist()
-_BIAS_L = [tuple(x.tolist()) for x in _BIAS_LR]
 
 
 def _decode_one(vec: F64, validation: ValidationReport, plan: DecodePlan,
@@ -548,7 +560,7 @@ def _decode_one(vec: F64, validation: ValidationReport, plan: DecodePlan,
     v = vec[0]
     vl = v.tolist()
     # elementary rotations: rot[r] = Σ (cos|sin)(h0)·(cos|sin)(h1)·(cos|sin)(h2) · term
-    half = v[one.rot_dims] * one.rot_gain
+    half = v[one.rot_dims] * one.rot_gain + one.rot_offset
     cs = np.empty((half.shape[0], 2, 3))
     np.cos(half, out=cs[:, 0])
     np.sin(half, out=cs[:, 1])
@@ -578,7 +590,7 @@ def _decode_one(vec: F64, validation: ValidationReport, plan: DecodePlan,
         sc, sh, dims = arm_scale[k], one.shoulder[k], _ARM_DIMS_L[k]
         target = tuple(one.neck[i] + vl[dims[i]] * float(sc[i]) for i in range(3))
         pole = _pole1((target[0] - sh[0], target[1] - sh[1], target[2] - sh[2]),
-                      vl[_SPREAD_DIMS_L[k]], _LATERAL_L[k], _FIXED_L[k], _BIAS_L[k])
+                      vl[_SPREAD_DIMS_L[k]], _LATERAL_L[k], _FIXED_L[k])
         g_up, g_low, elbow, wrist, hit = _solve1(
             sh, one.upper_dir[k], one.upper_len[k], one.lower_dir[k], one.lower_len[k],
             target, pole)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import example, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
+from posewire.codec.elbow import ELBOW_REFERENCE, spread_angle
 from posewire.codec.quaternion import rotate
-from posewire.consumers.ik import ELBOW_BIAS, SEED003_POLE, arm_pole, min_rotation, two_bone_ik
+from posewire.consumers.ik import SEED003_POLE, arm_pole, min_rotation, two_bone_ik
 
 M = np.array([-1.0, 1.0, 1.0])
 S0 = np.array([-0.18, 1.43, 0.0])
@@ -74,21 +75,32 @@ def test_short_bone_falls_back() -> None:
     np.testing.assert_allclose(res.upper, [[1.0, 0, 0, 0]])
 
 
-def test_arm_pole_spread_and_bias() -> None:
+def test_arm_pole_spread_frame() -> None:
     forward = np.array([[0.0, 0.0, 1.0]])
-    zero = np.zeros(3)
-    np.testing.assert_allclose(arm_pole(forward, np.array([0.0]), side="r", bias=zero), [[0, -1, 0]],
-                               atol=1e-12)
-    np.testing.assert_allclose(arm_pole(forward, np.array([1.0]), side="r", bias=zero), [[-1, 0, 0]],
-                               atol=1e-12)
-    np.testing.assert_allclose(arm_pole(forward, np.array([1.0]), side="l", bias=zero), [[1, 0, 0]],
-                               atol=1e-12)
+    # spec §4.1: arm forward -> reference straight down; spread 1 -> lateral
+    np.testing.assert_allclose(arm_pole(forward, np.array([0.0]), side="r"), [[0, -1, 0]], atol=1e-12)
+    np.testing.assert_allclose(arm_pole(forward, np.array([1.0]), side="r"), [[-1, 0, 0]], atol=1e-12)
+    np.testing.assert_allclose(arm_pole(forward, np.array([1.0]), side="l"), [[1, 0, 0]], atol=1e-12)
+    # hanging arm: the reference is straight back (ELBOW_REFERENCE minus its -Y part)
     hanging = arm_pole(np.array([[0.0, -1.0, 0.0]]), np.array([0.0]), side="r")
-    perp = hanging - np.sum(hanging * [0, -1, 0]) * np.array([0, -1, 0])
-    np.testing.assert_allclose(perp, ELBOW_BIAS["r"][None], atol=1e-12)
-    np.testing.assert_allclose(ELBOW_BIAS["l"], ELBOW_BIAS["r"] * M)
+    np.testing.assert_allclose(hanging, [[0.0, 0.0, -1.0]], atol=1e-12)
+    np.testing.assert_allclose(ELBOW_REFERENCE * M, ELBOW_REFERENCE)
     np.testing.assert_allclose(SEED003_POLE["l"], SEED003_POLE["r"] * M)
     np.testing.assert_allclose(SEED003_POLE["r"], np.array([-1.0, 0, 1]) / np.sqrt(2))
+
+
+@settings(max_examples=200)
+@given(st.floats(-1, 1), st.floats(-1, 1), st.floats(-1, 1), st.floats(0, 1), st.sampled_from(["l", "r"]))
+def test_arm_pole_spread_is_exact(x: float, y: float, z: float, spread: float, side: str) -> None:
+    # law (spec §4.1): the pole sits exactly spread · 90° from the reference, toward lateral,
+    # so measuring it back (codec.elbow.spread_angle) returns the spread
+    axis = np.array([[x, y, z]])
+    assume(np.linalg.norm(axis) > 1e-3)
+    pole = arm_pole(axis, np.array([spread]), side=side)  # type: ignore[arg-type]
+    np.testing.assert_allclose(np.abs(pole @ axis[0]), 0.0, atol=1e-9)
+    np.testing.assert_allclose(spread_angle(axis, pole, side=side), [spread * 90.0], atol=1e-9)  # type: ignore[arg-type]
+    mirrored = arm_pole(axis * M, np.array([spread]), side="l" if side == "r" else "r")
+    np.testing.assert_allclose(mirrored, pole * M, atol=1e-12)
 
 
 def test_min_rotation_antiparallel() -> None:

@@ -51,6 +51,7 @@ class _FingerSlot:
     axes: F64  # (3, 3) right-like hand-local axes
     dims: tuple[int, int, int]  # registry index per axis (-1 = none)
     gains: F64  # (3,) radians per unit n
+    offsets: F64  # (3,) constant radians (spec §4.3: side relative to the metacarpal)
 
 
 @dataclass(frozen=True, eq=False)
@@ -136,6 +137,12 @@ def _plan(skel: Skeleton) -> _Plan:
                 specs = [((ez, ex, ex), (f"g_{f}_side_{s}", f"g_{f}_fold_{s}", "")),
                          ((ex, ex, ex), (f"g_{f}_curl_{s}", "", "")),
                          ((ex, ex, ex), (f"g_{f}_curl_{s}", "", ""))]
+            alpha = 0.0
+            if f != "thumb" and joints[0] in ix and joints[1] in ix:
+                # in-plane angle (from +Y toward the pinky) of the metacarpal minus the bone's
+                meta = mirror * _qrot(to_local, pos[ix[joints[0]]] - wrist)
+                bone = mirror * _qrot(to_local, pos[ix[joints[1]]] - pos[ix[joints[0]]])
+                alpha = float(np.arctan2(-meta[0], meta[1]) - np.arctan2(-bone[0], bone[1]))
             parent = -1
             for name, (axes, dims) in zip(joints, specs, strict=True):
                 if name not in ix:
@@ -143,7 +150,8 @@ def _plan(skel: Skeleton) -> _Plan:
                 slots.append(_FingerSlot(
                     ix[name], k, parent, np.array(axes, dtype=np.float64),
                     tuple(_idx(d) if d else -1 for d in dims),  # type: ignore[arg-type]
-                    np.array([_angle(d) if d else 0.0 for d in dims])))
+                    np.array([_angle(d) if d else 0.0 for d in dims]),
+                    np.array([alpha if name == joints[0] else 0.0, 0.0, 0.0])))
                 parent = len(slots) - 1
     return _Plan(pos, rot, spine, np.array([ix[j] for j in spine], dtype=np.intp),
                  np.array([ix[j] for j, _ in head], dtype=np.intp),
@@ -252,7 +260,8 @@ def _fingers(vec: F64, plan: _Plan, palms: list[F64], g: F64, driven: NDArray[np
     gains = np.stack([sl.gains for sl in slots])  # (S, 3)
     axes = np.stack([sl.axes for sl in slots])  # (S, 3, 3)
     n = np.where(dims >= 0, vec[:, np.maximum(dims, 0)], 0.0)  # (B, S, 3)
-    elem = _axis_quat(np.broadcast_to(axes, (*n.shape, 3)), n * gains)
+    offsets = np.stack([sl.offsets for sl in slots])  # (S, 3)
+    elem = _axis_quat(np.broadcast_to(axes, (*n.shape, 3)), n * gains + offsets)
     d = _qmul(_qmul(elem[..., 0, :], elem[..., 1, :]), elem[..., 2, :])  # (B, S, 4)
     chain = np.empty_like(d)
     for k, sl in enumerate(slots):
