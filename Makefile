@@ -16,6 +16,8 @@ tests/gltf/node_modules/.package-lock.json: tests/gltf/package.json tests/gltf/p
 	cd tests/gltf && $(NPM) ci --no-audit --no-fund
 
 install: $(BIN)/posewire tests/gltf/node_modules/.package-lock.json
+	@# the pinned MediaPipe Tasks models (sha256-checked; a no-op when cached)
+	$(BIN)/posewire models fetch
 
 run: install
 	$(BIN)/posewire demo

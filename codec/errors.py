@@ -44,6 +44,11 @@ _CODES: tuple[ErrorCode, ...] = (
     ErrorCode("usage.bad_option", 1006, "usage", "an option has an invalid value"),
     ErrorCode("usage.calibration", 1007, "usage", "a calibration distance is missing or not positive"),
     ErrorCode("usage.state", 1008, "usage", "the operation is not allowed in the current stream state"),
+    # live producer (numbers from 1101 on): inputs that are missing on this machine
+    ErrorCode("usage.model_missing", 1101, "usage",
+              "a model file is not in the cache, or its sha256 does not match the pinned one"),
+    ErrorCode("usage.no_source", 1102, "usage", "a camera, video or image source cannot be opened or read"),
+    ErrorCode("usage.dependency", 1103, "usage", "an optional dependency (an extra) is not installed"),
     # bad data from a peer (spec §5.8)
     ErrorCode("decode.malformed", 2001, "decode", "the bytes are not a valid msgpack document"),
     ErrorCode("decode.type", 2002, "decode", "a field has the wrong type"),

@@ -14,7 +14,7 @@ from typing import Any
 
 from posewire.codec.registry import DIMENSIONS, REGISTRY
 
-from . import export_cli, record_cli
+from . import export_cli, produce_cli, record_cli
 
 __all__ = ["main"]
 
@@ -111,37 +111,6 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _produce(args: argparse.Namespace) -> int:
-    from posewire.producers.publisher import Publisher
-    from posewire.producers.recording import read_recording
-
-    header, frames = read_recording(args.replay)
-    if not frames:
-        print("posewire produce: the recording has no frames", file=sys.stderr)
-        return 1
-    loop = asyncio.get_running_loop()
-    scale = args.rate_scale
-    sent = 0
-    async with Publisher(args.url, args.stream, token=args.token,
-                         calibration=header.calibration, client="posewire-produce") as pub:
-        while True:
-            start = loop.time()
-            t0 = frames[0].t_us
-            for frame in frames:
-                if scale > 0:  # keep the recorded gaps, scaled
-                    due = start + (frame.t_us - t0) / 1e6 / scale
-                    delay = due - loop.time()
-                    if delay > 0:
-                        await asyncio.sleep(delay)
-                await pub.send_frame(frame.vector(), conditions=frame.conditions,
-                                     timestamp_us=frame.t_us if args.keep_timestamps else None)
-                sent += 1
-            if not args.loop:
-                break
-    print(f"posewire produce: sent {sent} frames to {args.stream!r}", file=sys.stderr)
-    return 0
-
-
 def _run_client(name: str, args: argparse.Namespace,
                 client: Callable[[argparse.Namespace], Coroutine[Any, Any, int]]) -> int:
     """Run one client command: token from the environment, errors as one line."""
@@ -156,13 +125,6 @@ def _run_client(name: str, args: argparse.Namespace,
         return 1
     except KeyboardInterrupt:
         return 130
-
-
-def _cmd_produce(args: argparse.Namespace) -> int:
-    if args.rate_scale < 0:
-        print("posewire produce: --rate-scale must be >= 0", file=sys.stderr)
-        return 2
-    return _run_client("produce", args, _produce)
 
 
 def _format_frame(seq: int, t_us: int, values: dict[str, float]) -> str:
@@ -242,19 +204,6 @@ def _add_net_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
                    help="seconds between status lines on stderr (0: off)")
     p.set_defaults(func=_cmd_serve)
 
-    p = sub.add_parser("produce", help="publish frames to a relay")
-    p.add_argument("--replay", required=True, metavar="FILE",
-                   help="a recording (JSON lines, see posewire.producers.recording)")
-    p.add_argument("--url", default="ws://127.0.0.1:8765", help=url_help)
-    p.add_argument("--stream", default="default", help="stream name")
-    p.add_argument("--token", help=token_help)
-    p.add_argument("--loop", action="store_true", help="replay forever")
-    p.add_argument("--rate-scale", type=float, default=1.0,
-                   help="playback speed factor (2 = twice as fast, 0 = as fast as possible)")
-    p.add_argument("--keep-timestamps", action="store_true",
-                   help="send the recorded timestamps instead of the wall clock")
-    p.set_defaults(func=_cmd_produce)
-
     p = sub.add_parser("consume", help="subscribe to a stream and print or record frames")
     p.add_argument("stream", help="stream name")
     p.add_argument("--url", default="ws://127.0.0.1:8765", help=url_help)
@@ -299,6 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_net_parsers(sub)
     record_cli.add_parser(sub)
+    produce_cli.add_parser(sub)
     export_cli.add_parser(sub)
     return parser
 

@@ -118,6 +118,8 @@ class Publisher:
         self.client = client
         self.reconnect = reconnect
         self.backoff = Backoff(initial=backoff_initial, maximum=backoff_max)
+        #: bytes of every message sent so far (status lines: bytes/s)
+        self.bytes_sent = 0
         self.max_retries = max_retries
         self.open_timeout = open_timeout
         #: The next sequence number (continues across reconnects, spec §5.4).
@@ -210,7 +212,9 @@ class Publisher:
                 link = self._link
                 assert link is not None
                 try:
-                    await link.ws.send(link.conn.send(msg))
+                    data = link.conn.send(msg)
+                    await link.ws.send(data)
+                    self.bytes_sent += len(data)
                     return
                 except (ConnectionClosed, UsageError):
                     link.conn.connection_closed()

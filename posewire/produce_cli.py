@@ -1,0 +1,405 @@
+"""``posewire produce``: stream (or record) pose frames from a source.
+
+Sources (exactly one)::
+
+    --replay FILE       a posewire recording (JSON lines), replayed with its timing
+    --pose-file FILE    a MediaPipe Holistic .pose file (pose-format), encoded
+    --webcam [N]        camera N (default 0), live MediaPipe inference
+    --video FILE        a video file, MediaPipe inference on every frame
+    --images DIR        the images of a folder, each an independent photo
+
+Sinks: the relay (``--url``, ``--stream``, ``--token``), or ``--record FILE`` (a posewire
+recording; its header carries the performer calibration in use at the end).
+
+Live sources run :class:`posewire.producers.mediapipe_source.MediaPipeEstimator` and
+:class:`posewire.producers.live.LiveEncoder`; the calibration message is sent at the
+first body and re-sent whenever the running estimate settles on new values (spec §4.1,
+§5.6). ``--mirrored`` declares selfie (mirror) frames, flipped before inference (spec
+§2.2). Files show a progress bar, cameras a status line (fps, inference ms per model,
+encode µs, tracked parts, bytes/s) on stderr; the final summary lists tracked shares,
+clamps and notes (never silent).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TextIO
+
+from posewire.codec.errors import UsageError
+
+if TYPE_CHECKING:
+    from posewire.producers.live import EncodedFrame, LiveEncoder
+    from posewire.producers.mediapipe_source import MediaPipeEstimator, Observation
+    from posewire.producers.recording import RecordedFrame
+    from posewire.producers.sources import FrameSource, SourceFrame
+
+__all__ = ["Progress", "add_parser", "live_frames"]
+
+
+# ---------------------------------------------------------------- status and progress
+
+
+class Progress:
+    """The status line (cameras) or progress bar (files) on ``stream``.
+
+    On a terminal it redraws one line at most ``every`` seconds; otherwise it prints a
+    line at most every ``every · 10`` seconds, so logs stay short.
+    """
+
+    def __init__(self, total: int | None, *, live: bool, stream: TextIO | None = None, every: float = 0.25) -> None:
+        self.total, self.live = total, live
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.every = every if self.tty else every * 40
+        self.start = time.perf_counter()
+        self._last = -1e9
+        self._times: deque[float] = deque(maxlen=60)
+        self._inference: deque[float] = deque(maxlen=60)
+        self._bytes: deque[tuple[float, int]] = deque(maxlen=120)
+        self.frames = 0
+        self.drawn = False
+
+    def update(self, *, inference_ms: dict[str, float], encode_us: float, tracked: tuple[str, ...],
+               total_bytes: int) -> None:
+        now = time.perf_counter()
+        self.frames += 1
+        self._times.append(now)
+        self._inference.append(sum(inference_ms.values()))
+        self._bytes.append((now, total_bytes))
+        if now - self._last < self.every:
+            return
+        self._last = now
+        fps = (len(self._times) - 1) / (self._times[-1] - self._times[0]) if len(self._times) > 1 else 0.0
+        models = " ".join(f"{k} {v:.0f}" for k, v in inference_ms.items())
+        (t0, b0), (t1, b1) = self._bytes[0], self._bytes[-1]
+        rate = (b1 - b0) / (t1 - t0) if t1 > t0 else 0.0
+        parts = ",".join(tracked) or "nothing"
+        if self.live:
+            line = (f"{fps:5.1f} fps | inference {sum(self._inference) / len(self._inference):5.1f} ms ({models}) | "
+                    f"encode {encode_us:5.0f} µs | tracked {parts} | {rate / 1000:5.1f} kB/s")
+        else:
+            total = self.total or 0
+            share = min(self.frames / total, 1.0) if total else 0.0
+            bar = "#" * int(share * 24) + "-" * (24 - int(share * 24))
+            eta = (total - self.frames) / fps if fps > 0 and total else 0.0
+            count = f"{self.frames}/{total}" if total else f"{self.frames}"
+            line = (f"[{bar}] {count} {100 * share:3.0f}% | {fps:4.1f} fps | ETA {eta:4.0f} s | "
+                    f"inference {self._inference[-1]:.0f} ms | tracked {parts}")
+        if self.tty:
+            self.stream.write("\r\033[K" + line)
+            self.drawn = True
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def finish(self) -> None:
+        if self.drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+# ---------------------------------------------------------------- the live pipeline
+
+
+@dataclass(frozen=True)
+class LiveItem:
+    """One source frame through the models and the encoder."""
+
+    frame: SourceFrame
+    observation: Observation
+    encoded: EncodedFrame
+
+
+def live_frames(source: FrameSource, estimator: MediaPipeEstimator, encoder: LiveEncoder) -> Iterator[LiveItem]:
+    """Source frames -> observations -> encoded frames, one at a time."""
+    for frame in source:
+        obs = estimator.process(frame.rgb, timestamp_ms=frame.t_us // 1000 if estimator.mode == "video" else None)
+        yield LiveItem(frame, obs, encoder.encode(obs))
+
+
+def _open_live(args: argparse.Namespace) -> tuple[FrameSource, MediaPipeEstimator, LiveEncoder]:
+    from posewire.producers.live import LiveEncoder
+    from posewire.producers.mediapipe_source import MediaPipeEstimator, load_mediapipe
+    from posewire.producers.sources import ImageFolderSource, VideoSource, WebcamSource
+
+    load_mediapipe()  # usage.dependency before a camera is opened
+    source: FrameSource
+    if args.images is not None:
+        source = ImageFolderSource(args.images, fps=args.fps)
+    elif args.video is not None:
+        source = VideoSource(args.video)
+    else:
+        source = WebcamSource(args.webcam)
+    try:
+        estimator = MediaPipeEstimator(mode="image" if args.images is not None else "video", mirrored=args.mirrored,
+                                       face=not args.no_face, hands="off" if args.no_hands else "fallback",
+                                       model_complexity=args.model_complexity)
+    except BaseException:
+        source.close()
+        raise
+    return source, estimator, LiveEncoder(face_expected=not args.no_face)
+
+
+def _summary(encoder: LiveEncoder, sent: int, seconds: float, where: str) -> str:
+    rep = encoder.report
+    frames = max(rep.frames, 1)
+    lines = [f"posewire produce: {sent} frames in {seconds:.1f} s -> {where}"]
+    lines.append("tracked: " + (", ".join(f"{p} {100 * n / frames:.0f}%" for p, n in rep.tracked.items())
+                                or "nothing"))
+    cal = encoder.calibration
+    if cal is not None:
+        lines.append("calibration: " + ", ".join(f"{k} {'-' if v is None else f'{v:.3f} m'}"
+                                                 for k, v in vars_of(cal.calibration).items())
+                     + f" ({rep.calibration_updates} sent; fallback axes: "
+                     + (", ".join(cal.units.fallback_axes) or "none") + ")")
+        lines += [f"note: {n}" for n in cal.notes]
+    else:
+        lines.append("calibration: none (no body seen)")
+    if rep.clamped:
+        lines.append("clamped (frames): " + ", ".join(f"{k} {v}" for k, v in rep.clamped.items()))
+    lines += [f"note: {n} ({c} frames)" for n, c in rep.notes.items()]
+    return "\n".join(lines)
+
+
+def vars_of(obj: Any) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    out: dict[str, Any] = asdict(obj)
+    return out
+
+
+def _record_live(args: argparse.Namespace) -> int:
+    from posewire.producers.recording import RecordedFrame, write_recording
+
+    source, estimator, encoder = _open_live(args)
+    frames: list[RecordedFrame] = []
+    progress = Progress(source.total, live=source.live)
+    written = 0
+    started = time.perf_counter()
+    try:
+        for item in live_frames(source, estimator, encoder):
+            rec = RecordedFrame.from_vector(item.frame.t_us, item.encoded.vector, item.encoded.conditions)
+            frames.append(rec)
+            written += len(str(rec.to_obj()))
+            progress.update(inference_ms=item.observation.inference_ms, encode_us=item.encoded.encode_us,
+                            tracked=item.encoded.tracked, total_bytes=written)
+            if args.count and len(frames) >= args.count:
+                break
+    except KeyboardInterrupt:
+        pass  # a camera recording ends with Ctrl-C: keep what was captured
+    finally:
+        progress.finish()
+        source.close()
+        estimator.close()
+    cal = encoder.calibration
+    write_recording(args.record, frames, calibration=None if cal is None or encoder.live is None
+                    or encoder.live.updates == 0 else cal.calibration)
+    print(_summary(encoder, len(frames), time.perf_counter() - started, str(args.record)), file=sys.stderr)
+    return 0
+
+
+async def _publish_live(args: argparse.Namespace) -> int:
+    from posewire.producers.publisher import Publisher
+
+    source, estimator, encoder = _open_live(args)
+    progress = Progress(source.total, live=source.live)
+    sent = 0
+    started = time.perf_counter()
+    iterator = live_frames(source, estimator, encoder)
+    done = object()
+    try:
+        async with Publisher(args.url, args.stream, token=args.token, client="posewire-produce") as pub:
+            while True:
+                # inference blocks for tens of ms: run it off the event loop (pings keep flowing)
+                item = await asyncio.to_thread(next, iterator, done)
+                if item is done:
+                    break
+                assert isinstance(item, LiveItem)
+                if item.encoded.calibration is not None:
+                    await pub.send_calibration(item.encoded.calibration)
+                await pub.send_frame(item.encoded.vector, conditions=item.encoded.conditions)
+                sent += 1
+                progress.update(inference_ms=item.observation.inference_ms, encode_us=item.encoded.encode_us,
+                                tracked=item.encoded.tracked, total_bytes=pub.bytes_sent)
+                if args.count and sent >= args.count:
+                    break
+    finally:
+        progress.finish()
+        source.close()
+        estimator.close()
+    print(_summary(encoder, sent, time.perf_counter() - started, f"{args.url} stream {args.stream!r}"),
+          file=sys.stderr)
+    return 0
+
+
+# ---------------------------------------------------------------- recorded sources
+
+
+def _pose_file_frames(args: argparse.Namespace) -> tuple[Any, list[RecordedFrame], str]:
+    from posewire.producers.landmarks import landmarks_to_vectors
+    from posewire.producers.poseformat import read_pose_file
+    from posewire.producers.recording import RecordedFrame
+
+
+    pose = read_pose_file(args.pose_file)
+    if pose.fps <= 0:
+        raise UsageError("usage.bad_option", f"the .pose file has no frame rate ({pose.fps})", path=str(args.pose_file))
+    result = landmarks_to_vectors(pose.landmarks)
+    frames = [RecordedFrame.from_vector(round(i / pose.fps * 1e6), result.vectors[i], result.conditions(i))
+              for i in range(result.vectors.shape[0])]
+    tracked = ", ".join(f"{p} {100 * s:.0f}%" for p, s in result.report.tracked_fraction.items() if s > 0)
+    return result.calibration.calibration, frames, f"tracked: {tracked or 'nothing'}"
+
+
+async def _publish_recorded(args: argparse.Namespace) -> int:
+    from posewire.producers.publisher import Publisher
+    from posewire.producers.recording import read_recording
+
+    if args.replay is not None:
+        header, frames = read_recording(args.replay)
+        calibration, info = header.calibration, ""
+    else:
+        calibration, frames, info = _pose_file_frames(args)
+    if not frames:
+        print("posewire produce: the recording has no frames", file=sys.stderr)
+        return 1
+    loop = asyncio.get_running_loop()
+    scale = args.rate_scale
+    sent = 0
+    async with Publisher(args.url, args.stream, token=args.token, calibration=calibration,
+                         client="posewire-produce") as pub:
+        while True:
+            start = loop.time()
+            t0 = frames[0].t_us
+            for frame in frames:
+                if scale > 0:  # keep the recorded gaps, scaled
+                    due = start + (frame.t_us - t0) / 1e6 / scale
+                    delay = due - loop.time()
+                    if delay > 0:
+                        await asyncio.sleep(delay)
+                await pub.send_frame(frame.vector(), conditions=frame.conditions,
+                                     timestamp_us=frame.t_us if args.keep_timestamps else None)
+                sent += 1
+            if not args.loop:
+                break
+    print(f"posewire produce: sent {sent} frames to {args.stream!r}" + (f"; {info}" if info else ""),
+          file=sys.stderr)
+    return 0
+
+
+def _record_recorded(args: argparse.Namespace) -> int:
+    from posewire.producers.recording import read_recording, write_recording
+
+    if args.replay is not None:
+        header, frames = read_recording(args.replay)
+        calibration, info = header.calibration, ""
+    else:
+        calibration, frames, info = _pose_file_frames(args)
+    write_recording(args.record, frames, calibration=calibration)
+    print(f"posewire produce: wrote {len(frames)} frames to {args.record}" + (f"; {info}" if info else ""),
+          file=sys.stderr)
+    return 0
+
+
+# ---------------------------------------------------------------- command
+
+
+def _run(args: argparse.Namespace) -> int:
+    recorded = args.replay is not None or args.pose_file is not None
+    if args.record is not None:
+        return _record_recorded(args) if recorded else _record_live(args)
+    client: Callable[[argparse.Namespace], Any] = _publish_recorded if recorded else _publish_live
+    return int(asyncio.run(client(args)))
+
+
+def _cmd_produce(args: argparse.Namespace) -> int:
+    from posewire.wsclient import RelayError
+
+    if args.rate_scale < 0:
+        print("posewire produce: --rate-scale must be >= 0", file=sys.stderr)
+        return 2
+    args.token = args.token or os.environ.get("POSEWIRE_TOKEN") or None
+    try:
+        return _run(args)
+    except UsageError as exc:
+        print(f"posewire produce: {exc}", file=sys.stderr)
+        return 2 if exc.code in ("usage.model_missing", "usage.no_source", "usage.dependency",
+                                 "usage.bad_option") else 1
+    except (RelayError, OSError) as exc:
+        print(f"posewire produce: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _cmd_models(args: argparse.Namespace) -> int:
+    from posewire.producers.model_files import MODELS, fetch_model, model_status
+
+    names = list(MODELS) if not args.names else args.names
+    if args.action == "status":
+        bad = 0
+        for name in names:
+            try:
+                path, problem = model_status(name, cache_dir=args.dir)
+            except UsageError as exc:
+                print(f"posewire models: {exc}", file=sys.stderr)
+                return 2
+            print(f"{name}: {'ok' if problem is None else problem} ({path})")
+            bad += problem is not None
+        return 1 if bad else 0
+    routes = tuple(args.route.split(",")) if args.route else ("url", "pypi")
+    try:
+        for name in names:
+            path = fetch_model(name, cache_dir=args.dir, routes=routes, force=args.force,
+                               log=lambda m: print(f"posewire models: {m}", file=sys.stderr))
+            print(f"{name}: ok ({path})")
+    except UsageError as exc:
+        print(f"posewire models: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``produce`` and ``models`` sub-commands."""
+    p = sub.add_parser("produce", help="publish (or record) pose frames from a camera, video, images or a recording")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--replay", metavar="FILE", help="a recording (JSON lines, see posewire.producers.recording)")
+    src.add_argument("--pose-file", metavar="FILE.pose", help="a MediaPipe Holistic .pose file (pose-format)")
+    src.add_argument("--webcam", type=int, nargs="?", const=0, metavar="N", help="camera N (default 0)")
+    src.add_argument("--video", metavar="FILE", help="a video file")
+    src.add_argument("--images", metavar="DIR", help="a folder of photos (each one independent)")
+    p.add_argument("--record", metavar="FILE", help="write a recording instead of publishing to a relay")
+    p.add_argument("--url", default="ws://127.0.0.1:8765", help="relay URL")
+    p.add_argument("--stream", default="default", help="stream name")
+    p.add_argument("--token", help="auth token (default: $POSEWIRE_TOKEN)")
+    live = p.add_argument_group("live sources (--webcam, --video, --images)")
+    live.add_argument("--mirrored", action="store_true",
+                      help="the frames are mirror (selfie) images: flip them back before inference (spec §2.2)")
+    live.add_argument("--no-face", action="store_true", help="skip FaceLandmarker (no face/mouth dims, no gaze)")
+    live.add_argument("--no-hands", action="store_true", help="skip the HandLandmarker fallback (hand-only route)")
+    live.add_argument("--model-complexity", type=int, default=1, choices=(0, 1), help="Holistic pose model")
+    live.add_argument("--fps", type=float, default=1.0, help="nominal frame rate of --images (timestamps)")
+    live.add_argument("--count", type=int, default=0, help="stop after N frames (0: all)")
+    rec = p.add_argument_group("recorded sources (--replay, --pose-file)")
+    rec.add_argument("--loop", action="store_true", help="replay forever")
+    rec.add_argument("--rate-scale", type=float, default=1.0,
+                     help="playback speed factor (2 = twice as fast, 0 = as fast as possible)")
+    rec.add_argument("--keep-timestamps", action="store_true",
+                     help="send the recorded timestamps instead of the wall clock")
+    p.set_defaults(func=_cmd_produce)
+
+    p = sub.add_parser("models", help="fetch or check the pinned MediaPipe model files (sha256, cached)")
+    p.add_argument("action", choices=("fetch", "status"))
+    p.add_argument("names", nargs="*", help="model names (default: all)")
+    p.add_argument("--dir", default=None,
+                   help="cache directory (default: $POSEWIRE_MODEL_DIR or ~/.cache/posewire/models)")
+    p.add_argument("--route", default=None, help="comma-separated routes to try: url,pypi (default both, in order)")
+    p.add_argument("--force", action="store_true", help="fetch even when the cached file matches")
+    p.set_defaults(func=_cmd_models)

@@ -1,0 +1,237 @@
+"""Live encoding: one :class:`~posewire.producers.mediapipe_source.Observation` at a time ->
+one pose vector, its tracking condition, and the performer's calibration (spec §3.4.2, §4).
+
+:class:`LiveEncoder` joins the pieces, each owned by its module:
+
+* arm, palm, finger (and body, when the landmark encoder estimates it) dims:
+  :func:`posewire.producers.landmarks.landmarks_to_vectors` on a batch of one frame;
+* face and mouth dims from the blendshapes, head from the facial transformation matrix
+  (relative to the body frame), gaze from the irises: :mod:`posewire.producers.face`;
+* tracking per part: ``face``/``mouth`` are ``tracked`` when FaceLandmarker found a face,
+  ``lost`` when it did not, ``not_estimated`` when it does not run; ``head`` is tracked
+  when the face transform (or the mesh) gave it.
+
+Live calibration (:class:`LiveCalibration`, spec §4.1): the performer's distances are a
+running robust estimate — medians over the last ``window`` frames that show a body,
+re-estimated every ``every`` such frames. The first estimate is used (and sent) at once;
+afterwards a new estimate replaces it only when it has **settled**: the last ``settle``
+estimates agree within ``tolerance`` (relative, every distance) and differ from the one
+in use by more than ``tolerance``. Each replacement is returned by :meth:`LiveEncoder.encode`
+so the caller re-sends the calibration message (spec §5.6). Before any body is seen the
+arm units are the reference avatar's (arms are not tracked then, so nothing depends on it).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, deque
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+from numpy.typing import NDArray
+
+from posewire.codec.calibration import REFERENCE_CALIBRATION, Calibration, body_frame, units
+from posewire.codec.conditions import Conditions
+from posewire.codec.errors import UsageError
+from posewire.codec.morph import FACE_DIM_INDICES
+from posewire.codec.registry import REGISTRY
+from posewire.producers.face import blendshape_dims, head_from_face_matrix, iris_gaze, rotation_part
+from posewire.producers.landmarks import (
+    MEDIAPIPE_TO_Y_UP,
+    POSE_POINTS,
+    HolisticLandmarks,
+    LandmarkCalibration,
+    estimate_calibration,
+    landmarks_to_vectors,
+)
+from posewire.producers.mediapipe_source import Observation
+
+__all__ = ["EncodedFrame", "LiveCalibration", "LiveEncoder", "LiveReport"]
+
+F64 = NDArray[np.float64]
+
+_HEAD = np.array([REGISTRY.index(d) for d in ("h_yaw", "h_pitch", "h_roll")], dtype=np.intp)
+_GAZE = np.array([REGISTRY.index(d) for d in ("f_gaze_yaw", "f_gaze_pitch")], dtype=np.intp)
+_REFERENCE = LandmarkCalibration(REFERENCE_CALIBRATION, units(REFERENCE_CALIBRATION),
+                                 ("reference avatar: no body seen yet",))
+
+
+def _has_body(lm: HolisticLandmarks) -> bool:
+    pts = lm.pose_world[0, [POSE_POINTS["shoulder_l"], POSE_POINTS["shoulder_r"], POSE_POINTS["hip_l"],
+                            POSE_POINTS["hip_r"]]]
+    return bool(np.isfinite(pts).all())
+
+
+def _distances(cal: Calibration) -> F64:
+    return np.array([np.nan if getattr(cal, f.name) is None else float(getattr(cal, f.name))
+                     for f in fields(cal)])
+
+
+def _close(a: F64, b: F64, tolerance: float) -> bool:
+    both = np.isfinite(a) & np.isfinite(b)
+    if not np.array_equal(np.isfinite(a), np.isfinite(b)):
+        return False
+    return bool(np.all(np.abs(a[both] - b[both]) <= tolerance * np.abs(b[both])))
+
+
+class LiveCalibration:
+    """The running robust estimate of the performer's calibration (module docstring)."""
+
+    def __init__(self, *, window: int = 150, every: int = 15, settle: int = 3, tolerance: float = 0.03,
+                 visibility_threshold: float = 0.5) -> None:
+        if window < 1 or every < 1 or settle < 1 or not 0 < tolerance < 1:
+            raise UsageError("usage.bad_option", "window, every, settle must be >= 1 and 0 < tolerance < 1")
+        self.window, self.every, self.settle, self.tolerance = window, every, settle, tolerance
+        self.visibility_threshold = visibility_threshold
+        self._frames: deque[HolisticLandmarks] = deque(maxlen=window)
+        self._estimates: deque[F64] = deque(maxlen=settle)
+        self._since = 0
+        self.current: LandmarkCalibration | None = None
+        self.updates = 0
+
+    def _estimate(self) -> LandmarkCalibration:
+        def stack(name: str) -> F64:
+            return np.concatenate([getattr(f, name) for f in self._frames])
+
+        batch = HolisticLandmarks(stack("pose_world"), stack("pose_visibility"), stack("left_hand"),
+                                  stack("right_hand"), None, stack("hand_scale"))
+        return estimate_calibration(batch, visibility_threshold=self.visibility_threshold)
+
+    def update(self, lm: HolisticLandmarks) -> LandmarkCalibration | None:
+        """Feed one frame; returns the new calibration when it changed (to be sent)."""
+        if not _has_body(lm):
+            return None
+        self._frames.append(HolisticLandmarks(lm.pose_world, lm.pose_visibility, lm.left_hand, lm.right_hand,
+                                              None, lm.hand_scale if lm.hand_scale is not None
+                                              else np.full(1, np.nan)))
+        self._since += 1
+        if self.current is not None and self._since < self.every:
+            return None
+        self._since = 0
+        try:
+            estimate = self._estimate()
+        except UsageError:  # a degenerate body frame in every buffered frame
+            return None
+        values = _distances(estimate.calibration)
+        self._estimates.append(values)
+        if self.current is None:
+            self.current = estimate
+            self.updates += 1
+            return estimate
+        settled = len(self._estimates) == self.settle and all(
+            _close(e, values, self.tolerance) for e in self._estimates)
+        if settled and not _close(values, _distances(self.current.calibration), self.tolerance):
+            self.current = estimate
+            self.updates += 1
+            return estimate
+        return None
+
+
+@dataclass(frozen=True)
+class EncodedFrame:
+    """One encoded frame: ``vector (N,)`` (NaN = not sent), its ``conditions``, the new
+    calibration to send (or None), and the encode time in µs."""
+
+    vector: F64
+    conditions: Conditions
+    calibration: Calibration | None
+    encode_us: float
+    tracked: tuple[str, ...]
+
+
+@dataclass
+class LiveReport:
+    """Totals over a run: frames, frames with each part tracked, clamps per dim or
+    channel, calibration updates, notes (never silent)."""
+
+    frames: int = 0
+    tracked: Counter[str] = field(default_factory=Counter)
+    clamped: Counter[str] = field(default_factory=Counter)
+    calibration_updates: int = 0
+    notes: Counter[str] = field(default_factory=Counter)
+
+
+class LiveEncoder:
+    """Observation -> :class:`EncodedFrame`, one frame at a time (module docstring).
+
+    ``calibration``: a fixed calibration (no live estimate) or None for
+    :class:`LiveCalibration`; ``face_expected``: FaceLandmarker runs, so a frame without
+    blendshapes is ``lost`` for face/mouth rather than ``not_estimated``.
+    """
+
+    def __init__(self, *, calibration: LandmarkCalibration | None = None, face_expected: bool = True,
+                 visibility_threshold: float = 0.5, live: LiveCalibration | None = None) -> None:
+        self.fixed = calibration
+        self.live = None if calibration is not None else (live or LiveCalibration(
+            visibility_threshold=visibility_threshold))
+        self.face_expected = face_expected
+        self.visibility_threshold = visibility_threshold
+        self.report = LiveReport()
+
+    @property
+    def calibration(self) -> LandmarkCalibration | None:
+        """The calibration in use (None before any body was seen)."""
+        return self.fixed if self.fixed is not None else (None if self.live is None else self.live.current)
+
+    def encode(self, obs: Observation) -> EncodedFrame:
+        """Encode one observation (module docstring)."""
+        start = time.perf_counter()
+        lm = obs.landmarks
+        changed = None if self.live is None else self.live.update(lm)
+        cal = self.calibration or _REFERENCE
+        result = landmarks_to_vectors(lm, calibration=cal, visibility_threshold=self.visibility_threshold)
+        vec = result.vectors[0].copy()
+        states = {part: str(s[0]) for part, s in result.tracking.items()}
+        for key, count in result.report.clamped.items():
+            self.report.clamped[key] += count
+
+        if obs.blendshapes is not None:
+            face, clipped = blendshape_dims(obs.blendshapes)
+            vec[FACE_DIM_INDICES] = face[FACE_DIM_INDICES]
+            for name in clipped:
+                self.report.clamped[name] += 1
+            states["face"] = states["mouth"] = "tracked"
+        elif self.face_expected:
+            vec[FACE_DIM_INDICES] = np.nan
+            states["face"] = states["mouth"] = "lost"
+
+        if obs.face_matrix is not None:
+            body = None
+            if _has_body(lm):
+                pose = lm.pose_world[0] @ MEDIAPIPE_TO_Y_UP
+                try:
+                    body = body_frame(pose[POSE_POINTS["shoulder_l"]], pose[POSE_POINTS["shoulder_r"]],
+                                      0.5 * (pose[POSE_POINTS["hip_l"]] + pose[POSE_POINTS["hip_r"]])).rotation
+                except UsageError:
+                    self.report.notes["degenerate body frame: head relative to the camera"] += 1
+            else:
+                self.report.notes["no body: head relative to the camera"] += 1
+            head, clamped = head_from_face_matrix(obs.face_matrix, body)
+            if np.isfinite(head).all():
+                vec[_HEAD] = head
+                states["head"] = "tracked"
+                if bool(clamped):
+                    self.report.clamped["h_* (angle beyond max)"] += 1
+            if obs.face_mesh is not None and obs.face_mesh.shape[0] == 478:
+                mesh = obs.face_mesh @ MEDIAPIPE_TO_Y_UP
+                gaze, gaze_clipped = iris_gaze(mesh, rotation_part(obs.face_matrix))
+                if np.isfinite(gaze).all():
+                    vec[_GAZE] = gaze
+                    if bool(gaze_clipped):
+                        self.report.clamped["f_gaze_* (eye angle beyond max)"] += 1
+        if self.face_expected and states.get("head") == "not_estimated":
+            states["head"] = "lost"  # the face models ran and saw no face
+        for note in obs.notes:
+            self.report.notes[note] += 1
+
+        tracked = tuple(p for p, s in states.items() if s == "tracked")
+        conditions = Conditions(tracking={p: s for p, s in states.items() if s != "tracked"})
+        self.report.frames += 1
+        self.report.tracked.update(tracked)
+        if changed is not None:
+            self.report.calibration_updates += 1
+        elapsed = (time.perf_counter() - start) * 1e6
+        return EncodedFrame(vector=vec, conditions=conditions,
+                            calibration=None if changed is None else changed.calibration,
+                            encode_us=elapsed, tracked=tracked)
+

