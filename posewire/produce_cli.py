@@ -320,7 +320,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _cmd_produce(args: argparse.Namespace) -> int:
-    from posewire.wsclient import RelayError
+    from posewire.transport import RelayError
 
     if args.rate_scale < 0:
         print("posewire produce: --rate-scale must be >= 0", file=sys.stderr)
