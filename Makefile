@@ -35,6 +35,7 @@ generate: install
 bench: install
 	$(BIN)/python benchmarks/wire_bench.py
 	$(BIN)/python benchmarks/relay_bench.py
+	$(BIN)/python benchmarks/inference_bench.py
 
 clean:
 	rm -rf $(VENV) tests/gltf/node_modules

@@ -179,6 +179,10 @@ class LiveEncoder:
         lm = obs.landmarks
         changed = None if self.live is None else self.live.update(lm)
         cal = self.calibration or _REFERENCE
+        if obs.face_matrix is not None and lm.face is not None:
+            # the head comes from the face transform below: skip the mesh-based head
+            lm = HolisticLandmarks(lm.pose_world, lm.pose_visibility, lm.left_hand, lm.right_hand, None,
+                                   lm.hand_scale)
         result = landmarks_to_vectors(lm, calibration=cal, visibility_threshold=self.visibility_threshold)
         vec = result.vectors[0].copy()
         states = {part: str(s[0]) for part, s in result.tracking.items()}

