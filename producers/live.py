@@ -26,6 +26,7 @@ from __future__ import annotations
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field, fields
+from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -35,7 +36,9 @@ from posewire.codec.conditions import Conditions
 from posewire.codec.errors import UsageError
 from posewire.codec.morph import FACE_DIM_INDICES
 from posewire.codec.registry import REGISTRY
+from posewire.codec.vector import LOWER, UPPER
 from posewire.producers.face import blendshape_dims, head_from_face_matrix, iris_gaze, rotation_part
+from posewire.producers.hand import hand_dims
 from posewire.producers.landmarks import (
     MEDIAPIPE_TO_Y_UP,
     POSE_POINTS,
@@ -173,6 +176,25 @@ class LiveEncoder:
         """The calibration in use (None before any body was seen)."""
         return self.fixed if self.fixed is not None else (None if self.live is None else self.live.current)
 
+    def _fingers_without_body(self, lm: HolisticLandmarks, side: Literal["l", "r"], vec: F64) -> None:
+        """Finger dims of a hand seen without a body frame (the hand-only route).
+
+        Curl, fold and side are angles inside the hand's own frame (spec §4.3), so any
+        world frame gives them: the camera's is used. The palm (§4.2) is relative to the
+        body and stays NaN here unless the landmark encoder gives it.
+        """
+        points = (lm.left_hand if side == "l" else lm.right_hand) @ MEDIAPIPE_TO_Y_UP
+        dims = hand_dims(points, np.eye(3)[None], np.ones(1, dtype=bool), side=side)
+        for dim_id, values in dims.values.items():
+            index = REGISTRY.index(dim_id)
+            if REGISTRY.dimensions[index].row.group != "fingers" or not np.isfinite(values[0]):
+                continue
+            value = float(np.clip(values[0], LOWER[index], UPPER[index]))
+            if value != float(values[0]):
+                self.report.clamped[dim_id] += 1
+            vec[index] = value
+        self.report.notes["a hand without a body: fingers only, no palm frame"] += 1
+
     def encode(self, obs: Observation) -> EncodedFrame:
         """Encode one observation (module docstring)."""
         start = time.perf_counter()
@@ -188,6 +210,11 @@ class LiveEncoder:
         states = {part: str(s[0]) for part, s in result.tracking.items()}
         for key, count in result.report.clamped.items():
             self.report.clamped[key] += count
+
+        for side in ("l", "r"):
+            if states[f"hand_{side}"] != "tracked" and obs.hand_source[side] != "none":
+                self._fingers_without_body(lm, side, vec)
+                states[f"hand_{side}"] = "tracked"
 
         if obs.blendshapes is not None:
             face, clipped = blendshape_dims(obs.blendshapes)
