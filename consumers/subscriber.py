@@ -8,42 +8,63 @@ Example::
         async for frame in sub:
             print(frame.seq, frame.values[frame.mask], sub.calibration)
 
-Each item is a :class:`SubscribedFrame`: ``values`` is the ``(N,)`` vector of the frame
-with NaN for dims not in its mask (spec §5.4), or the merged latest state of every dim
-seen so far when ``merge=True``; ``conditions`` and ``calibration`` are the latest
-states (spec §5.5–5.6). On joining, the relay sends the stream's calibration and latest
-full frame at once (spec §5.7). A lost link is re-opened with exponential backoff;
+Latest wins up to the application (spec §5.7): a background task reads the link as fast
+as frames arrive and merges them into the stream state, so the websocket never backs up;
+each item is the **newest** state — an application that reads slower than the producer
+sends skips the frames in between (their dims merged, ``merged`` says how many frames
+one item covers) instead of working through a backlog. Each item is a
+:class:`SubscribedFrame`: ``values`` holds the latest value of every dim carried since
+the previous item (NaN elsewhere), or the merged latest state of every dim seen so far
+when ``merge=True``; ``conditions`` and ``calibration`` are the latest states (spec
+§5.5–5.6). On joining, the relay sends the stream's calibration and latest full frame
+at once (spec §5.7). Frames older than the newest (reordered) are skipped. A lost link
+(keepalive: no pong within ``ping_timeout``) is re-opened with exponential backoff;
 errors a reconnect cannot fix raise :class:`~posewire.transport.RelayError`.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 from websockets.exceptions import ConnectionClosed
 
 from posewire.codec.conditions import Conditions
+from posewire.codec.errors import UsageError
 from posewire.codec.protocol import State
 from posewire.codec.vector import N_DIMS
 from posewire.codec.wire import Bye, Calibration, ConditionsMessage, Frame
-from posewire.transport import Backoff, ClientLink, RelayError, retry_connect
+from posewire.transport import (
+    DEFAULT_PING_INTERVAL,
+    DEFAULT_PING_TIMEOUT,
+    Backoff,
+    ClientLink,
+    RelayError,
+    check_liveness,
+    client_tls_context,
+    retry_connect,
+)
 
 __all__ = ["RelayError", "SubscribedFrame", "Subscriber"]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class SubscribedFrame:
-    """One received frame (spec §5.4).
+    """The newest state of the stream (spec §5.4, §5.7).
 
-    ``values``: float64 ``(N,)``, NaN where the dim is not in this frame (or, with
-    ``merge=True``, the latest value of every dim seen, NaN only where never sent);
-    ``mask``: bool ``(N,)``, the dims this frame carried; ``conditions`` /
+    ``seq`` / ``timestamp_us``: of the newest frame; ``values``: float64 ``(N,)``, the
+    latest value of every dim carried by the frames since the previous item, NaN elsewhere
+    (or, with ``merge=True``, the latest value of every dim seen, NaN only where never
+    sent); ``mask``: bool ``(N,)``, the dims those frames carried; ``conditions`` /
     ``calibration``: the latest states (``None`` = never received); ``stale``: the
     sequence went back (another producer on the stream, or a restarted one);
-    ``received_at``: local monotonic seconds.
+    ``received_at``: local monotonic seconds when the newest frame arrived; ``merged``:
+    how many received frames this item covers (1 when the application keeps up).
     """
 
     seq: int
@@ -54,13 +75,16 @@ class SubscribedFrame:
     calibration: Calibration | None
     stale: bool = False
     received_at: float = 0.0
+    merged: int = 1
 
 
 class Subscriber:
     """Async consumer client of one stream (spec §5.3), an async iterator of
-    :class:`SubscribedFrame`.
+    :class:`SubscribedFrame` (the newest state, never a backlog).
 
-    ``merge``: yield the merged latest state instead of the frame's own dims.
+    ``merge``: yield the merged latest state of every dim instead of the dims carried
+    since the previous item. ``ca_file``: PEM file to verify a ``wss://`` relay with.
+    ``ping_interval`` / ``ping_timeout``: keepalive in seconds (None: off).
     ``reconnect``: re-open a lost link with :class:`Backoff` (``backoff_initial`` …
     ``backoff_max`` seconds, at most ``max_retries`` failed attempts in a row, None =
     forever). Iteration stops after :meth:`close`, or when the relay says bye and
@@ -70,7 +94,11 @@ class Subscriber:
     def __init__(self, url: str, stream: str, *, token: str | None = None, merge: bool = False,
                  client: str = "posewire-subscriber", reconnect: bool = True,
                  backoff_initial: float = 0.05, backoff_max: float = 5.0,
-                 max_retries: int | None = None, open_timeout: float = 5.0) -> None:
+                 max_retries: int | None = None, open_timeout: float = 5.0,
+                 ca_file: str | Path | None = None,
+                 ping_interval: float | None = DEFAULT_PING_INTERVAL,
+                 ping_timeout: float | None = DEFAULT_PING_TIMEOUT) -> None:
+        check_liveness(ping_interval, ping_timeout)
         self.url = url
         self.stream = stream
         self.token = token
@@ -80,16 +108,34 @@ class Subscriber:
         self.backoff = Backoff(initial=backoff_initial, maximum=backoff_max)
         self.max_retries = max_retries
         self.open_timeout = open_timeout
+        self.tls = client_tls_context(url, ca_file)
+        self.ping_interval = ping_interval
+        self.ping_timeout = ping_timeout
         #: Latest calibration and condition state of the stream (spec §5.5–5.6).
         self.calibration: Calibration | None = None
         self.conditions: Conditions | None = None
         #: Merged latest value of every dim (NaN = never received).
         self.state: NDArray[np.float64] = np.full(N_DIMS, np.nan)
+        #: Frames received from the relay; skipped as older than the newest.
         self.frames_received = 0
+        self.frames_stale = 0
+        #: Items handed to the application (fewer than frames when it reads slower).
+        self.frames_yielded = 0
         self.reconnects = 0
         self._link: ClientLink | None = None
         self._closed = False
         self._ever_connected = False
+        self._reader: asyncio.Task[None] | None = None
+        self._error: BaseException | None = None
+        self._finished = False
+        self._wake = asyncio.Event()
+        # the newest frame not yet handed out, and what it covers
+        self._fresh: NDArray[np.bool_] = np.zeros(N_DIMS, dtype=bool)
+        self._count = 0
+        self._seq = 0
+        self._ts = 0
+        self._stale = False
+        self._at = 0.0
 
     async def __aenter__(self) -> Subscriber:
         await self.connect()
@@ -112,67 +158,117 @@ class Subscriber:
         """True while the link is open."""
         return self._link is not None and self._link.conn.state is State.OPEN
 
-    async def connect(self) -> None:
-        """Open the link (hello → welcome); retries with backoff when ``reconnect`` is
-        set; raises :class:`RelayError` when fatal or out of retries."""
-        async def open_once() -> None:
-            self._link = await ClientLink.open(
-                self.url, self.stream, role="consumer", token=self.token,
-                client=self.client, open_timeout=self.open_timeout, max_size=2**20)
-            if self._ever_connected:
-                self.reconnects += 1
-            self._ever_connected = True
+    async def _open_once(self) -> None:
+        self._link = await ClientLink.open(
+            self.url, self.stream, role="consumer", token=self.token,
+            client=self.client, open_timeout=self.open_timeout, max_size=2**20,
+            tls=self.tls, ping_interval=self.ping_interval, ping_timeout=self.ping_timeout)
+        if self._ever_connected:
+            self.reconnects += 1
+        self._ever_connected = True
 
-        await retry_connect(open_once, backoff=self.backoff, reconnect=self.reconnect,
+    async def _connect(self) -> None:
+        await retry_connect(self._open_once, backoff=self.backoff, reconnect=self.reconnect,
                             max_retries=self.max_retries, is_closed=lambda: self._closed,
                             what="subscriber")
 
-    async def recv(self) -> SubscribedFrame | None:
-        """The next frame; ``None`` when the subscriber is finished (closed, or the
-        link ended and ``reconnect`` is off). Calibration and condition messages update
-        :attr:`calibration` / :attr:`conditions` on the way."""
-        while not self._closed:
-            if not self.connected:
-                if self._ever_connected and not self.reconnect:
-                    return None
-                await self.connect()
-            link = self._link
-            assert link is not None
-            try:
-                data = await link.ws.recv()
-            except ConnectionClosed as exc:
-                closed = link.closed_error(exc)
-                if self._closed:
-                    return None
-                if isinstance(closed, RelayError) and (closed.fatal or not self.reconnect):
-                    raise closed from None
-                continue
-            for msg in link.feed(data):  # RelayError on an error message
-                if isinstance(msg, Frame):
-                    return self._on_frame(msg, link)
-                if isinstance(msg, Calibration):
-                    self.calibration = msg
-                elif isinstance(msg, ConditionsMessage):
-                    self.conditions = msg.conditions
-                elif isinstance(msg, Bye):
-                    await link.ws.close()
-                    link.conn.connection_closed()
-        return None
+    async def connect(self) -> None:
+        """Open the link (hello → welcome) and start reading; retries with backoff when
+        ``reconnect`` is set; raises :class:`RelayError` when fatal or out of retries."""
+        if self._reader is not None:
+            return
+        await self._connect()
+        self._reader = asyncio.create_task(self._read_loop())
 
-    def _on_frame(self, frame: Frame, link: ClientLink) -> SubscribedFrame:
+    async def _read_loop(self) -> None:
+        """Read every message as it arrives (the link never backs up); reconnect."""
+        try:
+            while not self._closed:
+                link = self._link
+                if link is None or link.conn.state is not State.OPEN:
+                    if not self.reconnect:
+                        return
+                    await self._connect()
+                    continue
+                try:
+                    data = await link.ws.recv()
+                except ConnectionClosed as exc:
+                    closed = link.closed_error(exc)
+                    if self._closed:
+                        return
+                    if isinstance(closed, RelayError) and (closed.fatal or not self.reconnect):
+                        raise closed from None
+                    continue
+                for msg in link.feed(data):  # RelayError on an error message
+                    if isinstance(msg, Frame):
+                        self._on_frame(msg, link.last_stale)
+                    elif isinstance(msg, Calibration):
+                        self.calibration = msg
+                    elif isinstance(msg, ConditionsMessage):
+                        self.conditions = msg.conditions
+                    elif isinstance(msg, Bye):
+                        await link.ws.close()
+                        link.conn.connection_closed()
+        except (RelayError, UsageError) as exc:
+            if not self._closed:
+                self._error = exc
+        finally:
+            self._finished = True
+            self._wake.set()
+
+    def _on_frame(self, frame: Frame, stale: bool) -> None:
+        self.frames_received += 1
+        if stale:
+            # spec §5.7: a frame behind the newest is not the latest state
+            self.frames_stale += 1
+            return
         mask = frame.mask
         self.state[mask] = frame.values[mask]
         if frame.conditions is not None:
             self.conditions = frame.conditions
-        self.frames_received += 1
-        stale = link.last_stale
-        values = self.state.copy() if self.merge else frame.values
-        return SubscribedFrame(frame.seq, frame.timestamp_us, values, mask, self.conditions,
-                               self.calibration, stale, time.monotonic())
+        self._fresh |= mask
+        self._count += 1
+        self._seq, self._ts, self._stale = frame.seq, frame.timestamp_us, stale
+        self._at = time.monotonic()
+        self._wake.set()
+
+    async def recv(self) -> SubscribedFrame | None:
+        """The newest state (waits for a frame newer than the last one returned);
+        ``None`` when the subscriber is finished (closed, or the link ended and
+        ``reconnect`` is off). Errors a reconnect cannot fix raise :class:`RelayError`."""
+        if self._reader is None and not self._closed:
+            await self.connect()
+        while not self._closed:
+            if self._count:
+                return self._take()
+            if self._finished:
+                err, self._error = self._error, None
+                if err is not None:
+                    raise err
+                return None
+            self._wake.clear()
+            await self._wake.wait()
+        return None
+
+    def _take(self) -> SubscribedFrame:
+        mask = self._fresh
+        values = self.state.copy() if self.merge else np.where(mask, self.state, np.nan)
+        out = SubscribedFrame(self._seq, self._ts, values, mask, self.conditions,
+                              self.calibration, self._stale, self._at, self._count)
+        self._fresh = np.zeros(N_DIMS, dtype=bool)
+        self._count = 0
+        self.frames_yielded += 1
+        return out
 
     async def close(self) -> None:
         """Say bye and close (idempotent); iteration then stops."""
         self._closed = True
+        self._wake.set()
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
         link, self._link = self._link, None
         if link is not None:
             await link.close("subscriber closing")

@@ -9,6 +9,7 @@ prints one line per frame and a summary: wire bytes, end-to-end latency, decode 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import statistics
 import sys
 import time
@@ -69,6 +70,8 @@ async def run_demo(recording: Path, *, frames: int | None = None, speed: float =
     fk_us: list[float] = []
     async with (Relay("127.0.0.1", port=0, status_every=0) as relay,
                 Subscriber(relay.url, "demo", merge=True) as sub):
+        handled = asyncio.Event()
+
         async def publish() -> None:
             async with Publisher(relay.url, "demo", calibration=header.calibration) as pub:
                 start, t0 = time.monotonic(), records[0].t_us
@@ -78,6 +81,12 @@ async def run_demo(recording: Path, *, frames: int | None = None, speed: float =
                         if delay > 0:
                             await asyncio.sleep(delay)
                     await pub.send_frame(rec.vector(), conditions=rec.conditions)
+                    if speed <= 0:
+                        # as fast as the pipeline goes: the subscriber yields the newest
+                        # state (latest wins), so wait until this frame was decoded
+                        with contextlib.suppress(TimeoutError):
+                            await asyncio.wait_for(handled.wait(), 10.0)
+                        handled.clear()
 
         producer = asyncio.create_task(publish())
         while True:
@@ -105,6 +114,7 @@ async def run_demo(recording: Path, *, frames: int | None = None, speed: float =
             morphs = "  ".join(f"{n} {w:.2f}" for w, n in strongest if w > 0) or "-"
             out(f"seq {frame.seq:4d}  {latencies[-1]:6.2f} ms  hand_r at "
                 f"({wrist[0]:+.3f}, {wrist[1]:+.3f}, {wrist[2]:+.3f}) m  {morphs}")
+            handled.set()
             if frame.seq >= len(records) - 1:
                 break
         await producer

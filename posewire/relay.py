@@ -2,21 +2,33 @@
 
 A thin asyncio layer over the sans-I/O :class:`posewire.codec.protocol.Connection` (spec §5.10):
 each websocket gets a server-side ``Connection`` that checks the hello (protocol,
-registry, auth token), the message size and the per-producer frame rate, and turns
-every violation into an error message plus a close code (spec §5.8). What the relay
-adds (spec §5.7):
+registry, auth token) and the message size, and turns every violation into an error
+message plus a close code (spec §5.8). What the relay adds (spec §5.7):
 
-* **streams** — a stream is a name; one producer at a time publishes into it (a second
-  is refused, spec §5.7) and any number of consumers subscribe. A late joiner immediately gets the stream's latest
-  calibration, the latest condition state and the latest *full* frame: masked partial
-  frames are merged into one state that is re-encoded (once, lazily) for late joiners.
-* **latest-wins mailboxes** — each consumer has one slot per message kind and one
-  sender task. A producer's validated bytes are put, unchanged, into every consumer's
-  mailbox (decoded once, never re-encoded per consumer); a consumer that cannot keep up
-  has its unsent frame replaced by the newer one and the drop counted, so its memory is
-  bounded and it never slows the producer or the other consumers.
-* **defence** — an auth token is required when bound beyond loopback (unless
-  ``no_auth``); a bad message closes only the client that sent it.
+* **streams** — a stream is a name; one producer at a time publishes into it and any
+  number of consumers subscribe. A second producer is refused while the first answers a
+  ping; one that stopped answering (half-open) is replaced by the newcomer. A late joiner
+  immediately gets the stream's latest calibration, condition state and *full* frame
+  (masked partial frames are merged into one state, re-encoded once, lazily).
+* **latest wins, end to end** — a producer's validated bytes go, unchanged, to every
+  consumer. A consumer whose socket keeps up gets them at once; one that does not, or
+  that has more than ``send_window`` frames in flight beyond the last one its websocket
+  acknowledged (a ping answered: it read everything before it), gets them through a
+  latest-wins mailbox: an unsent frame is replaced by the newer one and the drop counted.
+  Its memory and its lag are bounded; it never slows the producer or the other consumers.
+  Frames older than the stream's newest are dropped, never kept as the latest.
+* **admission** — ``max_connections`` in all and ``max_per_address`` per client address
+  (both kept below the descriptor limit, whose soft value is raised at start); a
+  connection that has not said hello within ``hello_timeout`` is closed, and at the cap
+  the oldest such connection makes room for a new one; hellos per address are rate
+  limited; frames over the producer's rate are dropped before they are decoded;
+  rejections are logged at a bounded rate.
+* **origin** — a browser (a client that sends ``Origin``) is accepted only from the
+  relay's own origin or ``allow_origins``; clients without ``Origin`` are unaffected.
+* **TLS and auth** — ``tls_cert``/``tls_key`` serve ``wss://``. Beyond loopback the
+  relay needs a token (unless ``no_auth``) and TLS (unless ``insecure``).
+* **liveness** — keepalive pings every ``ping_interval`` s; a client that does not answer
+  within ``ping_timeout`` s is closed.
 
 Example (in-process, e.g. from a test)::
 
@@ -24,6 +36,9 @@ Example (in-process, e.g. from a test)::
         async with Publisher(relay.url, "demo") as pub:
             await pub.send_frame({"h_yaw": 0.25})
         print(relay.stats.frames_in)
+
+A message broker linking relays hooks in with :meth:`Relay.fan_out` (messages from
+elsewhere to local consumers) and :attr:`Relay.publish_hooks` (local producers' messages).
 """
 
 from __future__ import annotations
@@ -36,32 +51,36 @@ import secrets
 import signal
 import socket
 import sys
+import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import count
-from typing import Generic, Literal, TextIO, TypeVar
+from pathlib import Path
+from typing import Any, ClassVar, Generic, Literal, TextIO, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 from websockets.asyncio.server import Server, ServerConnection, broadcast, serve
 from websockets.exceptions import ConnectionClosed
+from websockets.frames import CloseCode
+from websockets.http11 import Request, Response
+from websockets.protocol import State as WsState
 from websockets.typing import Subprotocol
 
 from posewire.codec.conditions import Conditions
 from posewire.codec.errors import DecodeError, UsageError
 from posewire.codec.protocol import (
+    CLOSE_CODES,
     Closed,
     Connection,
     Event,
     Limits,
     ProtocolFailure,
-    RateLimited,
     Received,
-    SequenceGap,
-    SequenceReorder,
-    SequenceReset,
+    SequenceTracker,
     State,
+    TokenBucket,
 )
 from posewire.codec.vector import N_DIMS
 from posewire.codec.wire import (
@@ -71,10 +90,17 @@ from posewire.codec.wire import (
     Bye,
     Calibration,
     ConditionsMessage,
+    ErrorMessage,
     Frame,
     Hello,
     Message,
     encode,
+)
+from posewire.transport import (
+    DEFAULT_PING_INTERVAL,
+    DEFAULT_PING_TIMEOUT,
+    check_liveness,
+    server_tls_context,
 )
 
 __all__ = [
@@ -91,10 +117,11 @@ T = TypeVar("T")
 
 #: Close code when the client did not negotiate the ``posewire.v1`` subprotocol (RFC 6455).
 _CLOSE_PROTOCOL = 1002
-#: Websocket-level size limit as a multiple of the codec limit: a message up to this size
-#: is read and refused by the codec with ``decode.too_large`` (close 4009, spec §5.8);
-#: beyond it websockets closes with 1009 without reading it.
-_WS_SIZE_FACTOR = 16
+#: Descriptors kept free for the listening socket, logs, files (not for clients).
+_FD_RESERVE = 64
+#: A msgpack map whose first key is ``t`` = ``"f"``: how every encoder writes a frame
+#: (spec §5.2 canonical order), checked before decoding to drop over-rate frames cheaply.
+_FRAME_PREFIX = b"\xa1t\xa1f"
 
 
 def is_loopback(host: str | None) -> bool:
@@ -107,6 +134,36 @@ def is_loopback(host: str | None) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def _looks_like_frame(data: bytes) -> bool:
+    return len(data) > 5 and 0x80 <= data[0] <= 0x8F and data[1:5] == _FRAME_PREFIX
+
+
+class _LogLimiter:
+    """At most ``burst`` lines per ``interval`` seconds; the rest are counted and
+    reported in one line when the next interval begins (rejection floods, spec §5.8)."""
+
+    def __init__(self, logger: logging.Logger, *, burst: int = 10, interval: float = 10.0) -> None:
+        self.logger = logger
+        self.burst = burst
+        self.interval = interval
+        self._start = -float("inf")
+        self._lines = 0
+        self.suppressed = 0
+
+    def __call__(self, msg: str, *args: object) -> None:
+        now = time.monotonic()
+        if now - self._start >= self.interval:
+            if self.suppressed:
+                self.logger.info("(%d more rejections in the last %.0f s not logged)",
+                                 self.suppressed, now - self._start)
+            self._start, self._lines, self.suppressed = now, 0, 0
+        if self._lines < self.burst:
+            self._lines += 1
+            self.logger.info(msg, *args)
+        else:
+            self.suppressed += 1
 
 
 class Mailbox(Generic[T]):
@@ -160,6 +217,15 @@ class Mailbox(Generic[T]):
         self.delivered[kind] += 1
         return kind, item
 
+    async def wait(self) -> bool:
+        """Wait until a message is pending (True) or the mailbox is closed (False)."""
+        while not self._slots:
+            if self._closed:
+                return False
+            self._event.clear()
+            await self._event.wait()
+        return not self._closed
+
     async def get(self) -> tuple[str, T] | None:
         """Wait for the oldest pending message; ``None`` once closed."""
         while True:
@@ -189,13 +255,24 @@ class RelayStats:
     errors: int = 0
     rate_limited: int = 0
     sequence_events: int = 0
+    #: frames older than the stream's newest, dropped (spec §5.7)
+    stale: int = 0
+    #: connections refused at accept (connection or per-address cap)
+    refused: int = 0
+    #: hello-less connections closed to make room at the cap
+    evicted: int = 0
+    #: browsers refused for their Origin
+    origin_refused: int = 0
+    #: producers replaced because they stopped answering pings
+    replaced: int = 0
     errors_by_code: Counter[str] = field(default_factory=Counter)
 
 
 @dataclass(frozen=True, slots=True)
 class ConsumerInfo:
     """A snapshot of one consumer: frames sent and dropped, what it holds right now
-    (``pending`` mailbox slots, at most 3; ``buffered_bytes`` in the transport)."""
+    (``pending`` mailbox slots, at most 3; ``buffered_bytes`` in the transport;
+    ``in_flight`` frames written but not yet acknowledged by a pong)."""
 
     session: str
     stream: str
@@ -203,6 +280,7 @@ class ConsumerInfo:
     dropped: int
     pending: int
     buffered_bytes: int
+    in_flight: int = 0
 
 
 _Item = tuple[Message, bytes]
@@ -211,7 +289,7 @@ _Item = tuple[Message, bytes]
 class _Client:
     """The relay's view of one websocket."""
 
-    def __init__(self, ws: ServerConnection, conn: Connection, session: str) -> None:
+    def __init__(self, ws: _RelayConnection, conn: Connection, session: str) -> None:
         self.ws = ws
         self.conn = conn
         self.session = session
@@ -219,6 +297,15 @@ class _Client:
         self.stream: _Stream | None = None
         self.mailbox: Mailbox[_Item] | None = None
         self.sender: asyncio.Task[None] | None = None
+        # consumers: the send window (spec §5.7) — frames written, frames known read
+        # (acknowledged by the pong of a ping sent after them), the last ping's mark
+        self.sent = 0
+        self.acked = 0
+        self.ping_mark = 0
+        self.pinging: asyncio.Task[None] | None = None
+        self.window = asyncio.Event()
+        # producers: the frame-rate bucket, checked before decoding (spec §5.8)
+        self.bucket: TokenBucket | None = None
 
 
 class _Stream:
@@ -236,6 +323,10 @@ class _Stream:
         self.timestamp_us = 0
         self.has_frame = False
         self._frame_item: _Item | None = None  # the latest full frame, when known
+        #: the newest sequence number seen from the current producer (spec §5.7)
+        self.sequence = SequenceTracker()
+        #: held while a producer hello checks whether the current producer is alive
+        self.takeover = asyncio.Lock()
 
     @property
     def empty(self) -> bool:
@@ -284,33 +375,97 @@ class _Stream:
         return self._frame_item
 
 
+class _RelayConnection(ServerConnection):
+    """websockets' server connection with the relay's admission control (at accept,
+    before any byte is read) and ``decode.too_large`` for every oversized message."""
+
+    relay: ClassVar[Relay]  # set on a per-relay subclass (Relay.start)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.peer_host = ""
+        self.accepted_at = 0.0
+        self.admitted = False
+        fail = self.protocol.fail
+        relay = self.relay
+
+        def fail_too_large(code: CloseCode | int, reason: str = "") -> None:
+            # websockets refuses a message over max_size from its header (1009, unread);
+            # spec §5.8: every oversized message is decode.too_large, with its error
+            if code == CloseCode.MESSAGE_TOO_BIG and self.protocol.state is WsState.OPEN:
+                self.protocol.send_binary(relay._too_large_reply)
+                code = CLOSE_CODES["decode.too_large"]
+                reason = "decode.too_large"
+                relay.stats.errors += 1
+                relay.stats.errors_by_code["decode.too_large"] += 1
+            fail(code, reason)
+
+        self.protocol.fail = fail_too_large  # type: ignore[method-assign]
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self.relay._admit(self, transport)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.relay._release(self)
+        super().connection_lost(exc)
+
+
 class Relay:
     """An asyncio websocket relay (spec §5.7); usable in-process as an async context
     manager (``async with Relay("127.0.0.1", port=0) as relay: relay.port``) or from the
     CLI through :meth:`run`.
 
-    Options: ``token`` — required auth token (compared in constant time); a host
-    beyond loopback needs one unless ``no_auth=True``. ``max_bytes`` — largest message
-    (spec §5.8). ``max_fps`` / ``burst_s`` / ``on_rate`` — per-producer token bucket
-    (``"drop"``: excess frames dropped and counted, ``"close"``: the producer is closed
-    with ``decode.rate``). ``status_every`` — seconds between status lines on
-    ``status_file`` (0/None: off). ``hello_timeout`` — seconds a new connection has to
-    send its hello. ``send_buffer`` — kernel send buffer per connection in bytes (small
-    = latest-wins kicks in sooner for a slow consumer); None leaves the OS default.
+    Options (keyword-only):
+
+    * ``token`` — required auth token (compared in constant time); a host beyond loopback
+      needs one unless ``no_auth=True``.
+    * ``tls_cert`` / ``tls_key`` — PEM files: serve ``wss://``. A host beyond loopback
+      needs them unless ``insecure=True``.
+    * ``allow_origins`` — browser origins (``"https://example.org"``) accepted besides the
+      relay's own; a client that sends no ``Origin`` header is not a browser and is
+      unaffected.
+    * ``max_bytes`` — largest message (spec §5.8). ``max_fps`` / ``burst_s`` / ``on_rate``
+      — per-producer token bucket (``"drop"``: excess frames dropped and counted before
+      decoding, ``"close"``: the producer is closed with ``decode.rate``).
+    * ``max_connections`` / ``max_per_address`` — admission caps (clamped below the
+      descriptor limit); ``hello_timeout`` — seconds from accept to hello;
+      ``hello_rate`` / ``hello_burst`` — hellos per second per client address.
+    * ``ping_interval`` / ``ping_timeout`` — keepalive (None: off); a producer hello for a
+      busy stream replaces a producer that does not answer a ping within ``ping_timeout``.
+    * ``send_window`` — frames a consumer may have in flight beyond the last
+      acknowledged one before the relay holds only its newest frame.
+    * ``status_every`` — seconds between status lines on ``status_file`` (0/None: off);
+      ``send_buffer`` — kernel send buffer per connection in bytes (None: OS default).
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = 8765, *, token: str | None = None,
-                 no_auth: bool = False, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+                 no_auth: bool = False, tls_cert: str | Path | None = None,
+                 tls_key: str | Path | None = None, insecure: bool = False,
+                 allow_origins: Iterable[str] = (),
+                 max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
                  max_fps: int = DEFAULT_MAX_FPS, burst_s: float = 0.25,
                  on_rate: Literal["drop", "close"] = "drop",
+                 max_connections: int = 1024, max_per_address: int = 256,
+                 hello_timeout: float = 3.0, hello_rate: float = 50.0, hello_burst: int = 200,
+                 ping_interval: float | None = DEFAULT_PING_INTERVAL,
+                 ping_timeout: float | None = DEFAULT_PING_TIMEOUT,
+                 send_window: int = 16,
                  status_every: float | None = None, status_file: TextIO | None = None,
-                 hello_timeout: float = 10.0, send_buffer: int | None = 16384,
-                 close_timeout: float = 2.0) -> None:
+                 send_buffer: int | None = 16384, close_timeout: float = 2.0) -> None:
         if token is None and not no_auth and not is_loopback(host):
             # spec §5.8: auth is on by default beyond loopback
             raise UsageError("usage.bad_option",
                              f"refusing to serve on {host or 'all interfaces'} without a "
                              "token: pass --token T (or --no-auth explicitly)", path="token")
+        if (tls_cert is None) != (tls_key is None):
+            raise UsageError("usage.bad_option", "tls_cert and tls_key go together",
+                             path="tls_cert")
+        if tls_cert is None and not insecure and not is_loopback(host):
+            # spec §5.8: beyond loopback the token (and the stream) need TLS
+            raise UsageError("usage.bad_option",
+                             f"refusing to serve on {host or 'all interfaces'} without TLS: pass "
+                             "--tls-cert/--tls-key (or --insecure explicitly)", path="tls_cert")
         if token is not None and not token:
             raise UsageError("usage.bad_option", "the token must not be empty", path="token")
         if not 256 <= max_bytes <= 2**20:
@@ -321,14 +476,33 @@ class Relay:
         if on_rate not in ("drop", "close"):
             raise UsageError("usage.bad_option", "on_rate must be 'drop' or 'close'",
                              path="on_rate")
+        for name, value in (("max_connections", max_connections),
+                            ("max_per_address", max_per_address), ("hello_burst", hello_burst),
+                            ("send_window", send_window)):
+            if not 1 <= value <= 1_000_000:
+                raise UsageError("usage.bad_option", f"{name} must be in [1, 1000000]", path=name)
+        for name, fvalue in (("hello_timeout", hello_timeout), ("hello_rate", hello_rate)):
+            if not 0 < fvalue < 3600:
+                raise UsageError("usage.bad_option", f"{name} must be positive", path=name)
+        check_liveness(ping_interval, ping_timeout)
         self.host = host
         self._requested_port = port
         self.token = token
+        self.tls = None if tls_cert is None or tls_key is None else server_tls_context(tls_cert, tls_key)
+        self.allow_origins = frozenset(_norm_origin(o) for o in allow_origins)
         self.limits = Limits(max_message_bytes=max_bytes, max_fps=max_fps, burst_s=burst_s,
                              on_rate=on_rate)
+        self.max_connections = max_connections
+        self.max_per_address = min(max_per_address, max_connections)
+        self.hello_timeout = hello_timeout
+        self.hello_rate = hello_rate
+        self.hello_burst = hello_burst
+        self.ping_interval = ping_interval
+        self.ping_timeout = ping_timeout
+        self.send_window = send_window
+        self._ping_every = max(1, send_window // 2)
         self.status_every = status_every
         self.status_file = status_file
-        self.hello_timeout = hello_timeout
         self.send_buffer = send_buffer
         #: websockets' write high-water mark; also the most a consumer's transport may
         #: hold before its frames go through the latest-wins mailbox (spec §5.7)
@@ -337,6 +511,14 @@ class Relay:
         self.stats = RelayStats()
         self._streams: dict[str, _Stream] = {}
         self._clients: set[_Client] = set()
+        # admission (spec §5.8): admitted connections, per address, those without hello
+        self._admitted = 0
+        self._per_address: Counter[str] = Counter()
+        self._hello_less: dict[_RelayConnection, None] = {}  # insertion order = age
+        self._hello_buckets: dict[str, TokenBucket] = {}
+        self._reject = _LogLimiter(log)
+        self._too_large_reply = encode(ErrorMessage.from_exception(DecodeError(
+            "decode.too_large", f"message exceeds {max_bytes} bytes", path="$")))
         self._server: Server | None = None
         self._status_task: asyncio.Task[None] | None = None
         self._closing = False
@@ -347,13 +529,42 @@ class Relay:
 
     # ------------------------------------------------------------ lifecycle
 
+    def _fit_descriptor_limit(self) -> None:
+        """Raise the soft RLIMIT_NOFILE towards what the caps need; clamp the caps below
+        what the process may open (spec §5.8 admission)."""
+        try:
+            import resource
+        except ImportError:  # pragma: no cover - not POSIX
+            return
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = self.max_connections + _FD_RESERVE
+        if soft != resource.RLIM_INFINITY and soft < want:
+            new = want if hard == resource.RLIM_INFINITY else min(hard, want)
+            with contextlib.suppress(ValueError, OSError):
+                resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
+                soft = new
+        if soft != resource.RLIM_INFINITY and self.max_connections > soft - _FD_RESERVE:
+            fit = max(1, soft - _FD_RESERVE)
+            log.warning("max_connections %d lowered to %d (descriptor limit %d)",
+                        self.max_connections, fit, soft)
+            self.max_connections = fit
+        self.max_per_address = min(self.max_per_address, self.max_connections)
+
     async def start(self) -> None:
         """Bind and start serving."""
+        self._fit_descriptor_limit()
+        conn_class = type("RelayConnection", (_RelayConnection,), {"relay": self})
         self._server = await serve(
             self._handle, self.host, self._requested_port,
             subprotocols=[Subprotocol(SUBPROTOCOL)],  # spec §5.1
             compression=None,
-            max_size=self.limits.max_message_bytes * _WS_SIZE_FACTOR,
+            process_request=self._check_request,
+            create_connection=conn_class,
+            ssl=self.tls,
+            open_timeout=self.hello_timeout,
+            ping_interval=self.ping_interval,
+            ping_timeout=self.ping_timeout,
+            max_size=self.limits.max_message_bytes,
             max_queue=16,
             write_limit=self._write_limit,
             close_timeout=self.close_timeout,
@@ -372,6 +583,8 @@ class Relay:
             self._server.close(close_connections=False)
         await asyncio.gather(*(self._say_bye(c, reason) for c in list(self._clients)),
                              return_exceptions=True)
+        for conn in list(self._hello_less):
+            conn.transport.abort()
         if self._server is not None:
             await self._server.wait_closed()
         if self._status_task is not None:
@@ -396,8 +609,9 @@ class Relay:
                 installed.append(sig)
         try:
             async with self:
-                log.info("posewire relay on %s (auth %s)", self.url,
-                         "on" if self.token else "off")
+                log.info("posewire relay on %s (auth %s, tls %s, max %d connections, %d per address)",
+                         self.url, "on" if self.token else "off", "on" if self.tls else "off",
+                         self.max_connections, self.max_per_address)
                 await stop.wait()
         finally:
             for sig in installed:
@@ -412,11 +626,26 @@ class Relay:
 
     @property
     def url(self) -> str:
-        """``ws://host:port`` of this relay (loopback when bound to all interfaces)."""
+        """``ws://host:port`` (``wss://`` with TLS) of this relay (loopback when bound to
+        all interfaces)."""
         host = self.host if self.host and self.host not in ("0.0.0.0", "::") else "127.0.0.1"
         if ":" in host:
             host = f"[{host}]"
-        return f"ws://{host}:{self.port}"
+        return f"{'wss' if self.tls else 'ws'}://{host}:{self.port}"
+
+    @property
+    def origins(self) -> frozenset[str]:
+        """Browser origins accepted (spec §5.8): the relay's own (its viewer, served
+        from the same host and port) and ``allow_origins``."""
+        scheme = "https" if self.tls else "http"
+        hosts = {self.host} if self.host and self.host not in ("0.0.0.0", "::") else set()
+        if not self.host or is_loopback(self.host) or self.host in ("0.0.0.0", "::"):
+            hosts |= {"127.0.0.1", "localhost", "::1"}
+        own = set()
+        if self._server is not None:
+            for h in hosts:
+                own.add(_norm_origin(f"{scheme}://{f'[{h}]' if ':' in h else h}:{self.port}"))
+        return frozenset(own) | self.allow_origins
 
     # ------------------------------------------------------------ introspection
 
@@ -424,6 +653,11 @@ class Relay:
     def streams(self) -> dict[str, tuple[int, int]]:
         """``{stream: (producers, consumers)}``."""
         return {n: (len(s.producers), len(s.consumers)) for n, s in self._streams.items()}
+
+    @property
+    def connections(self) -> int:
+        """Connections admitted and open now (with or without hello)."""
+        return self._admitted
 
     def consumers(self, stream: str | None = None) -> list[ConsumerInfo]:
         """Snapshots of the consumers (of ``stream``, or all)."""
@@ -435,7 +669,7 @@ class Relay:
                 assert c.mailbox is not None
                 out.append(ConsumerInfo(
                     c.session, s.name, c.mailbox.delivered["f"], c.mailbox.dropped["f"],
-                    len(c.mailbox), c.ws.transport.get_write_buffer_size()))
+                    len(c.mailbox), c.ws.transport.get_write_buffer_size(), c.sent - c.acked))
         return out
 
     def status_line(self) -> str:
@@ -445,7 +679,10 @@ class Relay:
         st = self.stats
         return (f"posewire relay: streams={len(self._streams)} producers={producers} "
                 f"consumers={consumers} frames_in={st.frames_in} frames_out={st.frames_out} "
-                f"drops={st.drops} rate_limited={st.rate_limited} errors={st.errors}")
+                f"drops={st.drops} rate_limited={st.rate_limited} errors={st.errors} "
+                f"stale={st.stale} connections={self._admitted} refused={st.refused} "
+                f"evicted={st.evicted} origin_refused={st.origin_refused} "
+                f"replaced={st.replaced}")
 
     async def _status_loop(self, every: float) -> None:
         out = self.status_file or sys.stderr
@@ -453,17 +690,82 @@ class Relay:
             await asyncio.sleep(every)
             print(self.status_line(), file=out, flush=True)
 
-    # ------------------------------------------------------------ connections
+    # ------------------------------------------------------------ admission (spec §5.8)
 
-    async def _handle(self, ws: ServerConnection) -> None:
-        client = _Client(ws, Connection(side="server", limits=self.limits,
-                                        auth_token=self.token), secrets.token_hex(8))
-        self.stats.connections += 1
+    def _admit(self, conn: _RelayConnection, transport: asyncio.BaseTransport) -> None:
+        """At accept, before reading: per-address cap, then the connection cap (the
+        oldest connection still without hello makes room), else refuse (abort)."""
+        peer = transport.get_extra_info("peername")
+        host = str(peer[0]) if isinstance(peer, tuple) and peer else ""
+        conn.peer_host = host
+        conn.accepted_at = asyncio.get_running_loop().time()
+        why = ""
+        if self._closing:
+            why = "shutting down"
+        elif self._per_address[host] >= self.max_per_address:
+            why = f"{host} has {self.max_per_address} connections (per-address cap)"
+        elif self._admitted >= self.max_connections:
+            victim = next(iter(self._hello_less), None)
+            if victim is None:
+                why = f"{self.max_connections} connections (cap)"
+            else:
+                self._release(victim)
+                victim.transport.abort()
+                self.stats.evicted += 1
+        if why:
+            self.stats.refused += 1
+            self._reject("refused a connection from %s: %s", host, why)
+            conn.transport.abort()
+            return
+        conn.admitted = True
+        self._admitted += 1
+        self._per_address[host] += 1
+        self._hello_less[conn] = None
         if self.send_buffer:
-            sock = ws.transport.get_extra_info("socket")
+            sock = transport.get_extra_info("socket")
             if sock is not None:
                 with contextlib.suppress(OSError):
                     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer)
+
+    def _release(self, conn: _RelayConnection) -> None:
+        if not conn.admitted:
+            return
+        conn.admitted = False
+        self._admitted -= 1
+        self._hello_less.pop(conn, None)
+        host = conn.peer_host
+        self._per_address[host] -= 1
+        if self._per_address[host] <= 0:
+            del self._per_address[host]
+            bucket = self._hello_buckets.get(host)
+            now = asyncio.get_running_loop().time()
+            if bucket is not None and (bucket.last is None or bucket.tokens + (
+                    now - bucket.last) * bucket.rate >= bucket.capacity):
+                del self._hello_buckets[host]  # refilled: forget the address
+
+    def _hello_allowed(self, host: str) -> bool:
+        bucket = self._hello_buckets.get(host)
+        if bucket is None:
+            bucket = self._hello_buckets[host] = TokenBucket(self.hello_rate, self.hello_burst)
+        return bucket.take(asyncio.get_running_loop().time())
+
+    def _check_request(self, ws: ServerConnection, request: Request) -> Response | None:
+        """Origin check before the upgrade (spec §5.8): browsers only from allowed origins."""
+        origin = request.headers.get("Origin")
+        if origin is None or _norm_origin(origin) in self.origins:
+            return None
+        self.stats.origin_refused += 1
+        host = ws.peer_host if isinstance(ws, _RelayConnection) else "?"
+        self._reject("refused a browser from %s: origin %r not allowed", host, origin[:100])
+        return ws.respond(403, "origin not allowed\n")
+
+    # ------------------------------------------------------------ connections
+
+    async def _handle(self, ws: ServerConnection) -> None:
+        assert isinstance(ws, _RelayConnection)
+        client = _Client(ws, Connection(side="server", limits=self.limits,
+                                        auth_token=self.token), secrets.token_hex(8))
+        self.stats.connections += 1
         if ws.subprotocol != SUBPROTOCOL:
             await ws.close(_CLOSE_PROTOCOL, f"subprotocol {SUBPROTOCOL} required")
             return
@@ -471,13 +773,22 @@ class Relay:
             await ws.close(1001, "relay shutting down")
             return
         self._clients.add(client)
+        loop = asyncio.get_running_loop()
         try:
             try:
-                async with asyncio.timeout(self.hello_timeout):
+                # spec §5.8: the hello deadline counts from accept (handshake included)
+                left = max(0.0, ws.accepted_at + self.hello_timeout - loop.time())
+                async with asyncio.timeout(left):
                     first = await ws.recv()
             except TimeoutError:
                 await self._fail(client, client.conn.fail(DecodeError(
                     "decode.state", "no hello in time", path="t")))
+                return
+            if not self._hello_allowed(ws.peer_host):
+                # spec §5.8: hellos per address are rate limited, checked before decoding
+                self.stats.rate_limited += 1
+                await self._fail(client, client.conn.fail(DecodeError(
+                    "decode.rate", "too many hellos from this address", path="t")))
                 return
             if not await self._on_data(client, first):
                 return
@@ -502,16 +813,22 @@ class Relay:
                                                    path="$"))]
             data = b""
         else:
-            events = client.conn.receive_data(data, now=asyncio.get_running_loop().time())
+            prechecked = False
+            if client.bucket is not None and _looks_like_frame(data):
+                # spec §5.8: the rate limit is checked before the frame is decoded
+                if not await self._rate_ok(client):
+                    return client.conn.state is not State.CLOSED
+                prechecked = True
+            events = client.conn.receive_data(data)
         for ev in events:
             if isinstance(ev, Received):
-                await self._on_message(client, ev.message, data)
+                msg = ev.message
+                if (isinstance(msg, Frame) and client.bucket is not None and not prechecked
+                        and not await self._rate_ok(client)):
+                    continue
+                await self._on_message(client, msg, data)
                 if client.conn.state is State.CLOSED:
                     return False
-            elif isinstance(ev, RateLimited):
-                self.stats.rate_limited += 1
-            elif isinstance(ev, SequenceGap | SequenceReorder | SequenceReset):
-                self.stats.sequence_events += 1
             elif isinstance(ev, ProtocolFailure):
                 await self._fail(client, ev)
                 return False
@@ -520,15 +837,21 @@ class Relay:
                 return False
         return client.conn.state is not State.CLOSED
 
+    async def _rate_ok(self, client: _Client) -> bool:
+        """Take a token from the producer's bucket; over the rate: drop (counted) or
+        close with ``decode.rate`` (spec §5.8)."""
+        assert client.bucket is not None
+        if client.bucket.take(asyncio.get_running_loop().time()):
+            return True
+        self.stats.rate_limited += 1
+        if self.limits.on_rate == "close":
+            await self._fail(client, client.conn.fail(DecodeError(
+                "decode.rate", "frames exceed the rate limit", path="s")))
+        return False
+
     async def _on_message(self, client: _Client, msg: Message, data: bytes) -> None:
         if isinstance(msg, Hello):
-            busy = self._streams.get(msg.stream)
-            if msg.role == "producer" and busy is not None and busy.producers:
-                # spec §5.7 (1): at most one producer per stream
-                await self._fail(client, client.conn.fail(DecodeError(
-                    "decode.state", "the stream already has a producer", path="s")))
-                return
-            await self._attach(client, msg)
+            await self._on_hello(client, msg)
             return
         stream = client.stream
         if stream is None:  # pragma: no cover - the state machine forbids it
@@ -538,14 +861,50 @@ class Relay:
                 hook(stream.name, msg, data)
         # Bye / ErrorMessage: the state machine moved to CLOSED; _on_data closes
 
+    async def _on_hello(self, client: _Client, hello: Hello) -> None:
+        if hello.role != "producer":
+            await self._attach(client, hello)
+            return
+        stream = self._streams.get(hello.stream)
+        if stream is None or not stream.producers:
+            await self._attach(client, hello)
+            return
+        async with stream.takeover:
+            old = next(iter(stream.producers), None)
+            if old is not None:
+                if await self._answers_ping(old):
+                    # spec §5.7 (1): at most one producer per stream
+                    await self._fail(client, client.conn.fail(DecodeError(
+                        "decode.state", "the stream already has a producer", path="s")))
+                    return
+                # spec §5.7 (1): the producer stopped answering (half-open): replaced
+                self.stats.replaced += 1
+                self._reject("stream %r: producer %s does not answer, replaced by %s",
+                             stream.name, old.session, client.session)
+                self._detach(old)
+                old.ws.transport.abort()
+            if client.conn.state is State.CLOSED or client.ws.state is not WsState.OPEN:
+                return
+            await self._attach(client, hello)
+
+    async def _answers_ping(self, client: _Client) -> bool:
+        """True when ``client`` answers a ping within ``ping_timeout`` (default 2 s)."""
+        try:
+            async with asyncio.timeout(self.ping_timeout or DEFAULT_PING_TIMEOUT):
+                pong = await client.ws.ping()
+                await pong
+            return True
+        except (TimeoutError, ConnectionClosed):
+            return False
+
     def fan_out(self, stream: str, message: Message, data: bytes | None = None) -> bool:
         """Deliver a data message (frame, calibration, conditions) that arrived from
         elsewhere (e.g. a message broker linking relays) to this relay's consumers of
         ``stream``, exactly as if its local producer had sent it: the stream's late-join
         state is updated and every consumer gets it latest-wins (spec §5.7). ``data``: the
         message's encoded bytes (encoded here when omitted). Returns False when the
-        message was not taken (an out-of-order frame, or not a data message).
-        :attr:`publish_hooks` are not called (no echo back to the broker)."""
+        message was not taken (a frame older than the stream's newest, or not a data
+        message). :attr:`publish_hooks` are not called (no echo back to the broker)."""
         if not isinstance(message, Frame | Calibration | ConditionsMessage):
             return False
         s = self._streams.get(stream)
@@ -556,6 +915,13 @@ class Relay:
     def _deliver(self, stream: _Stream, msg: Message, data: bytes) -> bool:
         """One data message into ``stream``: its state, then its consumers."""
         if isinstance(msg, Frame):
+            stale, event = stream.sequence.observe(msg.seq)
+            if event is not None:
+                self.stats.sequence_events += 1
+            if stale:
+                # spec §5.7: a frame behind the newest is never kept nor sent as the latest
+                self.stats.stale += 1
+                return False
             self.stats.frames_in += 1
             stream.update_frame(msg, data)
             self._broadcast(stream, "f", (msg, data))
@@ -573,19 +939,23 @@ class Relay:
         # spec §5.7: never blocks; a full slot is a counted drop
         msg, data = item
         direct: list[ServerConnection] = []
+        window = self.send_window
         for consumer in stream.consumers:
             box = consumer.mailbox
             assert box is not None
-            if not box and consumer.ws.transport.get_write_buffer_size() < self._write_limit:
-                # fast path: nothing is queued for this consumer and its socket keeps up,
-                # so the bytes are written now (in order: an item its sender took was
-                # already written when it was taken) instead of waking its sender task
+            if (not box and consumer.sent - consumer.acked < window
+                    and consumer.ws.transport.get_write_buffer_size() < self._write_limit):
+                # fast path: nothing is queued for this consumer, its socket keeps up and
+                # its window is open, so the bytes are written now (in order: an item its
+                # sender took was already written when it was taken)
                 try:
                     consumer.conn.send(msg, encoded=data)
                 except UsageError:
                     continue  # closing: the handler cleans up
                 direct.append(consumer.ws)
                 box.delivered[kind] += 1
+                if kind == "f":
+                    self._sent_frame(consumer)
                 continue
             unsent = box.pending(kind)
             if unsent is not None and kind == "f":
@@ -603,8 +973,35 @@ class Relay:
             if kind == "f":
                 self.stats.frames_out += len(direct)
 
+    # ------------------------------------------------------------ send window (spec §5.7)
+
+    def _sent_frame(self, consumer: _Client) -> None:
+        """Count a frame written to ``consumer``; ping when half a window went unacked."""
+        consumer.sent += 1
+        if consumer.pinging is None and consumer.sent - consumer.ping_mark >= self._ping_every:
+            self._window_ping(consumer)
+
+    def _window_ping(self, consumer: _Client) -> None:
+        consumer.ping_mark = consumer.sent
+        consumer.pinging = asyncio.create_task(self._window_pong(consumer, consumer.sent))
+
+    async def _window_pong(self, consumer: _Client, mark: int) -> None:
+        """A pong means the consumer's websocket read every frame written before the ping
+        (one TCP stream): those ``mark`` frames are acknowledged."""
+        try:
+            pong = await consumer.ws.ping()
+            await pong
+        except ConnectionClosed:
+            return
+        consumer.pinging = None
+        consumer.acked = max(consumer.acked, mark)
+        consumer.window.set()
+        if consumer.sent - consumer.ping_mark >= self._ping_every:
+            self._window_ping(consumer)
+
     async def _attach(self, client: _Client, hello: Hello) -> None:
         await client.ws.send(client.conn.accept(client.session))
+        self._hello_less.pop(client.ws, None)
         client.role = "producer" if hello.role == "producer" else "consumer"
         stream = self._streams.get(hello.stream)
         if stream is None:
@@ -612,6 +1009,9 @@ class Relay:
         client.stream = stream
         if client.role == "producer":
             stream.producers.add(client)
+            stream.sequence = SequenceTracker()  # a new producer numbers from its own start
+            client.bucket = TokenBucket(self.limits.max_fps,
+                                        max(1.0, self.limits.max_fps * self.limits.burst_s))
             return
         box: Mailbox[_Item] = Mailbox()
         for kind, item in stream.late_join():  # spec §5.7: late joiner
@@ -625,26 +1025,40 @@ class Relay:
         box = client.mailbox
         assert box is not None
         try:
-            while (item := await box.get()) is not None:
+            while await box.wait():
+                if client.sent - client.acked >= self.send_window:
+                    # the window is full: wait for the pong that acknowledges frames
+                    if client.pinging is None:
+                        self._window_ping(client)
+                    client.window.clear()
+                    await client.window.wait()
+                    continue
+                item = box.take()
+                if item is None:
+                    continue
                 kind, (msg, data) = item
                 out = client.conn.send(msg, encoded=data)
                 await client.ws.send(out)
                 if kind == "f":
                     self.stats.frames_out += 1
+                    self._sent_frame(client)
         except (ConnectionClosed, UsageError):
             pass  # closed under us; the handler cleans up
 
     def _detach(self, client: _Client) -> None:
         self._clients.discard(client)
+        self._hello_less.pop(client.ws, None)
         if client.mailbox is not None:
             client.mailbox.close()
-        if client.sender is not None:
-            client.sender.cancel()
+        for task in (client.sender, client.pinging):
+            if task is not None:
+                task.cancel()
+        client.window.set()
         stream = client.stream
         if stream is not None:
             stream.producers.discard(client)
             stream.consumers.discard(client)
-            if stream.empty:
+            if stream.empty and self._streams.get(stream.name) is stream:
                 del self._streams[stream.name]
             client.stream = None
 
@@ -653,7 +1067,7 @@ class Relay:
         close code of spec §5.8. Other clients are untouched."""
         self.stats.errors += 1
         self.stats.errors_by_code[failure.error.code] += 1
-        log.info("client %s: %s", client.session, failure.error)
+        self._reject("client %s (%s): %s", client.session, client.ws.peer_host, failure.error)
         if client.mailbox is not None:
             client.mailbox.close()
         if failure.reply:
@@ -684,3 +1098,8 @@ class Relay:
                 async with asyncio.timeout(self.close_timeout):
                     await client.ws.send(client.conn.send(Bye(reason)))
         await self._close(client, 1000, reason)
+
+
+def _norm_origin(origin: str) -> str:
+    """Origins compare case-insensitively, without a trailing slash."""
+    return origin.strip().rstrip("/").lower()

@@ -9,10 +9,15 @@ Example::
         await pub.send_frame(full_vector, conditions=Conditions(affect=Affect("happy", 0.5)))
 
 The publisher numbers frames (uint32 ``seq``, +1 per frame, spec §5.4) and stamps them
-with the wall clock in µs unless given ``timestamp_us``. When the link drops it
-reconnects with exponential backoff, sends the hello and the calibration (and the last
-condition state) again, and keeps numbering where it left off. Errors a reconnect cannot
-fix (auth, registry, protocol version) raise :class:`~posewire.transport.RelayError`.
+with the wall clock in µs unless given ``timestamp_us``. Liveness (spec §5.8): keepalive
+pings find a dead relay within ``ping_interval + ping_timeout`` seconds, and a send that
+the link does not take within ``send_timeout`` seconds fails the link. While the link is
+down, ``send_*`` raise a non-fatal :class:`~posewire.transport.RelayError` (code
+``"link"``) at once — the frame is not sent, the caller is never held — and the
+publisher reconnects in the background with exponential backoff, sends the hello and the
+calibration (and the last condition state) again, and keeps numbering where it left off.
+Errors a reconnect cannot fix (auth, registry, protocol version) raise a fatal
+:class:`~posewire.transport.RelayError`.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -40,7 +46,16 @@ from posewire.codec.wire import (
     Frame,
     Message,
 )
-from posewire.transport import Backoff, ClientLink, RelayError, retry_connect
+from posewire.transport import (
+    DEFAULT_PING_INTERVAL,
+    DEFAULT_PING_TIMEOUT,
+    Backoff,
+    ClientLink,
+    RelayError,
+    check_liveness,
+    client_tls_context,
+    retry_connect,
+)
 
 __all__ = ["Publisher", "RelayError", "frame_values"]
 
@@ -99,18 +114,28 @@ def _wire_calibration(cal: AvatarCalibration | None) -> Calibration | None:
 class Publisher:
     """Async producer client of one stream (spec §5.3).
 
-    ``url``: the relay (``ws://host:port``); ``stream``: the stream name; ``token``:
-    the relay's auth token; ``calibration``: the avatar's measurements (spec §4.1),
-    sent after every (re)connect. ``reconnect``: retry a lost link with :class:`Backoff`
-    (``backoff_initial`` … ``backoff_max`` seconds, at most ``max_retries`` attempts
-    in a row, None = forever).
+    ``url``: the relay (``ws://host:port`` or ``wss://…``); ``stream``: the stream name;
+    ``token``: the relay's auth token; ``calibration``: the avatar's measurements (spec
+    §4.1), sent after every (re)connect. ``ca_file``: PEM file to verify a ``wss://``
+    relay with (default: the system store). ``ping_interval`` / ``ping_timeout``:
+    keepalive in seconds (None: off). ``send_timeout``: seconds a send may wait for the
+    link to take it before the link counts as dead. ``reconnect``: retry a lost link in
+    the background with :class:`Backoff` (``backoff_initial`` … ``backoff_max`` seconds,
+    at most ``max_retries`` attempts in a row, None = forever).
     """
 
     def __init__(self, url: str, stream: str, *, token: str | None = None,
                  calibration: AvatarCalibration | None = None,
                  client: str = "posewire-publisher", reconnect: bool = True,
                  backoff_initial: float = 0.05, backoff_max: float = 5.0,
-                 max_retries: int | None = None, open_timeout: float = 5.0) -> None:
+                 max_retries: int | None = None, open_timeout: float = 5.0,
+                 ca_file: str | Path | None = None,
+                 ping_interval: float | None = DEFAULT_PING_INTERVAL,
+                 ping_timeout: float | None = DEFAULT_PING_TIMEOUT,
+                 send_timeout: float = 1.0) -> None:
+        check_liveness(ping_interval, ping_timeout)
+        if not 0 < send_timeout < 3600:
+            raise UsageError("usage.bad_option", "send_timeout must be positive", path="send_timeout")
         self.url = url
         self.stream = stream
         self.token = token
@@ -122,13 +147,20 @@ class Publisher:
         self.bytes_sent = 0
         self.max_retries = max_retries
         self.open_timeout = open_timeout
+        self.tls = client_tls_context(url, ca_file)
+        self.ping_interval = ping_interval
+        self.ping_timeout = ping_timeout
+        self.send_timeout = send_timeout
         #: The next sequence number (continues across reconnects, spec §5.4).
         self.seq = 0
         self.frames_sent = 0
+        #: Frames refused at once because the link was down (reconnecting).
+        self.frames_dropped = 0
         self.reconnects = 0
         self.conditions: Conditions | None = None
         self._link: ClientLink | None = None
         self._reader: asyncio.Task[None] | None = None
+        self._reconnecting: asyncio.Task[None] | None = None
         self._error: RelayError | None = None
         self._closed = False
         self._ever_connected = False
@@ -163,21 +195,28 @@ class Publisher:
         self._error = None
         link = await ClientLink.open(self.url, self.stream, role="producer", token=self.token,
                                      client=self.client, open_timeout=self.open_timeout,
-                                     max_size=2**20)
+                                     max_size=2**20, tls=self.tls,
+                                     ping_interval=self.ping_interval,
+                                     ping_timeout=self.ping_timeout)
         try:
-            if self.calibration is not None:
-                await link.ws.send(link.conn.send(self.calibration))
-            if self.conditions is not None:
-                await link.ws.send(link.conn.send(ConditionsMessage(self.conditions,
-                                                                    self._now_us())))
+            async with asyncio.timeout(self.send_timeout):
+                if self.calibration is not None:
+                    await link.ws.send(link.conn.send(self.calibration))
+                if self.conditions is not None:
+                    await link.ws.send(link.conn.send(ConditionsMessage(self.conditions,
+                                                                        self._now_us())))
         except ConnectionClosed as exc:
             raise link.closed_error(exc) from None
+        except TimeoutError:
+            link.ws.transport.abort()
+            raise RelayError("link", "the relay does not take data (send deadline)") from None
         self._link = link
         self._ever_connected = True
         self._reader = asyncio.create_task(self._read(link))
 
     async def _read(self, link: ClientLink) -> None:
-        """Watch the link: the relay sends only err / bye to a producer (spec §5.3)."""
+        """Watch the link: the relay sends only err / bye to a producer (spec §5.3); when
+        it ends (bye, error, keepalive timeout) reconnect in the background."""
         try:
             async for data in link.ws:
                 for msg in link.feed(data):
@@ -191,35 +230,69 @@ class Publisher:
                 self._error = closed
         finally:
             link.conn.connection_closed()
+            if self._link is link:
+                self._start_reconnect()
+
+    def _start_reconnect(self) -> None:
+        """Reconnect in the background (never in the caller's send)."""
+        if (self._closed or not self.reconnect or self._reconnecting is not None
+                or (self._error is not None and self._error.fatal)):
+            return
+        self._reconnecting = asyncio.create_task(self._reconnect())
+
+    async def _reconnect(self) -> None:
+        try:
+            await self._drop_link(keep_reconnect=True)
+            self.reconnects += 1
+            await self.connect()
+        except RelayError as exc:
+            self._error = exc  # reported by the next send
+        except UsageError:
+            pass  # closed meanwhile
+        finally:
+            self._reconnecting = None
 
     @staticmethod
     def _now_us() -> int:
         return time.time_ns() // 1000
 
+    def _link_down(self) -> RelayError:
+        """The error for a send while the link is down (and start the reconnect)."""
+        err = self._error
+        if err is not None and err.fatal:
+            return err
+        if not self.reconnect:
+            return err or RelayError("link", "the link to the relay closed")
+        self._error = None
+        self._start_reconnect()
+        return err or RelayError("link", "the link to the relay is down; reconnecting")
+
     async def _send(self, msg: Message) -> None:
-        """Send over the link, reconnecting (with backoff) when it dropped."""
+        """Send over the link within ``send_timeout``; a link that is down, or does not
+        take the bytes in time, raises :class:`RelayError` at once (spec §5.8)."""
+        if self._error is not None and self._error.fatal:
+            raise self._error
+        if not self._ever_connected:
+            await self.connect()  # the first connect is the caller's to wait for
         async with self._lock:
-            while True:
-                if self._error is not None and self._error.fatal:
-                    raise self._error
-                if not self.connected:
-                    if self._ever_connected and not self.reconnect:
-                        raise self._error or RelayError("link", "the link to the relay closed")
-                    await self._drop_link()
-                    if self._ever_connected:
-                        self.reconnects += 1
-                    await self.connect()
-                link = self._link
-                assert link is not None
-                try:
-                    data = link.conn.send(msg)
+            link = self._link
+            if link is None or link.conn.state is not State.OPEN:
+                raise self._link_down()
+            try:
+                data = link.conn.send(msg)
+                async with asyncio.timeout(self.send_timeout):
                     await link.ws.send(data)
-                    self.bytes_sent += len(data)
-                    return
-                except (ConnectionClosed, UsageError):
-                    link.conn.connection_closed()
-                    if not self.reconnect:
-                        raise RelayError("link", "the link to the relay closed") from None
+                self.bytes_sent += len(data)
+                return
+            except TimeoutError:
+                # the relay (or the path to it) stopped taking data: the link is dead
+                link.conn.connection_closed()
+                link.ws.transport.abort()
+                self._error = None
+                raise self._link_down() from None
+            except (ConnectionClosed, UsageError):
+                link.conn.connection_closed()
+                raise self._link_down() from None
 
     async def _stop_reader(self) -> None:
         if self._reader is not None:
@@ -228,9 +301,14 @@ class Publisher:
                 await self._reader
             self._reader = None
 
-    async def _drop_link(self) -> None:
+    async def _drop_link(self, *, keep_reconnect: bool = False) -> None:
         link, self._link = self._link, None
         await self._stop_reader()
+        if not keep_reconnect and self._reconnecting is not None:
+            self._reconnecting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reconnecting
+            self._reconnecting = None
         if link is not None:
             with contextlib.suppress(Exception):
                 await link.ws.close()
@@ -244,7 +322,8 @@ class Publisher:
         ``values``/``mask``: see :func:`frame_values` (NaN / unnamed dims are not sent,
         spec §5.4). ``conditions``: the full condition state, sent inside the frame and
         remembered for reconnects (spec §5.5). ``timestamp_us``: defaults to the wall
-        clock in µs.
+        clock in µs. While the link is down this raises a non-fatal
+        :class:`RelayError` at once (the frame is counted in :attr:`frames_dropped`).
         """
         vec = frame_values(values, mask=mask)
         seq = self.seq
@@ -252,7 +331,11 @@ class Publisher:
         frame = Frame(seq, ts, vec, conditions)
         if conditions is not None:
             self.conditions = conditions
-        await self._send(frame)
+        try:
+            await self._send(frame)
+        except RelayError:
+            self.frames_dropped += 1
+            raise
         self.seq = (seq + 1) % _U32
         self.frames_sent += 1
         return seq
@@ -274,8 +357,13 @@ class Publisher:
     async def close(self) -> None:
         """Say bye and close (idempotent)."""
         self._closed = True
+        if self._reconnecting is not None:
+            self._reconnecting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reconnecting
+            self._reconnecting = None
         link = self._link
+        self._link = None
         await self._stop_reader()
         if link is not None:
             await link.close("publisher closing")
-        self._link = None

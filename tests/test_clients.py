@@ -70,12 +70,13 @@ async def test_publish_subscribe_masked_frames_conditions_and_merge() -> None:
             Subscriber(relay.url, "a") as plain, Subscriber(relay.url, "a", merge=True) as merged:
         await wait_for(lambda: relay.streams.get("a") == (1, 2))
         assert await pub.send_frame(DEFAULTS, conditions=cond, timestamp_us=7) == 0
-        assert await pub.send_frame({"h_yaw": -0.5}) == 1
         for sub in (plain, merged):
             first = await next_frame(sub)
             assert (first.seq, first.timestamp_us) == (0, 7) and bool(first.mask.all())
             assert first.conditions == cond and first.calibration is not None
             assert first.calibration.arm_length == pytest.approx(0.56)
+        assert await pub.send_frame({"h_yaw": -0.5}) == 1
+        for sub in (plain, merged):
             second = await next_frame(sub)
             assert second.seq == 1 and int(second.mask.sum()) == 1
             assert second.values[H_YAW] == pytest.approx(-0.5, abs=1e-4)
@@ -139,7 +140,8 @@ async def test_producer_reconnects_after_relay_restart_and_seq_continues() -> No
     try:
         recv = asyncio.create_task(next_frame(sub))  # the subscriber reconnects by itself
         await wait_for(lambda: second.streams.get("a", (0, 0))[1] == 1)
-        assert await pub.send_frame({"h_yaw": 0.5}) == 3  # reconnects, then sends
+        await wait_for(lambda: pub.connected)  # it reconnects in the background
+        assert await pub.send_frame({"h_yaw": 0.5}) == 3
         frame = await recv
         assert frame.seq == 3 and frame.values[H_YAW] == pytest.approx(0.5, abs=1e-4)
         assert pub.reconnects == 1 and sub.reconnects == 1

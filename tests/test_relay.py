@@ -85,8 +85,11 @@ def test_non_loopback_host_needs_a_token_or_explicit_no_auth() -> None:
     with pytest.raises(UsageError) as err:
         Relay("0.0.0.0", 0)
     assert err.value.code == "usage.bad_option"
-    Relay("0.0.0.0", 0, token="t")  # constructing does not bind
-    Relay("0.0.0.0", 0, no_auth=True)
+    Relay("0.0.0.0", 0, token="t", insecure=True)  # constructing does not bind
+    Relay("0.0.0.0", 0, no_auth=True, insecure=True)
+    with pytest.raises(UsageError) as err:  # beyond loopback TLS is needed as well
+        Relay("0.0.0.0", 0, token="t")
+    assert err.value.code == "usage.bad_option" and err.value.path == "tls_cert"
 
 
 async def test_missing_subprotocol_is_refused() -> None:
@@ -109,11 +112,14 @@ async def test_oversized_message_is_refused_with_too_large() -> None:
         closed = await raw.until_closed()
         assert closed.error is not None and closed.error.code == "decode.too_large"
         assert closed.code == 4009
-        # far beyond the codec limit websockets refuses to read it at all (1009)
-        raw = await open_raw(relay.url, "producer", "s")
-        await raw.ws.send(b"x" * (512 * 64))
-        closed = await raw.until_closed()
-        assert closed.code == 1009
+        # far beyond the limit (refused from its header, unread): the same error and code
+        for size in (513, 512 * 64, 2**20):
+            raw = await open_raw(relay.url, "producer", "s")
+            await raw.ws.send(b"x" * size)
+            closed = await raw.until_closed()
+            assert closed.error is not None and closed.error.code == "decode.too_large"
+            assert closed.code == 4009
+        assert relay.stats.errors_by_code["decode.too_large"] == 4
 
 
 @pytest.mark.parametrize(

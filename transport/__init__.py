@@ -13,12 +13,24 @@ from posewire.transport.client import (
     RelayError,
     retry_connect,
 )
+from posewire.transport.tls import (
+    DEFAULT_PING_INTERVAL,
+    DEFAULT_PING_TIMEOUT,
+    check_liveness,
+    client_tls_context,
+    server_tls_context,
+)
 
 __all__ = [
+    "DEFAULT_PING_INTERVAL",
+    "DEFAULT_PING_TIMEOUT",
     "FATAL_CODES",
     "Backoff",
     "ClientLink",
     "LinkClosedError",
     "RelayError",
+    "check_liveness",
+    "client_tls_context",
     "retry_connect",
+    "server_tls_context",
 ]

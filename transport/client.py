@@ -1,4 +1,5 @@
-"""Websocket plumbing shared by :mod:`posewire.producers.publisher` and :mod:`posewire.consumers.subscriber`.
+"""The client side of a posewire websocket, shared by :mod:`posewire.producers.publisher`
+and :mod:`posewire.consumers.subscriber`.
 
 One :class:`ClientLink` is one websocket to a relay driven by a sans-I/O
 :class:`posewire.codec.protocol.Connection` (spec §5.10): it connects with the ``posewire.v1``
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -30,6 +32,7 @@ from posewire.codec.protocol import (
     State,
 )
 from posewire.codec.wire import SUBPROTOCOL, ErrorMessage, Message, Welcome
+from posewire.transport.tls import DEFAULT_PING_INTERVAL, DEFAULT_PING_TIMEOUT
 
 __all__ = [
     "FATAL_CODES",
@@ -137,17 +140,23 @@ class ClientLink:
     @classmethod
     async def open(cls, url: str, stream: str, *, role: Literal["producer", "consumer"],
                    token: str | None, client: str, open_timeout: float,
-                   max_size: int) -> ClientLink:
+                   max_size: int, tls: ssl.SSLContext | None = None,
+                   ping_interval: float | None = DEFAULT_PING_INTERVAL,
+                   ping_timeout: float | None = DEFAULT_PING_TIMEOUT) -> ClientLink:
         """Connect, send the hello and wait for the welcome.
 
+        ``tls``: the context for a ``wss://`` URL (:func:`~posewire.transport.client_tls_context`;
+        None: the system default). ``ping_interval`` / ``ping_timeout``: keepalive; a relay
+        that does not answer a ping in time closes the link (1011).
         Raises :class:`RelayError` when the relay answers with an error (e.g. auth) or
         the transport fails (code ``"link"``).
         """
         try:
             ws = await connect(url, subprotocols=[Subprotocol(SUBPROTOCOL)],
                                open_timeout=open_timeout, max_size=max_size,
-                               compression=None, proxy=None)
-        except (OSError, InvalidHandshake, InvalidURI, TimeoutError) as exc:
+                               compression=None, proxy=None, ssl=tls,
+                               ping_interval=ping_interval, ping_timeout=ping_timeout)
+        except (OSError, InvalidHandshake, InvalidURI, TimeoutError, ssl.SSLError) as exc:
             raise RelayError("link", f"cannot connect to {url}: {exc}") from None
         link = cls(ws, Connection(side="client", role=role))
         try:
