@@ -90,6 +90,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     from posewire.codec.errors import UsageError
 
+    from .net_options import serve_options
     from .relay import Relay
 
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
@@ -98,7 +99,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     try:
         relay = Relay(args.host, args.port, token=token, no_auth=args.no_auth,
                       max_fps=args.max_fps, max_bytes=args.max_bytes,
-                      status_every=args.status_every or None)
+                      status_every=args.status_every or None, **serve_options(args))
     except UsageError as exc:
         print(f"posewire serve: {exc.message}", file=sys.stderr)
         return 2
@@ -147,11 +148,13 @@ async def _consume(args: argparse.Namespace) -> int:
         RecordingWriter,
     )
 
+    from .net_options import client_options
+
     writer: RecordingWriter | None = None
     got = 0
     try:
         async with Subscriber(args.url, args.stream, token=args.token,
-                              client="posewire-consume") as sub:
+                              client="posewire-consume", **client_options(args)) as sub:
             async for frame in sub:
                 values = {d.id: float(frame.values[d.index]) for d in DIMS
                           if not math.isnan(frame.values[d.index])}
@@ -186,6 +189,8 @@ def _cmd_consume(args: argparse.Namespace) -> int:
 def _add_net_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from posewire.codec.wire import DEFAULT_MAX_FPS, DEFAULT_MAX_MESSAGE_BYTES
 
+    from .net_options import add_client_options, add_serve_options
+
     url_help = "relay URL"
     token_help = "auth token (default: $POSEWIRE_TOKEN)"
 
@@ -202,6 +207,7 @@ def _add_net_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
                    help="largest accepted message in bytes")
     p.add_argument("--status-every", type=float, default=5.0,
                    help="seconds between status lines on stderr (0: off)")
+    add_serve_options(p)
     p.set_defaults(func=_cmd_serve)
 
     p = sub.add_parser("consume", help="subscribe to a stream and print or record frames")
@@ -211,6 +217,7 @@ def _add_net_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     p.add_argument("--record", metavar="FILE", help="write a recording instead of printing")
     p.add_argument("--count", type=int, default=0, help="stop after N frames (0: never)")
     p.add_argument("--json", action="store_true", help="one JSON object per frame")
+    add_client_options(p)
     p.set_defaults(func=_cmd_consume)
 
 

@@ -207,6 +207,9 @@ def _record_live(args: argparse.Namespace) -> int:
 
 async def _publish_live(args: argparse.Namespace) -> int:
     from posewire.producers.publisher import Publisher
+    from posewire.transport import RelayError
+
+    from .net_options import client_options
 
     source, estimator, encoder = _open_live(args)
     progress = Progress(source.total, live=source.live)
@@ -215,16 +218,22 @@ async def _publish_live(args: argparse.Namespace) -> int:
     iterator = live_frames(source, estimator, encoder)
     done = object()
     try:
-        async with Publisher(args.url, args.stream, token=args.token, client="posewire-produce") as pub:
+        async with Publisher(args.url, args.stream, token=args.token, client="posewire-produce",
+                             **client_options(args)) as pub:
             while True:
                 # inference blocks for tens of ms: run it off the event loop (pings keep flowing)
                 item = await asyncio.to_thread(next, iterator, done)
                 if item is done:
                     break
                 assert isinstance(item, LiveItem)
-                if item.encoded.calibration is not None:
-                    await pub.send_calibration(item.encoded.calibration)
-                await pub.send_frame(item.encoded.vector, conditions=item.encoded.conditions)
+                try:
+                    if item.encoded.calibration is not None:
+                        await pub.send_calibration(item.encoded.calibration)
+                    await pub.send_frame(item.encoded.vector, conditions=item.encoded.conditions)
+                except RelayError as exc:
+                    if exc.fatal:
+                        raise
+                    continue  # the link is down and reconnecting in the background: dropped
                 sent += 1
                 progress.update(inference_ms=item.observation.inference_ms, encode_us=item.encoded.encode_us,
                                 tracked=item.encoded.tracked, total_bytes=pub.bytes_sent)
@@ -261,6 +270,9 @@ def _pose_file_frames(args: argparse.Namespace) -> tuple[Any, list[RecordedFrame
 async def _publish_recorded(args: argparse.Namespace) -> int:
     from posewire.producers.publisher import Publisher
     from posewire.producers.recording import read_recording
+    from posewire.transport import RelayError
+
+    from .net_options import client_options
 
     if args.replay is not None:
         header, frames = read_recording(args.replay)
@@ -274,7 +286,7 @@ async def _publish_recorded(args: argparse.Namespace) -> int:
     scale = args.rate_scale
     sent = 0
     async with Publisher(args.url, args.stream, token=args.token, calibration=calibration,
-                         client="posewire-produce") as pub:
+                         client="posewire-produce", **client_options(args)) as pub:
         while True:
             start = loop.time()
             t0 = frames[0].t_us
@@ -284,8 +296,13 @@ async def _publish_recorded(args: argparse.Namespace) -> int:
                     delay = due - loop.time()
                     if delay > 0:
                         await asyncio.sleep(delay)
-                await pub.send_frame(frame.vector(), conditions=frame.conditions,
-                                     timestamp_us=frame.t_us if args.keep_timestamps else None)
+                try:
+                    await pub.send_frame(frame.vector(), conditions=frame.conditions,
+                                         timestamp_us=frame.t_us if args.keep_timestamps else None)
+                except RelayError as exc:
+                    if exc.fatal:
+                        raise
+                    continue  # the link is down and reconnecting in the background: dropped
                 sent += 1
             if not args.loop:
                 break
@@ -368,6 +385,8 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``produce`` and ``models`` sub-commands."""
+    from .net_options import add_client_options
+
     p = sub.add_parser("produce", help="publish (or record) pose frames from a camera, video, images or a recording")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--replay", metavar="FILE", help="a recording (JSON lines, see posewire.producers.recording)")
@@ -379,6 +398,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--url", default="ws://127.0.0.1:8765", help="relay URL")
     p.add_argument("--stream", default="default", help="stream name")
     p.add_argument("--token", help="auth token (default: $POSEWIRE_TOKEN)")
+    add_client_options(p)
     live = p.add_argument_group("live sources (--webcam, --video, --images)")
     live.add_argument("--mirrored", action="store_true",
                       help="the frames are mirror (selfie) images: flip them back before inference (spec §2.2)")

@@ -228,9 +228,13 @@ async def test_cli_produce_replay_to_consume_count() -> None:
     assert produce.returncode == 0, prod_err.decode()
     assert "sent 120 frames" in prod_err.decode()
     lines = [json.loads(line) for line in out.decode().splitlines()]
-    assert [o["seq"] for o in lines] == list(range(10))
+    seqs = [o["seq"] for o in lines]
+    # latest wins up to the application: each line is the newest state, so a frame the
+    # printer did not get to in time is merged into the next line, never queued
+    assert len(lines) == 10 and seqs == sorted(set(seqs)) and seqs[-1] >= 9
     _, wave = read_recording(WAVE)
-    for obj, src in zip(lines, wave, strict=False):
+    for obj in lines:
+        src = wave[obj["seq"]]
         assert obj["t_us"] == src.t_us
         assert obj["values"]["h_yaw"] == pytest.approx(src.values["h_yaw"], abs=1e-4)
         assert obj["conditions"]["affect"]["label"] == "happy"

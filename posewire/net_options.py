@@ -1,0 +1,54 @@
+"""Command-line options of ``serve``, ``produce`` and ``consume`` for running a relay
+beyond the lab: admission control, browser origins, TLS and liveness (spec §5.7, §5.8)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+__all__ = ["add_client_options", "add_serve_options", "client_options", "serve_options"]
+
+
+def serve_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Exposure options of ``serve`` (admission, origin, TLS, liveness; spec §5.7/§5.8)."""
+    return {"tls_cert": args.tls_cert, "tls_key": args.tls_key, "insecure": args.insecure,
+            "allow_origins": args.allow_origin or (), "max_connections": args.max_connections,
+            "max_per_address": args.max_per_address, "hello_timeout": args.hello_timeout,
+            "ping_interval": args.ping_interval or None, "ping_timeout": args.ping_timeout or None}
+
+
+def client_options(args: argparse.Namespace) -> dict[str, Any]:
+    """TLS and liveness options of ``produce`` / ``consume``."""
+    return {"ca_file": args.ca_file, "ping_interval": args.ping_interval or None,
+            "ping_timeout": args.ping_timeout or None}
+
+
+def _add_liveness(p: argparse.ArgumentParser) -> None:
+    from posewire.transport import DEFAULT_PING_INTERVAL, DEFAULT_PING_TIMEOUT
+
+    p.add_argument("--ping-interval", type=float, default=DEFAULT_PING_INTERVAL, metavar="S",
+                   help="seconds between keepalive pings (0: off)")
+    p.add_argument("--ping-timeout", type=float, default=DEFAULT_PING_TIMEOUT, metavar="S",
+                   help="seconds a ping may wait for its pong before the link counts as dead")
+
+
+def add_serve_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tls-cert", metavar="PEM", help="certificate chain: serve wss://")
+    p.add_argument("--tls-key", metavar="PEM", help="private key of --tls-cert")
+    p.add_argument("--insecure", action="store_true",
+                   help="allow plain ws:// on a non-loopback host")
+    p.add_argument("--allow-origin", action="append", metavar="ORIGIN",
+                   help="accept browser pages from this origin (repeatable; the relay's own "
+                        "origin is always accepted, clients without Origin are unaffected)")
+    p.add_argument("--max-connections", type=int, default=1024,
+                   help="most connections at once (kept below the descriptor limit)")
+    p.add_argument("--max-per-address", type=int, default=256,
+                   help="most connections at once from one client address")
+    p.add_argument("--hello-timeout", type=float, default=3.0, metavar="S",
+                   help="seconds from accept to hello")
+    _add_liveness(p)
+
+
+def add_client_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ca-file", metavar="PEM", help="verify a wss:// relay with this CA bundle")
+    _add_liveness(p)
