@@ -36,7 +36,6 @@ from websockets.exceptions import ConnectionClosed
 
 from posewire.codec.conditions import Conditions
 from posewire.codec.errors import UsageError
-from posewire.codec.protocol import State
 from posewire.codec.vector import N_DIMS
 from posewire.codec.wire import Bye, Calibration, ConditionsMessage, Frame
 from posewire.transport import (
@@ -156,7 +155,7 @@ class Subscriber:
     @property
     def connected(self) -> bool:
         """True while the link is open."""
-        return self._link is not None and self._link.conn.state is State.OPEN
+        return self._link is not None and self._link.is_open
 
     async def _open_once(self) -> None:
         self._link = await ClientLink.open(
@@ -185,7 +184,7 @@ class Subscriber:
         try:
             while not self._closed:
                 link = self._link
-                if link is None or link.conn.state is not State.OPEN:
+                if link is None or not link.is_open:
                     if not self.reconnect:
                         return
                     await self._connect()

@@ -35,7 +35,6 @@ from websockets.exceptions import ConnectionClosed
 from posewire.codec.calibration import Calibration as AvatarCalibration
 from posewire.codec.conditions import Conditions
 from posewire.codec.errors import UsageError
-from posewire.codec.protocol import State
 from posewire.codec.registry import REGISTRY
 from posewire.codec.vector import N_DIMS
 from posewire.codec.wire import (
@@ -176,7 +175,7 @@ class Publisher:
     @property
     def connected(self) -> bool:
         """True while the link is open."""
-        return self._link is not None and self._link.conn.state is State.OPEN
+        return self._link is not None and self._link.is_open
 
     @property
     def max_message_bytes(self) -> int:
@@ -276,7 +275,7 @@ class Publisher:
             await self.connect()  # the first connect is the caller's to wait for
         async with self._lock:
             link = self._link
-            if link is None or link.conn.state is not State.OPEN:
+            if link is None or not link.is_open:
                 raise self._link_down()
             try:
                 data = link.conn.send(msg)

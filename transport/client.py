@@ -19,6 +19,7 @@ from typing import Literal
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+from websockets.protocol import State as WsState
 from websockets.typing import Subprotocol
 
 from posewire.codec.errors import DecodeError, UsageError
@@ -46,6 +47,9 @@ __all__ = [
 #: Error codes a reconnect cannot fix (spec §5.8): the client gives up on them.
 FATAL_CODES: frozenset[str] = frozenset({"decode.auth", "decode.registry", "decode.version"})
 _FATAL_CLOSE = frozenset(CLOSE_CODES[c] for c in FATAL_CODES)
+#: Seconds a closing link waits for the relay's close before dropping the TCP connection
+#: (a dead relay never answers: the link must not linger in CLOSING).
+_CLOSE_TIMEOUT = 1.0
 
 
 class RelayError(Exception):
@@ -155,7 +159,8 @@ class ClientLink:
             ws = await connect(url, subprotocols=[Subprotocol(SUBPROTOCOL)],
                                open_timeout=open_timeout, max_size=max_size,
                                compression=None, proxy=None, ssl=tls,
-                               ping_interval=ping_interval, ping_timeout=ping_timeout)
+                               ping_interval=ping_interval, ping_timeout=ping_timeout,
+                               close_timeout=_CLOSE_TIMEOUT)
         except (OSError, InvalidHandshake, InvalidURI, TimeoutError, ssl.SSLError) as exc:
             raise RelayError("link", f"cannot connect to {url}: {exc}") from None
         link = cls(ws, Connection(side="client", role=role))
@@ -175,6 +180,12 @@ class ClientLink:
             await ws.close()
             raise
         return link
+
+    @property
+    def is_open(self) -> bool:
+        """True while both the protocol and the websocket are open (a keepalive timeout
+        moves the websocket to closing before the reader sees the close)."""
+        return self.conn.state is State.OPEN and self.ws.state is WsState.OPEN
 
     def feed(self, data: bytes | str) -> list[Message]:
         """Feed one received websocket message to the state machine; the valid messages.

@@ -1,0 +1,430 @@
+"""A relay you can expose: admission, origin, TLS, liveness and latest-wins end to end
+(spec §5.7, §5.8). A bounded fault-and-load suite over real loopback sockets."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import ipaddress
+import logging
+import socket
+import time
+from pathlib import Path
+
+import msgpack
+import numpy as np
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+from netutil import TIMEOUT, open_raw, wait_for
+from websockets.asyncio.client import connect
+from websockets.exceptions import InvalidStatus
+from websockets.typing import Origin, Subprotocol
+
+from posewire.codec.errors import UsageError
+from posewire.codec.protocol import CLOSE_CODES
+from posewire.codec.registry import REGISTRY
+from posewire.codec.vector import DEFAULTS, N_DIMS
+from posewire.codec.wire import SUBPROTOCOL, Frame, Hello, encode
+from posewire.consumers.subscriber import Subscriber
+from posewire.producers.publisher import Publisher
+from posewire.relay import Relay
+from posewire.transport import RelayError, client_tls_context
+
+H_YAW = REGISTRY.index("h_yaw")
+H_PITCH = REGISTRY.index("h_pitch")
+
+
+def frame(seq: int, yaw: float = 0.0, *, full: bool = True) -> Frame:
+    values = DEFAULTS.copy() if full else np.full(N_DIMS, np.nan)
+    values[H_YAW] = yaw
+    return Frame(seq, 1000 + seq, values)
+
+
+async def ws_from(url: str, source: str, **kwargs: object) -> object:
+    """A websocket (posewire subprotocol, no hello yet) from the loopback address ``source``."""
+    host, port = url.removeprefix("ws://").rsplit(":", 1)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind((source, 0))
+    sock.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(sock, (host, int(port)))
+    return await connect(url, sock=sock, subprotocols=[Subprotocol(SUBPROTOCOL)],
+                         compression=None, proxy=None, **kwargs)  # type: ignore[arg-type]
+
+
+async def tcp_from(port: int, source: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A bare TCP connection that never speaks (a hello-less client)."""
+    return await asyncio.open_connection("127.0.0.1", port, local_addr=(source, 0))
+
+
+async def closed_within(reader: asyncio.StreamReader, seconds: float) -> bool:
+    """True when the peer closes (EOF or reset) within ``seconds``."""
+    try:
+        async with asyncio.timeout(seconds):
+            while await reader.read(4096):
+                pass
+        return True
+    except ConnectionError:
+        return True
+    except TimeoutError:
+        return False
+
+
+# ---------------------------------------------------------------- TLS (spec §5.8)
+
+
+@pytest.fixture(scope="module")
+def tls_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 / localhost, made now."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "posewire test relay")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([
+                x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    folder = tmp_path_factory.mktemp("tls")
+    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_file, key_file
+
+
+async def test_tls_relay_serves_wss_to_clients_that_trust_its_certificate(
+        tls_files: tuple[Path, Path]) -> None:
+    cert, key = tls_files
+    async with Relay("127.0.0.1", port=0, tls_cert=cert, tls_key=key) as relay:
+        assert relay.url.startswith("wss://127.0.0.1:")
+        async with Publisher(relay.url, "t", ca_file=cert) as pub, \
+                Subscriber(relay.url, "t", ca_file=cert) as sub:
+            await wait_for(lambda: relay.streams.get("t") == (1, 1))
+            await pub.send_frame({"h_yaw": 0.25})
+            async with asyncio.timeout(TIMEOUT):
+                got = await sub.recv()
+            assert got is not None and got.values[H_YAW] == pytest.approx(0.25, abs=1e-4)
+        # without the CA the certificate does not verify: refused, not retried forever
+        with pytest.raises(RelayError) as err:
+            await Subscriber(relay.url, "t", max_retries=0).connect()
+        assert err.value.code == "link" and "CERTIFICATE" in str(err.value).upper()
+        # a plain ws:// client cannot talk to it either
+        with pytest.raises(RelayError):
+            await Subscriber(relay.url.replace("wss://", "ws://"), "t", max_retries=0).connect()
+
+
+def test_tls_options_are_checked(tls_files: tuple[Path, Path]) -> None:
+    cert, key = tls_files
+    with pytest.raises(UsageError) as err:
+        Relay("127.0.0.1", 0, tls_cert=cert)  # key missing
+    assert err.value.code == "usage.bad_option"
+    with pytest.raises(UsageError):
+        Relay("127.0.0.1", 0, tls_cert=cert, tls_key=cert)  # not a key
+    with pytest.raises(UsageError):
+        client_tls_context("ws://127.0.0.1:1", cert)  # a CA file needs wss
+    with pytest.raises(UsageError):
+        client_tls_context("http://127.0.0.1:1")
+    # beyond loopback: TLS (or --insecure) and a token
+    Relay("0.0.0.0", 0, token="t", tls_cert=cert, tls_key=key)
+
+
+# ---------------------------------------------------------------- origin (spec §5.8)
+
+
+async def test_browser_from_a_foreign_origin_is_refused_own_and_allowed_ones_accepted() -> None:
+    async with Relay("127.0.0.1", port=0, allow_origins=["https://viewer.example"]) as relay:
+        for origin in ("https://evil.example", "null", f"http://127.0.0.1:{relay.port + 1}"):
+            with pytest.raises(InvalidStatus) as err:
+                await connect(relay.url, origin=Origin(origin), proxy=None,
+                              subprotocols=[Subprotocol(SUBPROTOCOL)])
+            assert err.value.response.status_code == 403
+        assert relay.stats.origin_refused == 3
+        for origin in (None, "https://viewer.example", "HTTPS://Viewer.example/",
+                       f"http://127.0.0.1:{relay.port}", f"http://localhost:{relay.port}"):
+            ws = await connect(relay.url, origin=None if origin is None else Origin(origin),
+                               proxy=None, subprotocols=[Subprotocol(SUBPROTOCOL)])
+            await ws.close()
+        assert relay.stats.origin_refused == 3
+
+
+# ---------------------------------------------------------------- admission (spec §5.8)
+
+
+async def test_per_address_cap_refuses_at_accept_others_unaffected() -> None:
+    async with Relay("127.0.0.1", port=0, max_connections=50, max_per_address=4,
+                     hello_timeout=5.0) as relay:
+        held = [await tcp_from(relay.port, "127.0.0.2") for _ in range(4)]
+        await wait_for(lambda: relay.connections == 4)
+        reader, _ = await tcp_from(relay.port, "127.0.0.2")
+        assert await closed_within(reader, TIMEOUT)  # the 5th from that address
+        assert relay.stats.refused == 1
+        ok = await open_raw(relay.url, "consumer", "s")  # another address still gets in
+        await ok.ws.close()
+        for _, writer in held:
+            writer.close()
+
+
+async def test_at_the_cap_the_oldest_hello_less_connection_makes_room(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="posewire.relay")
+    cap = 40
+    async with Relay("127.0.0.1", port=0, max_connections=cap, max_per_address=cap,
+                     hello_timeout=10.0) as relay:
+        flood = [await tcp_from(relay.port, f"127.0.0.{2 + i % 4}") for i in range(2 * cap)]
+        await wait_for(lambda: relay.connections == cap)
+        assert relay.stats.evicted == cap
+        began = time.monotonic()
+        legit = await open_raw(relay.url, "consumer", "s")  # welcome received
+        assert time.monotonic() - began < 1.0
+        producer = await open_raw(relay.url, "producer", "s")
+        await producer.send(frame(0, 0.5))
+        got = await legit.recv()
+        assert isinstance(got, Frame) and got.seq == 0
+        # the first flood connections were evicted (closed), the newest are still held
+        assert await closed_within(flood[0][0], TIMEOUT)
+        assert not await closed_within(flood[-1][0], 0.05)
+        # clients that said hello are never evicted: newcomers evict each other
+        more = [await tcp_from(relay.port, "127.0.0.9") for _ in range(cap)]
+        await wait_for(lambda: relay.stats.evicted == 2 * cap + 2)
+        assert relay.stats.refused == 0 and relay.connections == cap
+        assert relay.streams == {"s": (1, 1)}
+        for _, writer in flood + more:
+            writer.close()
+    # rejections are logged at a bounded rate, whatever the flood
+    assert len([r for r in caplog.records if r.name == "posewire.relay"]) <= 12
+
+
+async def test_connection_without_hello_is_closed_at_the_deadline() -> None:
+    async with Relay("127.0.0.1", port=0, hello_timeout=0.3) as relay:
+        reader, _ = await tcp_from(relay.port, "127.0.0.1")  # never even upgrades
+        began = time.monotonic()
+        assert await closed_within(reader, 2.0)
+        assert time.monotonic() - began < 1.0
+        silent = await connect(relay.url, subprotocols=[Subprotocol(SUBPROTOCOL)], proxy=None)
+        async with asyncio.timeout(2.0):
+            await silent.wait_closed()
+        assert silent.close_code == CLOSE_CODES["decode.state"]
+        await wait_for(lambda: relay.connections == 0)
+
+
+async def test_hellos_per_address_are_rate_limited() -> None:
+    async with Relay("127.0.0.1", port=0, hello_rate=1.0, hello_burst=2) as relay:
+        for _ in range(2):
+            ok = await open_raw(relay.url, "consumer", "s")
+            await ok.ws.close()
+        over = await open_raw(relay.url, "consumer", "s", welcome=False)
+        closed = await over.until_closed()
+        assert closed.error is not None and closed.error.code == "decode.rate"
+        assert closed.code == CLOSE_CODES["decode.rate"]
+        other = await ws_from(relay.url, "127.0.0.3")  # another address has its own budget
+        conn_hello = encode(Hello("consumer", "s"))
+        await other.send(conn_hello)  # type: ignore[attr-defined]
+        welcome = msgpack.unpackb(await other.recv())  # type: ignore[attr-defined]
+        assert welcome["t"] == "welcome"
+        await other.close()  # type: ignore[attr-defined]
+
+
+async def test_over_rate_frames_are_dropped_before_decoding() -> None:
+    async with Relay("127.0.0.1", port=0, max_fps=10, burst_s=0.1) as relay:
+        pub = await open_raw(relay.url, "producer", "s")
+        await pub.send(frame(0))  # takes the only token
+        # frame-shaped but broken: over the rate it is dropped unread, so no error
+        broken = b"\x85\xa1t\xa1f" + b"\xc1" * 40
+        for _ in range(20):
+            await pub.ws.send(broken)
+        await wait_for(lambda: relay.stats.rate_limited == 20)
+        assert relay.stats.errors == 0 and relay.stats.frames_in == 1
+        await asyncio.sleep(0.15)  # a token again: now it is decoded, and refused
+        await pub.ws.send(broken)
+        closed = await pub.until_closed()
+        assert closed.error is not None and closed.error.code == "decode.malformed"
+
+
+# ---------------------------------------------------------------- liveness (spec §5.7, §5.8)
+
+
+async def test_half_open_producer_is_replaced_within_5_s_at_default_settings() -> None:
+    async with Relay("127.0.0.1", port=0) as relay:  # default ping interval and timeout
+        consumer = await open_raw(relay.url, "consumer", "s")
+        old = await open_raw(relay.url, "producer", "s")
+        await old.send(frame(0, 0.1))
+        assert isinstance(await consumer.recv(), Frame)
+        old.ws.transport.pause_reading()  # it stops answering (pings unanswered)
+        began = time.monotonic()
+        async with Publisher(relay.url, "s", reconnect=False) as new:  # default settings
+            took = time.monotonic() - began
+            assert new.connected and took < 5.0
+            await new.send_frame({"h_yaw": 0.7})
+            got = await consumer.recv()
+            assert isinstance(got, Frame) and got.values[H_YAW] == pytest.approx(0.7, abs=1e-4)
+        assert relay.stats.replaced == 1
+        old.ws.transport.abort()
+
+
+async def test_live_producer_keeps_its_stream() -> None:
+    async with Relay("127.0.0.1", port=0, ping_timeout=0.5) as relay:
+        first = await open_raw(relay.url, "producer", "busy")
+        second = await open_raw(relay.url, "producer", "busy", welcome=False)
+        closed = await second.until_closed()
+        assert closed.error is not None and closed.error.code == "decode.state"
+        assert relay.stats.replaced == 0 and relay.streams == {"busy": (1, 0)}
+        await first.ws.close()
+
+
+class Proxy:
+    """A TCP proxy on loopback that can go silent (a half-open path: nothing passes,
+    nothing is closed)."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.frozen = False
+        self.server: asyncio.Server | None = None
+        self.writers: list[asyncio.StreamWriter] = []
+
+    async def __aenter__(self) -> Proxy:
+        self.server = await asyncio.start_server(self._client, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for w in self.writers:
+            w.transport.abort()
+        assert self.server is not None
+        self.server.close()
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        return f"ws://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_r, up_w = await asyncio.open_connection("127.0.0.1", self.target_port)
+        self.writers += [writer, up_w]
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            while data := await src.read(65536):
+                while self.frozen:
+                    await asyncio.sleep(3600)
+                dst.write(data)
+
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.gather(pipe(reader, up_w), pipe(up_r, writer), return_exceptions=True)
+
+
+async def test_publisher_reports_a_dead_link_promptly_and_reconnects_in_the_background() -> None:
+    async with Relay("127.0.0.1", port=0, ping_timeout=0.3) as relay, Proxy(relay.port) as proxy:
+        pub = Publisher(proxy.url, "s", ping_interval=0.2, ping_timeout=0.2, backoff_initial=0.02)
+        await pub.connect()
+        assert await pub.send_frame({"h_yaw": 0.1}) == 0
+        proxy.frozen = True  # the path goes silent; no FIN, no RST
+        began = time.monotonic()
+        error: RelayError | None = None
+        while time.monotonic() - began < 3.0:
+            t0 = time.monotonic()
+            try:
+                await pub.send_frame({"h_yaw": 0.2})
+            except RelayError as exc:
+                error = exc
+                blocked = time.monotonic() - t0
+                break
+            await asyncio.sleep(0.02)
+        assert error is not None and error.code == "link" and not error.fatal
+        assert time.monotonic() - began < 1.5  # keepalive: interval + timeout + slack
+        assert blocked < 0.1  # the caller is told at once, never held for the reconnect
+        proxy.frozen = False  # new connections pass again (the old one stays stuck)
+        await wait_for(lambda: pub.connected, timeout=5.0)
+        seq = await pub.send_frame({"h_yaw": 0.3})
+        assert seq >= 1 and pub.reconnects >= 1 and pub.frames_dropped >= 1
+        # the relay replaced the half-open producer by the reconnected one
+        await wait_for(lambda: relay.stats.frames_in >= 1)  # frame 0 died in the silent path
+        await pub.close()
+
+
+async def test_subscriber_notices_a_dead_relay_and_reconnects() -> None:
+    async with Relay("127.0.0.1", port=0) as relay, Proxy(relay.port) as proxy:
+        sub = Subscriber(proxy.url, "s", ping_interval=0.2, ping_timeout=0.2, backoff_initial=0.02)
+        await sub.connect()
+        proxy.frozen = True
+        await asyncio.sleep(0.6)
+        proxy.frozen = False
+        await wait_for(lambda: sub.reconnects == 1 and sub.connected, timeout=5.0)
+        await sub.close()
+
+
+# ---------------------------------------------------------------- latest wins (spec §5.7)
+
+
+async def test_out_of_order_frames_are_never_kept_as_the_newest() -> None:
+    async with Relay("127.0.0.1", port=0) as relay:
+        consumer = await open_raw(relay.url, "consumer", "s")
+        pub = await open_raw(relay.url, "producer", "s")
+        await pub.send(frame(5, 0.5))
+        await pub.send(frame(3, 0.3))  # late: behind the newest
+        await pub.send(frame(6, 0.6))
+        seqs = [(await consumer.recv()).seq for _ in range(2)]  # type: ignore[attr-defined]
+        assert seqs == [5, 6] and relay.stats.stale == 1
+        late = await open_raw(relay.url, "consumer", "s")
+        got = await late.recv()
+        assert isinstance(got, Frame) and got.seq == 6
+        assert got.values[H_YAW] == pytest.approx(0.6, abs=1e-4)
+        # a new producer numbers from its own start: not stale
+        await pub.ws.close()
+        await wait_for(lambda: relay.streams["s"] == (0, 2))
+        again = await open_raw(relay.url, "producer", "s")
+        await again.send(frame(0, 0.1))
+        got = await consumer.recv()
+        assert isinstance(got, Frame) and got.seq == 0
+
+
+async def test_a_consumer_that_stops_reading_holds_at_most_a_window() -> None:
+    window = 8
+    async with Relay("127.0.0.1", port=0, max_fps=1000, burst_s=2.0, send_window=window,
+                     ping_interval=None) as relay:
+        fast = await open_raw(relay.url, "consumer", "s")
+        stalled = await open_raw(relay.url, "consumer", "s", max_queue=64)
+        pub = await open_raw(relay.url, "producer", "s")
+        stalled.ws.transport.pause_reading()  # its kernel buffer keeps taking bytes
+        n = 300
+        for seq in range(n):
+            await pub.send(frame(seq, (seq % 100) / 100))
+            got = await fast.recv()
+            assert isinstance(got, Frame) and got.seq == seq  # the fast one gets all
+        info = {c.delivered: c for c in relay.consumers("s")}
+        slow = info[min(info)]
+        assert slow.in_flight <= window and slow.dropped > 0
+        assert slow.delivered <= window + 1
+        stalled.ws.transport.resume_reading()
+        seen = []
+        while not seen or seen[-1] != n - 1:
+            got = await stalled.recv()
+            assert isinstance(got, Frame)
+            seen.append(got.seq)
+        # what it reads before the newest frame is at most the window (no backlog)
+        assert len(seen) <= window + 2
+
+
+async def test_subscriber_yields_the_newest_state_with_masks_merged() -> None:
+    async with Relay("127.0.0.1", port=0, max_fps=1000, burst_s=2.0) as relay, \
+            Publisher(relay.url, "s") as pub, Subscriber(relay.url, "s") as sub:
+        await wait_for(lambda: relay.streams.get("s") == (1, 1))
+        await pub.send_frame(DEFAULTS)
+        first = await asyncio.wait_for(sub.recv(), TIMEOUT)
+        assert first is not None and first.seq == 0 and first.merged == 1
+        for i in range(1, 60):  # the application is busy meanwhile
+            dims = {"h_yaw": i / 100} if i % 2 else {"h_pitch": -i / 100}
+            await pub.send_frame(dims)
+        await wait_for(lambda: sub.frames_received == 60)
+        got = await asyncio.wait_for(sub.recv(), TIMEOUT)
+        assert got is not None and got.seq == 59 and got.merged == 59
+        assert set(np.flatnonzero(got.mask)) == {H_YAW, H_PITCH}
+        assert got.values[H_YAW] == pytest.approx(0.59, abs=1e-4)
+        assert got.values[H_PITCH] == pytest.approx(-0.58, abs=1e-4)
+        assert int(np.isnan(got.values).sum()) == N_DIMS - 2
+        assert sub.frames_yielded == 2
