@@ -49,6 +49,8 @@ __all__ = [
     "body_to_quat",
     "euler_to_quat",
     "head_to_quat",
+    "matrix_to_euler",
+    "matrix_to_head",
     "quat_to_body",
     "quat_to_euler",
     "quat_to_head",
@@ -95,7 +97,13 @@ def quat_to_euler(q: ArrayLike) -> tuple[F64, F64, F64]:
     """``(yaw, pitch, roll)`` in degrees, each ``(...,)``, of quaternions ``(..., 4)``
     (any sign, normalized here). Pitch in [-90, 90], yaw and roll in (-180, 180];
     at the gimbal (``|pitch| = 90``) roll is 0 (module docstring)."""
-    m = to_matrix(as_quaternion(q))
+    return matrix_to_euler(to_matrix(as_quaternion(q)))
+
+
+def matrix_to_euler(m: ArrayLike) -> tuple[F64, F64, F64]:
+    """``(yaw, pitch, roll)`` in degrees of rotation matrices ``(..., 3, 3)`` (orthonormal,
+    determinant +1; not checked), as :func:`quat_to_euler` (spec §4.4 inverse)."""
+    m = np.asarray(m, dtype=np.float64)
     cos_pitch = np.hypot(m[..., 1, 0], m[..., 1, 1])
     pitch = np.arctan2(-m[..., 1, 2], cos_pitch)
     gimbal = cos_pitch <= GIMBAL_EPS
@@ -122,7 +130,11 @@ def _to_quat(n: ArrayLike, maxima: F64, what: str) -> F64:
 
 
 def _from_quat(q: ArrayLike, maxima: F64) -> tuple[F64, NDArray[np.bool_]]:
-    n = np.stack(quat_to_euler(q), axis=-1) / maxima
+    return _from_matrix(to_matrix(as_quaternion(q)), maxima)
+
+
+def _from_matrix(m: ArrayLike, maxima: F64) -> tuple[F64, NDArray[np.bool_]]:
+    n = np.stack(matrix_to_euler(m), axis=-1) / maxima
     clamped: NDArray[np.bool_] = np.asarray((np.abs(n) > 1.0 + CLAMP_REPORT_TOL).any(axis=-1))
     return np.clip(n, -1.0, 1.0), clamped
 
@@ -137,6 +149,11 @@ def quat_to_head(q: ArrayLike) -> tuple[F64, NDArray[np.bool_]]:
     """Normalized ``(h_yaw, h_pitch, h_roll)`` ``(..., 3)`` of head rotations ``(..., 4)``,
     each component clamped to [-1, 1], and a ``(...,)`` mask of the clamped entries."""
     return _from_quat(q, HEAD_MAX_DEG)
+
+
+def matrix_to_head(m: ArrayLike) -> tuple[F64, NDArray[np.bool_]]:
+    """:func:`quat_to_head` of rotation matrices ``(..., 3, 3)`` (orthonormal, det +1)."""
+    return _from_matrix(m, HEAD_MAX_DEG)
 
 
 def body_to_quat(n: ArrayLike) -> F64:

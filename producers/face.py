@@ -32,9 +32,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posewire.codec.errors import UsageError
-from posewire.codec.euler import quat_to_head
+from posewire.codec.euler import matrix_to_head
 from posewire.codec.morph import N_ARKIT, arkit_to_dims
-from posewire.codec.quaternion import from_matrix
 from posewire.codec.registry import REGISTRY
 from posewire.codec.vector import N_DIMS
 
@@ -64,6 +63,7 @@ GAZE_FULL_DEG = 30.0
 #: NaN (not estimated) rather than a made-up 0.
 UNOBSERVED_BY_BLENDSHAPES: tuple[str, ...] = ("m_tongue",)
 
+_EYE = np.eye(3)
 _UNOBSERVED = np.array([REGISTRY.index(d) for d in UNOBSERVED_BY_BLENDSHAPES], dtype=np.intp)
 
 
@@ -101,12 +101,13 @@ def head_from_face_matrix(matrix: F64, body_rotation: F64 | None = None) -> tupl
     frame (spec §2.3); the head is then ``R_bodyᵀ · R_face``. Without it (no body seen) the
     head is relative to the camera (a torso facing the camera). Non-finite input gives NaN.
     """
-    face = rotation_part(np.where(np.isfinite(matrix), matrix, 0.0))
-    rel = face if body_rotation is None else np.swapaxes(body_rotation, -1, -2) @ face
-    ok: Bool = np.asarray(np.isfinite(np.asarray(matrix)[..., :3, :3]).all(axis=(-1, -2))
-                          & np.isfinite(rel).all(axis=(-1, -2)), dtype=bool)
-    safe = np.where(ok[..., None, None], rel, np.eye(3))
-    n, clamped = quat_to_head(from_matrix(safe))
+    m = np.asarray(matrix, dtype=np.float64)[..., :3, :3]
+    ok: Bool = np.asarray(np.isfinite(m).all(axis=(-1, -2)), dtype=bool)
+    rel = rotation_part(np.where(ok[..., None, None], m, _EYE))
+    if body_rotation is not None:
+        rel = np.swapaxes(body_rotation, -1, -2) @ rel
+        ok = ok & np.asarray(np.isfinite(rel).all(axis=(-1, -2)), dtype=bool)
+    n, clamped = matrix_to_head(np.where(ok[..., None, None], rel, _EYE))
     out: F64 = np.where(ok[..., None], n, np.nan)
     return out, clamped & ok
 
