@@ -8,6 +8,7 @@ pinned cache that ``make install`` fills (``posewire models fetch``).
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import sys
@@ -55,7 +56,7 @@ def estimator() -> Iterator[MediaPipeEstimator]:
 @pytest.fixture(scope="module")
 def seen(estimator: MediaPipeEstimator) -> dict[str, Observation]:
     return {name: estimator.process(_rgb(name)) for name in
-            ("astronaut.jpg", "grace_hopper.jpg", "handSrc.jpg", "Back_Projection_Theory0.jpg")}
+            ("astronaut.jpg", "grace_hopper.jpg", "camera.jpg", "handSrc.jpg", "Back_Projection_Theory0.jpg")}
 
 
 # ---------------------------------------------------------------- model files
@@ -142,6 +143,16 @@ def test_the_hand_only_route_gives_finger_dims(seen: dict[str, Observation]) -> 
         assert abs(_value(frame.vector, f"g_{finger}_curl_r")) < 0.3
     assert np.isnan(_value(frame.vector, "g_index_curl_l"))
     assert np.isnan(_value(frame.vector, "a_x_r"))  # no shoulders: no arm position
+
+
+def test_arms_and_a_profile_head_from_a_photographer(seen: dict[str, Observation]) -> None:
+    # both wrists visible (raised to the camera); FaceLandmarker finds no face in profile,
+    # Holistic's mesh gives the head; face and mouth are "lost", never guessed
+    frame = LiveEncoder().encode(seen["camera.jpg"])
+    assert {"arm_l", "arm_r", "head"} <= set(frame.tracked)
+    assert frame.conditions.tracking["face"] == "lost" and frame.conditions.tracking["mouth"] == "lost"
+    assert _value(frame.vector, "a_y_l") > 0.0 and _value(frame.vector, "a_z_l") > 0.0  # raised, forward
+    assert np.isnan(_value(frame.vector, "m_jaw"))
 
 
 def test_a_smile_raises_the_smile_dims(seen: dict[str, Observation]) -> None:
@@ -249,6 +260,34 @@ def test_sources_fail_clearly(tmp_path: Path) -> None:
     assert err.value.code == "usage.no_source"
 
 
+# ---------------------------------------------------------------- status line and progress bar
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_status_line_and_progress_bar() -> None:
+    from posewire.produce_cli import Progress
+
+    out = _Tty()
+    status = Progress(None, live=True, stream=out, every=0.0)
+    for i in range(5):
+        status.update(inference_ms={"holistic": 30.0, "face": 9.0}, encode_us=150.0,
+                      tracked=("head", "face"), total_bytes=100 * (i + 1))
+    status.finish()
+    text = out.getvalue()
+    assert "\r" in text and "fps" in text and "holistic 30 face 9" in text and "tracked head,face" in text
+    assert "kB/s" in text and text.endswith("\n")
+    out = _Tty()
+    bar = Progress(4, live=False, stream=out, every=0.0)
+    for _ in range(4):
+        bar.update(inference_ms={"holistic": 30.0}, encode_us=100.0, tracked=(), total_bytes=0)
+    bar.finish()
+    assert "4/4 100%" in out.getvalue() and "#" * 24 in out.getvalue() and "tracked nothing" in out.getvalue()
+
+
 # ---------------------------------------------------------------- the command, end to end
 
 
@@ -284,11 +323,16 @@ def test_produce_images_record(tmp_path: Path) -> None:
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert lines[0]["format"] == "posewire-recording"
     frames = lines[1:]
-    assert len(frames) == 4  # Back_Projection_Theory0, astronaut, grace_hopper, handSrc (name order)
+    assert len(frames) == 5  # Back_Projection_Theory0, astronaut, camera, grace_hopper, handSrc (name order)
     astro = frames[1]["values"]
     for dim in ("h_yaw", "h_pitch", "h_roll", "f_blink_l", "f_gaze_yaw", "m_jaw", "m_smile_l", "m_smile_r"):
         assert dim in astro, dim
     assert astro["m_smile_l"] > 0.6
+    camera = frames[2]["values"]
+    for dim in ("a_x_l", "a_y_l", "a_z_l", "a_spread_l", "a_x_r", "a_y_r", "a_z_r", "h_yaw"):
+        assert dim in camera, dim
+    hand = frames[4]["values"]
+    assert "g_index_curl_r" in hand and "a_x_r" not in hand
     assert "tracked:" in done.stderr and "face" in done.stderr
 
 
