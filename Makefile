@@ -15,7 +15,12 @@ $(BIN)/posewire: pyproject.toml
 tests/gltf/node_modules/.package-lock.json: tests/gltf/package.json tests/gltf/package-lock.json
 	cd tests/gltf && $(NPM) ci --no-audit --no-fund
 
-install: $(BIN)/posewire tests/gltf/node_modules/.package-lock.json
+# three.js, @pixiv/three-vrm (served to the viewer page) and playwright-core (viewer tests),
+# pinned by the committed lock file
+js/node_modules/.package-lock.json: js/package.json js/package-lock.json
+	cd js && $(NPM) ci --no-audit --no-fund
+
+install: $(BIN)/posewire tests/gltf/node_modules/.package-lock.json js/node_modules/.package-lock.json
 	@# the pinned MediaPipe Tasks models (sha256-checked; a no-op when cached)
 	$(BIN)/posewire models fetch
 
@@ -38,4 +43,4 @@ bench: install
 	$(BIN)/python benchmarks/inference_bench.py
 
 clean:
-	rm -rf $(VENV) tests/gltf/node_modules
+	rm -rf $(VENV) tests/gltf/node_modules js/node_modules

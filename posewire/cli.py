@@ -14,7 +14,7 @@ from typing import Any
 
 from posewire.codec.registry import DIMENSIONS, REGISTRY
 
-from . import export_cli, produce_cli, record_cli
+from . import demo, export_cli, produce_cli, record_cli, viewer, vmc
 
 __all__ = ["main"]
 
@@ -35,13 +35,6 @@ def _cmd_registry(args: argparse.Namespace) -> int:
         print(f"{d.index:>3}  {d.id:<18} {r.group:<8} {r.polarity:<9} {r.max:>6g} {r.unit:<5} "
               f"{r.default:>8g}  {r.meaning}")
     return 0
-
-
-def _cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import DEFAULT_RECORDING, main_demo
-
-    return main_demo(args.recording or DEFAULT_RECORDING, frames=args.frames or None,
-                     speed=args.speed)
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
@@ -229,15 +222,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the registry export as JSON")
     p.set_defaults(func=_cmd_registry)
 
-    p = sub.add_parser("demo", help="replay a recording through a loopback relay and decode it "
-                                    "for the helix-humanoid@1 avatar")
-    p.add_argument("--recording", type=Path, default=None,
-                   help="a recording (JSON lines; default: the committed wave recording)")
-    p.add_argument("--frames", type=int, default=60, help="frames to play (0: all)")
-    p.add_argument("--speed", type=float, default=1.0,
-                   help="playback rate (1: real time, 0: as fast as possible)")
-    p.set_defaults(func=_cmd_demo)
-
     p = sub.add_parser("generate", help="regenerate spec tables and JSON Schemas")
     p.add_argument("--root", default=".", help="repository root")
     p.add_argument("--check", action="store_true", help="only report stale files")
@@ -257,6 +241,9 @@ def build_parser() -> argparse.ArgumentParser:
     record_cli.add_parser(sub)
     produce_cli.add_parser(sub)
     export_cli.add_parser(sub)
+    demo.add_parser(sub)
+    viewer.add_parser(sub)
+    vmc.add_parser(sub)
     return parser
 
 

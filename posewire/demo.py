@@ -1,143 +1,219 @@
-"""``posewire demo``: the whole pipeline once, on loopback, in one process.
+"""``posewire demo`` (what ``make run`` runs): a person driving an avatar, in one command.
 
-A recording (producer side) is published through a real relay over real websockets; a
-subscriber decodes each frame for the ``helix-humanoid@1`` avatar of seed 001 (bone
-rotations by IK and FK, spec §4.1–4.5) and its face (ARKit weights, spec §4.6–4.7), and
-prints one line per frame and a summary: wire bytes, end-to-end latency, decode time.
+It starts, on loopback:
+
+1. a relay (:class:`posewire.relay.Relay`) on a free port;
+2. the live viewer (:class:`posewire.viewer.ViewerServer`): a page that subscribes to the
+   stream and poses the skinned mannequin with the JavaScript decoder;
+3. a producer: the repository's real signer recording (``tests/data/signer.pose``, a
+   MediaPipe Holistic capture converted on the fly by
+   :func:`posewire.producers.poseformat.pose_file_to_recording`; MIT, see
+   ``tests/data/LICENSE-signer.md``), looped at its own frame rate — or any
+   ``--recording`` (``.pose`` or a posewire ``.jsonl`` recording);
+4. a Python subscriber that decodes every frame for the same mannequin (bones by IK/FK,
+   ARKit face weights, spec §4.1–§4.7) and prints a status line: frames, fps, wire
+   bytes, end-to-end latency, decode time.
+
+It prints the viewer URL and opens a browser where there is one (``--no-browser``:
+none). ``--frames N`` ends after N published frames (exit status 0); ``--frames 0``
+runs until interrupted.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import statistics
 import sys
+import tempfile
 import time
+import webbrowser
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from posewire.codec.errors import UsageError
 from posewire.codec.wire import Frame, encode
-from posewire.consumers.face import face_weights
-from posewire.consumers.pose import decode_pose
-from posewire.consumers.skeleton import fk, helix_humanoid
-from posewire.consumers.subscriber import Subscriber
-from posewire.producers.publisher import Publisher
-from posewire.producers.recording import read_recording
 
-from .relay import Relay
 from .transport import RelayError
 
-__all__ = ["DEFAULT_RECORDING", "DemoSummary", "run_demo"]
+if TYPE_CHECKING:
+    from posewire.consumers.subscriber import SubscribedFrame
 
-#: A committed recording (a waving right arm, head yaw, affect), so the demo runs anywhere.
-DEFAULT_RECORDING = Path(__file__).resolve().parent.parent / "tests" / "data" / "wave.jsonl"
+__all__ = ["DEFAULT_RECORDING", "DemoSummary", "add_parser", "load_recording", "run_demo"]
+
+_DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
+#: The committed real signer recording (MediaPipe Holistic, pose-format; MIT).
+DEFAULT_RECORDING = _DATA / "signer.pose"
+#: Stream name the demo publishes on.
+STREAM = "demo"
 
 
-@dataclass(frozen=True)
+@dataclass
 class DemoSummary:
-    """What the demo measured."""
+    """What the demo measured (Python subscriber side)."""
 
-    frames: int
-    mean_wire_bytes: float
-    latency_ms_p50: float
-    latency_ms_max: float
-    decode_us_median: float
-    fk_us_median: float
+    frames_sent: int = 0
+    frames_received: int = 0
+    wire_bytes: list[int] = field(default_factory=list)
+    latency_ms: list[float] = field(default_factory=list)
+    decode_us: list[float] = field(default_factory=list)
+
+    def line(self) -> str:
+        if not self.frames_received:
+            return f"{self.frames_sent} frames sent, none received yet"
+        return (f"{self.frames_sent} frames sent, {self.frames_received} decoded: "
+                f"{np.mean(self.wire_bytes):.0f} B per frame on the wire; latency p50 "
+                f"{statistics.median(self.latency_ms):.2f} ms, max {max(self.latency_ms):.2f} ms; "
+                f"decode (bones by IK, face weights) {statistics.median(self.decode_us):.0f} µs per frame")
 
 
-async def run_demo(recording: Path, *, frames: int | None = None, speed: float = 1.0,
-                   out: Callable[[str], None] = print) -> DemoSummary:
-    """Replay ``recording`` through a loopback relay and decode every received frame.
+def load_recording(path: Path) -> tuple[object, list[object]]:
+    """``(header, frames)`` of a posewire recording, or of a ``.pose`` file converted
+    on the fly (spec §4.1 calibration in the header)."""
+    from posewire.producers.recording import read_recording
 
-    ``frames``: how many frames to play (default: all); ``speed``: playback rate
-    (1 = the recording's own timing, 0 = as fast as possible).
-    """
-    header, records = read_recording(recording)
-    records = records[:frames] if frames else records
-    if not records:
+    if path.suffix == ".pose":
+        from posewire.producers.poseformat import pose_file_to_recording
+
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "recording.jsonl"
+            pose_file_to_recording(path, out)
+            return read_recording(out)  # type: ignore[return-value]
+    return read_recording(path)  # type: ignore[return-value]
+
+
+async def run_demo(recording: Path, *, frames: int = 0, speed: float = 1.0, port: int = 0,
+                   browser: bool = False, out: Callable[[str], None] = print,
+                   on_ready: Callable[[str], None] | None = None) -> DemoSummary:
+    """Run relay, viewer, looped producer and a decoding subscriber (module docstring).
+
+    ``frames``: frames to publish (0: until cancelled); ``speed``: playback rate (0: as
+    fast as the relay's rate limit allows); ``port``: the viewer's port (0: any free
+    one); ``on_ready(url)``: called once the page is served."""
+    from posewire.consumers.face import face_weights
+    from posewire.consumers.gltf import mannequin_skeleton
+    from posewire.consumers.pose import decode_pose
+    from posewire.consumers.subscriber import Subscriber
+    from posewire.producers.publisher import Publisher
+    from posewire.producers.recording import RecordedFrame, RecordingHeader
+
+    from .relay import Relay
+    from .viewer import ViewerConfig, serve_viewer
+
+    header, records = load_recording(recording)
+    assert isinstance(header, RecordingHeader)
+    recs = [r for r in records if isinstance(r, RecordedFrame)]
+    if not recs:
         raise ValueError(f"{recording} holds no frames")
-    skeleton = helix_humanoid()
-    hand_r = skeleton.names.index("hand_r")
-    wire_bytes = [len(encode(Frame(i, r.t_us, r.vector(), r.conditions)))
-                  for i, r in enumerate(records)]
+    skel, retarget = mannequin_skeleton()
+    avatar = retarget.apply(skel).skeleton
+    summary = DemoSummary()
 
-    latencies: list[float] = []
-    decode_us: list[float] = []
-    fk_us: list[float] = []
-    async with (Relay("127.0.0.1", port=0, status_every=0) as relay,
-                Subscriber(relay.url, "demo", merge=True) as sub):
-        handled = asyncio.Event()
+    async with Relay("127.0.0.1", port=0, status_every=0) as relay:
+        viewer = serve_viewer(ViewerConfig(relay.url, STREAM), port=port)
+        try:
+            out(f"posewire demo: {recording.name} ({len(recs)} frames, looped) on {relay.url}, stream {STREAM!r}")
+            out(f"viewer: {viewer.url}")
+            if on_ready is not None:
+                on_ready(viewer.url)
+            if browser:
+                _open_browser(viewer.url, out)
 
-        async def publish() -> None:
-            async with Publisher(relay.url, "demo", calibration=header.calibration) as pub:
-                start, t0 = time.monotonic(), records[0].t_us
-                for rec in records:
-                    if speed > 0:
-                        delay = (rec.t_us - t0) / 1e6 / speed - (time.monotonic() - start)
-                        if delay > 0:
-                            await asyncio.sleep(delay)
-                    await pub.send_frame(rec.vector(), conditions=rec.conditions)
-                    if speed <= 0:
-                        # as fast as the pipeline goes: the subscriber yields the newest
-                        # state (latest wins), so wait until this frame was decoded
-                        with contextlib.suppress(TimeoutError):
-                            await asyncio.wait_for(handled.wait(), 10.0)
-                        handled.clear()
+            async def publish() -> None:
+                async with Publisher(relay.url, STREAM, calibration=header.calibration) as pub:
+                    period = [b.t_us - a.t_us for a, b in zip(recs, recs[1:], strict=False)]
+                    step_us = statistics.median(period) if period else 40_000
+                    start = time.monotonic()
+                    sent = 0
+                    while frames <= 0 or sent < frames:
+                        rec = recs[sent % len(recs)]
+                        if speed > 0:
+                            delay = sent * step_us / 1e6 / speed - (time.monotonic() - start)
+                            if delay > 0:
+                                await asyncio.sleep(delay)
+                        await pub.send_frame(rec.vector(), conditions=rec.conditions)
+                        sent += 1
+                        summary.frames_sent = sent
 
-        producer = asyncio.create_task(publish())
-        while True:
-            # a frame the relay dropped (latest-wins, rate limit) never comes: stop once the
-            # producer is done and the stream has gone quiet
-            try:
-                frame = await asyncio.wait_for(sub.recv(), 0.5 if producer.done() else 10.0)
-            except TimeoutError:
-                break
-            if frame is None:
-                break
-            latencies.append(time.time_ns() / 1e6 - frame.timestamp_us / 1e3)
-            began = time.perf_counter()
-            pose = decode_pose(frame.values[None], skeleton)
-            mouthing = frame.conditions.mouthing if frame.conditions else None
-            face = face_weights(frame.values[None], capability="viseme15",
-                                visemes=None if mouthing is None else [mouthing])
-            decoded = time.perf_counter()
-            positions, _ = fk(skeleton, pose.local_rotations)
-            decode_us.append((decoded - began) * 1e6)
-            fk_us.append((time.perf_counter() - decoded) * 1e6)
-            wrist = positions[0, hand_r]
-            strongest = sorted(((float(w[0]), n) for n, w in face.arkit.items()),
-                               reverse=True)[:2]
-            morphs = "  ".join(f"{n} {w:.2f}" for w, n in strongest if w > 0) or "-"
-            out(f"seq {frame.seq:4d}  {latencies[-1]:6.2f} ms  hand_r at "
-                f"({wrist[0]:+.3f}, {wrist[1]:+.3f}, {wrist[2]:+.3f}) m  {morphs}")
-            handled.set()
-            if frame.seq >= len(records) - 1:
-                break
-        await producer
-
-    if not latencies:
-        raise ValueError("no frame came back from the relay")
-    summary = DemoSummary(
-        frames=len(latencies), mean_wire_bytes=float(np.mean(wire_bytes)),
-        latency_ms_p50=statistics.median(latencies), latency_ms_max=max(latencies),
-        decode_us_median=statistics.median(decode_us), fk_us_median=statistics.median(fk_us))
-    out(f"{summary.frames} of {len(records)} frames from {recording.name}: {summary.mean_wire_bytes:.0f} B per "
-        f"frame on the wire; latency p50 {summary.latency_ms_p50:.2f} ms, max "
-        f"{summary.latency_ms_max:.2f} ms; decode (bone rotations, IK, face) "
-        f"{summary.decode_us_median:.0f} µs, world positions (FK) {summary.fk_us_median:.0f} µs "
-        f"per frame (medians)")
+            producer = asyncio.create_task(publish())
+            async with Subscriber(relay.url, STREAM, merge=True) as sub:
+                last_line = time.monotonic()
+                while True:
+                    try:
+                        frame = await asyncio.wait_for(sub.recv(), 0.5 if producer.done() else 5.0)
+                    except TimeoutError:
+                        if producer.done():
+                            break
+                        continue
+                    if frame is None:
+                        break
+                    _decode_one(frame, avatar, summary, decode_pose, face_weights)
+                    if time.monotonic() - last_line >= 2.0:
+                        out(summary.line())
+                        last_line = time.monotonic()
+                    if producer.done() and summary.frames_received >= summary.frames_sent:
+                        break
+            await producer
+        finally:
+            viewer.stop()
+    out(summary.line())
     return summary
 
 
-def main_demo(recording: Path, *, frames: int | None, speed: float) -> int:
-    """Entry point of ``posewire demo``; returns the exit status."""
+def _decode_one(frame: SubscribedFrame, avatar: object, summary: DemoSummary,
+                decode_pose: Callable[..., object], face_weights: Callable[..., object]) -> None:
+    summary.frames_received += 1
+    summary.latency_ms.append(time.time_ns() / 1e6 - frame.timestamp_us / 1e3)
+    # the frame as it travelled: its own dims (mask) and the condition state
+    sent = Frame(frame.seq, frame.timestamp_us, np.where(frame.mask, frame.values, np.nan), frame.conditions)
+    summary.wire_bytes.append(len(encode(sent)))
+    began = time.perf_counter()
+    decode_pose(frame.values[None], avatar)
+    mouthing = frame.conditions.mouthing if frame.conditions else None
+    face_weights(frame.values[None], capability="viseme15", visemes=None if mouthing is None else [mouthing])
+    summary.decode_us.append((time.perf_counter() - began) * 1e6)
+
+
+def _open_browser(url: str, out: Callable[[str], None]) -> None:
     try:
-        asyncio.run(run_demo(recording, frames=frames, speed=speed))
+        webbrowser.get()
+    except webbrowser.Error:
+        out("no web browser found here: open the viewer URL above in one")
+        return
+    webbrowser.open(url)
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    recording: Path = args.recording or DEFAULT_RECORDING
+    if args.webcam:
+        print("posewire demo: --webcam needs the MediaPipe webcam producer (posewire produce --webcam), "
+              "which this installation does not have", file=sys.stderr)
+        return 2
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(run_demo(recording, frames=args.frames, speed=args.speed, port=args.port,
+                                 browser=not args.no_browser))
     except (OSError, ValueError, UsageError, RelayError) as exc:
         print(f"posewire demo: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``demo`` sub-command to the ``posewire`` parser."""
+    p = subparsers.add_parser("demo", help="relay + producer + live browser viewer on loopback, "
+                                           "one command (make run)")
+    p.add_argument("--recording", type=Path, default=None,
+                   help="a .pose file or posewire recording (default: the committed real signer)")
+    p.add_argument("--frames", type=int, default=0, help="end after N frames (default 0: run until Ctrl-C)")
+    p.add_argument("--speed", type=float, default=1.0,
+                   help="playback rate (1: the recording's frame rate, 0: as fast as possible)")
+    p.add_argument("--port", type=int, default=8770, help="viewer port on 127.0.0.1 (0: any free port)")
+    p.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    p.add_argument("--webcam", action="store_true", help="the webcam instead of the recording")
+    p.set_defaults(func=_cmd_demo)

@@ -1,0 +1,259 @@
+"""``posewire view``: the live browser viewer, served on loopback.
+
+A small HTTP server (standard library, one daemon thread) serves a page that subscribes
+to a relay stream over the websocket itself (spec §5: ``posewire.v1`` subprotocol, hello
+as a consumer) and decodes every frame in the browser with the JavaScript client
+(``js/posewire/``: wire, dequantization, palm w, calibration units, IK, bone rotations,
+face weights) onto the skinned ``mannequin-x`` wooden mannequin rendered with three.js.
+Nothing is fetched from the internet: three.js and ``@pixiv/three-vrm`` come from
+``js/node_modules`` (pinned by ``js/package-lock.json``, installed by ``make``).
+
+Routes (GET only; anything else is 404/405):
+
+* ``/`` — the page (``js/viewer/index.html``); ``/js/...`` — the ES modules;
+* ``/schemas/registry.json`` — the registry export the JavaScript tables come from;
+* ``/node_modules/three/...``, ``/node_modules/@pixiv/three-vrm/...`` — the libraries;
+* ``/avatar/mannequin.glb`` — the mannequin mesh and skin (:mod:`posewire.consumers.gltf`),
+  ``/avatar/skeleton.json`` — its skeleton with canonical ``helix-humanoid@1`` names
+  (:func:`avatar_description`), which the page decodes on;
+* ``/config.json`` — relay URL, stream, registry version and hash for the hello.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import functools
+import json
+import mimetypes
+import os
+import sys
+import tempfile
+import threading
+import time
+import webbrowser
+from dataclasses import dataclass
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from posewire.codec.quaternion import rotate_unchecked
+from posewire.codec.registry import REGISTRY
+from posewire.codec.wire import REGISTRY_HASH8
+
+__all__ = ["JS_ROOT", "ViewerConfig", "ViewerServer", "add_parser", "avatar_description", "mannequin_glb",
+           "serve_viewer"]
+
+ROOT = Path(__file__).resolve().parent.parent
+#: The JavaScript client and the page (``js/``), with its pinned npm libraries.
+JS_ROOT = ROOT / "js"
+_SCHEMAS = ROOT / "schemas"
+#: npm packages the page may load (import map in ``js/viewer/index.html``).
+_PACKAGES = ("three", "@pixiv/three-vrm")
+_TYPES = {".mjs": "text/javascript", ".js": "text/javascript", ".html": "text/html; charset=utf-8",
+          ".css": "text/css", ".json": "application/json", ".glb": "model/gltf-binary",
+          ".png": "image/png"}
+
+
+def avatar_description() -> dict[str, Any]:
+    """The mannequin as the page decodes it: ``names`` (canonical ``helix-humanoid@1``
+    names where mapped, :data:`posewire.consumers.gltf.MANNEQUIN_RETARGET`), ``avatar_names``
+    (the mannequin's own joint names, as in the GLB), ``parents``, rest world
+    ``positions`` (metres, spec §2.1) and ``rotations`` (``w, x, y, z``), and ``sites``
+    ``{name: [joint, world point]}`` (``middle_tip_l/r``, spec §2.2)."""
+    from posewire.consumers.gltf import mannequin_skeleton
+
+    skel, retarget = mannequin_skeleton()
+    canon = retarget.apply(skel)
+    pos, rot = canon.skeleton.rest_world()
+    sites = {name: [canon.skeleton.names[j], (pos[j] + rotate_unchecked(rot[j], off)).tolist()]
+             for name, (j, off) in canon.skeleton.sites.items()}
+    return {"names": list(canon.skeleton.names), "avatar_names": list(canon.avatar_names),
+            "parents": [int(p) for p in canon.skeleton.parents], "positions": pos.tolist(),
+            "rotations": rot.tolist(), "sites": sites, "skipped": list(canon.skipped)}
+
+
+@functools.lru_cache(maxsize=1)
+def mannequin_glb() -> bytes:
+    """The mannequin as a binary glTF (mesh, skin, rest pose; one neutral keyframe)."""
+    from posewire.codec.vector import DEFAULTS
+    from posewire.consumers.gltf import export_glb
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "mannequin.glb"
+        export_glb(np.asarray(DEFAULTS)[None], [0], out)
+        return out.read_bytes()
+
+
+@dataclass(frozen=True)
+class ViewerConfig:
+    """What the page needs to subscribe: the relay's websocket URL, the stream name and
+    an optional auth token (spec §5.3 hello)."""
+
+    relay: str
+    stream: str
+    token: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"relay": self.relay, "stream": self.stream, "token": self.token,
+                "registry_version": REGISTRY.version, "registry_hash": REGISTRY_HASH8.hex()}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        return  # quiet: the demo prints its own status line
+
+    def _send(self, status: HTTPStatus, body: bytes, ctype: str = "text/plain; charset=utf-8") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def do_HEAD(self) -> None:  # noqa: N802 - stdlib name
+        self.do_GET()
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+        path = urlsplit(self.path).path
+        try:
+            found = self.server.resolve(path)
+        except Exception as exc:  # an avatar that cannot be built: say so, keep serving
+            self._send(HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}".encode())
+            return
+        if found is None:
+            self._send(HTTPStatus.NOT_FOUND, b"not found")
+            return
+        body, ctype = found
+        self._send(HTTPStatus.OK, body, ctype)
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib name
+        self._send(HTTPStatus.METHOD_NOT_ALLOWED, b"GET only")
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, host: str, port: int, config: ViewerConfig) -> None:
+        super().__init__((host, port), _Handler)
+        self.config = config
+
+    @staticmethod
+    def _file(base: Path, rel: str) -> tuple[bytes, str] | None:
+        target = (base / rel).resolve()
+        if not target.is_relative_to(base.resolve()) or not target.is_file():
+            return None
+        ctype = _TYPES.get(target.suffix) or mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+        return target.read_bytes(), ctype
+
+    def resolve(self, path: str) -> tuple[bytes, str] | None:
+        if path in ("/", "/index.html"):
+            return self._file(JS_ROOT / "viewer", "index.html")
+        if path == "/config.json":
+            return json.dumps(self.config.as_json()).encode(), _TYPES[".json"]
+        if path == "/schemas/registry.json":
+            return self._file(_SCHEMAS, "registry.json")
+        if path == "/avatar/mannequin.glb":
+            return mannequin_glb(), _TYPES[".glb"]
+        if path == "/avatar/skeleton.json":
+            return json.dumps(avatar_description()).encode(), _TYPES[".json"]
+        if path.startswith("/js/") and not path.startswith("/js/node_modules/"):
+            return self._file(JS_ROOT, path[len("/js/"):])
+        for pkg in _PACKAGES:
+            prefix = f"/node_modules/{pkg}/"
+            if path.startswith(prefix):
+                return self._file(JS_ROOT / "node_modules" / pkg, path[len(prefix):])
+        return None
+
+
+class ViewerServer:
+    """The viewer's HTTP server on ``host:port`` (``port=0``: any free port), in a daemon
+    thread; use as a context manager or call :meth:`start` / :meth:`stop`. Binds loopback
+    by default (the page is for the local user)."""
+
+    def __init__(self, config: ViewerConfig, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.config = config
+        self._server = _Server(host, port, config)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="posewire-viewer",
+                                        daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/"
+
+    @property
+    def origin(self) -> str:
+        """The page's origin (scheme, host, port), as a browser sends it to the relay."""
+        return self.url.rstrip("/")
+
+    def start(self) -> ViewerServer:
+        if not (JS_ROOT / "node_modules" / "three").is_dir():
+            raise FileNotFoundError(f"three.js is not installed under {JS_ROOT / 'node_modules'}: run make install")
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> ViewerServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def serve_viewer(config: ViewerConfig, *, host: str = "127.0.0.1", port: int = 0) -> ViewerServer:
+    """Start a :class:`ViewerServer` on ``port``, or on any free port when that one is
+    taken (the URL says which)."""
+    try:
+        return ViewerServer(config, host=host, port=port).start()
+    except OSError as exc:
+        if port == 0 or exc.errno not in (errno.EADDRINUSE, errno.EACCES):
+            raise
+        return ViewerServer(config, host=host, port=0).start()
+
+
+def _cmd_view(args: argparse.Namespace) -> int:
+    token = args.token or os.environ.get("POSEWIRE_TOKEN")
+    try:
+        server = serve_viewer(ViewerConfig(args.url, args.stream, token), port=args.port)
+    except OSError as exc:
+        print(f"posewire view: {exc}", file=sys.stderr)
+        return 1
+    print(f"viewer for stream {args.stream!r} of {args.url}: {server.url}", flush=True)
+    if not args.no_browser:
+        try:
+            webbrowser.get()
+            webbrowser.open(server.url)
+        except webbrowser.Error:
+            print("no web browser found here: open the URL above in one", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``view`` sub-command to the ``posewire`` parser."""
+    p = subparsers.add_parser("view", help="serve the live browser viewer of a stream on loopback")
+    p.add_argument("--stream", required=True, help="stream name")
+    p.add_argument("--url", default="ws://127.0.0.1:8765", help="relay URL the page subscribes to")
+    p.add_argument("--token", help="auth token for the relay (default: $POSEWIRE_TOKEN)")
+    p.add_argument("--port", type=int, default=8770, help="viewer port on 127.0.0.1 (0: any free port)")
+    p.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    p.set_defaults(func=_cmd_view)
