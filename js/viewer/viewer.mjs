@@ -202,6 +202,24 @@ const state = {
     return out;
   },
   face: () => lastDecode?.face ?? null,
+  /** The mannequin's bounds projected on the canvas: [x0, y0, x1, y1] in CSS pixels. */
+  screenBox() {
+    const box = new THREE.Box3();
+    const v = new THREE.Vector3();
+    mannequin.updateMatrixWorld(true);
+    bones.forEach((b) => { if (b) box.expandByPoint(b.getWorldPosition(v)); });
+    box.expandByScalar(0.12); // the mesh around the joints (head, hands, feet)
+    const w = renderer.domElement.clientWidth;
+    const h = renderer.domElement.clientHeight;
+    let x0 = Infinity; let y0 = Infinity; let x1 = -Infinity; let y1 = -Infinity;
+    for (let i = 0; i < 8; i++) {
+      v.set(i & 1 ? box.max.x : box.min.x, i & 2 ? box.max.y : box.min.y, i & 4 ? box.max.z : box.min.z).project(camera);
+      const x = ((v.x + 1) / 2) * w;
+      const y = ((1 - v.y) / 2) * h;
+      x0 = Math.min(x0, x); x1 = Math.max(x1, x); y0 = Math.min(y0, y); y1 = Math.max(y1, y);
+    }
+    return [x0, y0, x1, y1];
+  },
 };
 window.posewire = state;
 
@@ -298,9 +316,9 @@ function status() {
 const clock = new THREE.Clock();
 let lastStatus = 0;
 renderer.setAnimationLoop(() => {
-  const dt = Math.min(clock.getDelta(), 0.1);
+  const dt = clock.getDelta(); // real elapsed time: easing keeps its pace at any frame rate
   step(dt);
-  if (vrmState) vrmState.vrm.update(dt);
+  if (vrmState) vrmState.vrm.update(Math.min(dt, 0.1));
   const now = performance.now();
   if (now - lastStatus > 250) { status(); lastStatus = now; }
   renderer.render(scene, camera);

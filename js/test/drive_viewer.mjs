@@ -1,0 +1,87 @@
+// Drives the posewire viewer page in headless Chromium (Debian chromium through npm
+// playwright-core) for tests/test_viewer_browser.py.
+//
+// usage: node js/test/drive_viewer.mjs URL
+// Prints {"ready": true} once the page has loaded, then answers one JSON line per JSON
+// command line on stdin:
+//   {"seq": k, "screenshot": "path.png"?, "delay_ms": t?}  -> waits until the page has applied
+//     frame k (and t ms more);
+//     answers {seq, bones: {name: [w,x,y,z]}, face, status, box: [x0,y0,x1,y1] (pixels of the
+//     mannequin's projected bounds), grid: {w, h, lum: [...]} (mean luminance per cell)}
+//   {"quit": true}
+
+import { createInterface } from 'node:readline';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const url = process.argv[2];
+const executablePath = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const profile = mkdtempSync(join(tmpdir(), 'posewire-chromium-'));
+const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync', '--use-gl=angle',
+  '--use-angle=swiftshader', '--enable-unsafe-swiftshader'];
+
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath, headless: true, args: FLAGS, viewport: { width: 960, height: 600 },
+});
+const page = context.pages()[0] ?? (await context.newPage());
+const errors = [];
+page.on('pageerror', (e) => errors.push(String(e)));
+page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+const out = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
+
+try {
+  await page.goto(url);
+  await page.waitForFunction(() => window.posewire?.ready === true, null, { timeout: 60000 });
+} catch (e) {
+  out({ error: `page did not load: ${e.message}`, page_errors: errors });
+  await context.close();
+  rmSync(profile, { recursive: true, force: true });
+  process.exit(1);
+}
+out({ ready: true });
+
+async function capture(cmd) {
+  await page.waitForFunction((k) => window.posewire.seq >= k, cmd.seq, { timeout: 30000 });
+  if (cmd.delay_ms) await page.waitForTimeout(cmd.delay_ms);
+  // two animation frames: the pose is rendered before reading pixels
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  const state = await page.evaluate(() => {
+    const p = window.posewire;
+    const canvas = document.querySelector('#stage canvas');
+    const W = 96;
+    const H = Math.round((W * canvas.height) / canvas.width);
+    const c2 = document.createElement('canvas');
+    c2.width = W;
+    c2.height = H;
+    const g = c2.getContext('2d');
+    g.drawImage(canvas, 0, 0, W, H);
+    const px = g.getImageData(0, 0, W, H).data;
+    const lum = [];
+    for (let i = 0; i < W * H; i++) lum.push(0.2126 * px[4 * i] + 0.7152 * px[4 * i + 1] + 0.0722 * px[4 * i + 2]);
+    const b = p.screenBox();
+    const sx = W / canvas.clientWidth;
+    const sy = H / canvas.clientHeight;
+    return { seq: p.seq, bones: p.readBones(), face: p.face(), status: document.getElementById('status').textContent,
+      box: [b[0] * sx, b[1] * sy, b[2] * sx, b[3] * sy], grid: { w: W, h: H, lum } };
+  });
+  if (cmd.screenshot) await page.screenshot({ path: cmd.screenshot });
+  return { ...state, page_errors: errors };
+}
+
+const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
+for await (const line of rl) {
+  if (!line.trim()) continue;
+  const cmd = JSON.parse(line);
+  if (cmd.quit) break;
+  try {
+    out(await capture(cmd));
+  } catch (e) {
+    out({ error: e.message, page_errors: errors });
+  }
+}
+await context.close();
+rmSync(profile, { recursive: true, force: true });
+process.exit(0);
