@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import statistics
 import sys
 import tempfile
@@ -126,7 +127,7 @@ async def run_demo(recording: Path, *, frames: int = 0, speed: float = 1.0, port
 
             async def publish() -> None:
                 async with Publisher(relay.url, STREAM, calibration=header.calibration) as pub:
-                    period = [b.t_us - a.t_us for a, b in zip(recs, recs[1:], strict=False)]
+                    period = [b.t_us - a.t_us for a, b in itertools.pairwise(recs)]
                     step_us = statistics.median(period) if period else 40_000
                     start = time.monotonic()
                     sent = 0

@@ -107,7 +107,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         return  # quiet: the demo prints its own status line
 
     def _send(self, status: HTTPStatus, body: bytes, ctype: str = "text/plain; charset=utf-8") -> None:
@@ -120,10 +120,10 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(body)
 
-    def do_HEAD(self) -> None:  # noqa: N802 - stdlib name
+    def do_HEAD(self) -> None:
         self.do_GET()
 
-    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+    def do_GET(self) -> None:
         path = urlsplit(self.path).path
         try:
             found = self.server.resolve(path)
@@ -136,7 +136,7 @@ class _Handler(BaseHTTPRequestHandler):
         body, ctype = found
         self._send(HTTPStatus.OK, body, ctype)
 
-    def do_POST(self) -> None:  # noqa: N802 - stdlib name
+    def do_POST(self) -> None:
         self._send(HTTPStatus.METHOD_NOT_ALLOWED, b"GET only")
 
 
@@ -189,7 +189,8 @@ class ViewerServer:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/"
+        name = host.decode() if isinstance(host, bytes) else host
+        return f"http://{name}:{port}/"
 
     @property
     def origin(self) -> str:

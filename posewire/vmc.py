@@ -111,8 +111,8 @@ def vmc_frame(values: NDArray[np.float64], *, mouthing: Sequence[float] | None =
         msgs.append(("/VMC/Ext/Bone/Pos", [name, *p, *q]))
     face = face_weights(np.asarray(values, dtype=np.float64), capability="viseme15",
                         visemes=None if mouthing is None else list(mouthing))
-    for channel, w in face.arkit.items():
-        msgs.append(("/VMC/Ext/Blend/Val", [channel, float(w)]))
+    for channel, weight in face.arkit.items():
+        msgs.append(("/VMC/Ext/Blend/Val", [channel, float(weight)]))
     vowels = dict.fromkeys(_VOWEL_PRESET.values(), 0.0)
     for viseme in VISEMES:
         target = VOWEL_FOLD[viseme]
@@ -139,7 +139,7 @@ def _bundle(frame: VmcFrame) -> bytes:
         msg = OscMessageBuilder(address=address)
         for a in args:
             msg.add_arg(a)
-        builder.add_content(msg.build())  # type: ignore[arg-type]
+        builder.add_content(msg.build())
     data: bytes = builder.build().dgram
     return data
 

@@ -1,34 +1,72 @@
-"""`posewire demo`: the whole pipeline on loopback (relay, clients, decode)."""
+"""`posewire demo`: relay, looped real recording, live viewer and a decoding subscriber."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import urllib.request
+from pathlib import Path
 
-from posewire.demo import DEFAULT_RECORDING, run_demo
+from posewire.demo import DEFAULT_RECORDING, load_recording, run_demo
 
 
-async def test_demo_decodes_every_frame_of_the_recording() -> None:
+def fetch(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        assert resp.status == 200
+        body: bytes = resp.read()
+        return body
+
+
+def test_the_default_recording_is_the_real_signer() -> None:
+    _header, frames = load_recording(DEFAULT_RECORDING)
+    assert DEFAULT_RECORDING.suffix == ".pose" and len(frames) == 47
+    assert (DEFAULT_RECORDING.parent / "LICENSE-signer.md").read_text().count("MIT License") == 1
+
+
+async def test_demo_serves_the_viewer_while_it_plays_and_loops() -> None:
     lines: list[str] = []
-    summary = await run_demo(DEFAULT_RECORDING, frames=8, speed=0, out=lines.append)
-    assert summary.frames == 8 and len(lines) == 9
-    assert [int(line.split()[1]) for line in lines[:8]] == list(range(8))
-    # the recording raises the right arm: the right hand is on the character's right (-X)
-    # and above the neck of the 1.75 m helix avatar (~1.47 m)
-    for line in lines[:8]:
-        x, y, _ = (float(v) for v in line.split("hand_r at (")[1].split(")")[0].split(","))
-        assert x < 0 and y > 1.47
-    assert 100 < summary.mean_wire_bytes <= 250
-    assert lines[-1].startswith("8 of 8 frames from wave.jsonl")
+    pages: dict[str, bytes] = {}
+
+    def ready(url: str) -> None:
+        # the page, its modules and its data are served while the demo runs
+        for path in ("", "config.json", "js/viewer/viewer.mjs", "schemas/registry.json",
+                     "node_modules/three/build/three.module.js", "avatar/skeleton.json"):
+            pages[path] = fetch(url + path)
+
+    summary = await run_demo(DEFAULT_RECORDING, frames=60, speed=4.0, port=0, out=lines.append,
+                             on_ready=ready)
+    assert b"posewire viewer" in pages[""] and b"importmap" in pages[""]
+    config = json.loads(pages["config.json"])
+    assert config["stream"] == "demo" and config["relay"].startswith("ws://127.0.0.1:")
+    assert len(json.loads(pages["avatar/skeleton.json"])["names"]) == 55
+    assert summary.frames_sent == 60  # 47 frames, looped
+    assert 50 <= summary.frames_received <= 60
+    assert 100 < sum(summary.wire_bytes) / len(summary.wire_bytes) <= 250
+    assert any(line.startswith("viewer: http://127.0.0.1:") for line in lines)
+    assert lines[-1].startswith("60 frames sent,")
 
 
-def test_demo_command_runs_and_fails_cleanly_on_a_missing_file() -> None:
-    done = subprocess.run([sys.executable, "-m", "posewire.cli", "demo", "--frames", "3",
-                           "--speed", "0"], capture_output=True, text=True, timeout=60,
-                          check=False)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().splitlines()[-1].startswith("3 of 3 frames from wave.jsonl")
+def test_demo_command_ends_by_itself_and_fails_cleanly_on_a_missing_file(tmp_path: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "posewire.cli", "demo", "--frames", "100", "--speed", "4",
+                             "--no-browser", "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout is not None
+        url = ""
+        for line in proc.stdout:
+            if line.startswith("viewer: "):
+                url = line.split()[1]
+                break
+        assert url.startswith("http://127.0.0.1:")
+        assert b"posewire viewer" in fetch(url)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert out.strip().splitlines()[-1].startswith("100 frames sent,")
     missing = subprocess.run([sys.executable, "-m", "posewire.cli", "demo", "--recording",
-                              "/nonexistent.jsonl"], capture_output=True, text=True,
-                             timeout=60, check=False)
+                              str(tmp_path / "none.jsonl"), "--no-browser", "--port", "0"],
+                             capture_output=True, text=True, timeout=60, check=False)
     assert missing.returncode == 1 and missing.stderr.startswith("posewire demo:")

@@ -166,4 +166,4 @@ async def test_viewer_in_chromium_matches_the_python_decoder(tmp_path: Path) -> 
     box = lum_b[int(max(y0, 0)):int(y1), int(max(x0, 0)):int(x1)]
     assert (np.abs(box - background) > 20).mean() > 0.2
     assert (np.abs(lum_b[:, : int(x0) - 2] - background) <= 20).mean() > 0.7  # left of it: scene
-    assert N_DIMS == len(DIMENSIONS)
+    assert len(DIMENSIONS) == N_DIMS
