@@ -12,9 +12,10 @@
 //   spine (§4.5): G = Q^c (cumulative spine shares of the torso rotation Q)
 //   head (§4.4): neck_01, neck_02, head: G = Q · H^c (shares 0.25, 0.25, 0.5)
 //   arms (§4.1): two-bone IK to neck + arm_to_physical(a, units(avatar calibration)),
-//     pole -Y swung by a_spread · 90° toward lateral, plus a small lateral-back bias
+//     pole = ref·cos φ + toward·sin φ, φ = a_spread · 90° (the elbow spread frame)
 //   hands (§4.2): G = Q · palm_decode(w) · P⁻¹ (P: hand-local frame at rest)
-//   fingers (§4.3): G = Q · palm · mirror(chain of elementary rotations) · P⁻¹
+//   fingers (§4.3): G = Q · palm · mirror(chain of elementary rotations) · P⁻¹, with
+//     index..pinky *_01 = R_Z(α − β + side) · R_X(fold): side 0 continues the metacarpal
 // Every table (dims, maxima, finger angles, spine shares, ARKit gains, viseme baselines)
 // comes from the registry export via ./codec.mjs.
 
@@ -37,8 +38,9 @@ export const FINGERS = ['thumb', 'index', 'middle', 'ring', 'pinky'];
 const SIDES = ['l', 'r'];
 const LATERAL = { l: [1, 0, 0], r: [-1, 0, 0] };
 const FIXED_SENSE = { l: 1, r: -1 };
-const S2 = Math.SQRT2;
-const ELBOW_BIAS = { l: [0.25 / S2, 0, -0.25 / S2], r: [-0.25 / S2, 0, -0.25 / S2] };
+/** Zero-spread elbow direction before removing its component along the arm (spec §4.1,
+ * posewire.codec.elbow.ELBOW_REFERENCE: down, a little back). */
+export const ELBOW_REFERENCE = [0, -1, -0.25];
 const ARM_SIGN = { l: [1, 1, 1], r: [-1, 1, 1] }; // spec §3.2: right lateral is -X
 const NAVEL_SITES = ['shoulder_l', 'shoulder_r', 'hip_mid'];
 
@@ -213,10 +215,20 @@ export function decodePlan(skel) {
         specs = [[[EZ, `g_${f}_side_${s}`], [EX, `g_${f}_fold_${s}`]],
           [[EX, `g_${f}_curl_${s}`]], [[EX, `g_${f}_curl_${s}`]]];
       }
+      // spec §4.3: side 0 = the finger continues its metacarpal (wrist -> *_01) in the palm
+      // plane; the bone's bind direction may differ: R_Z(α − β + side)
+      let offset = 0;
+      if (f !== 'thumb' && ix.has(joints[0]) && ix.has(joints[1])) {
+        const local = (v) => { const r = rotate(restInv[s], v); return [mirror[0] * r[0], r[1], r[2]]; };
+        const meta = local(sub(pos[ix.get(joints[0])], pos[arm[s].joints[2]]));
+        const bone = local(sub(pos[ix.get(joints[1])], pos[ix.get(joints[0])]));
+        offset = Math.atan2(-meta[0], meta[1]) - Math.atan2(-bone[0], bone[1]);
+      }
       let parent = -1;
       joints.forEach((name, k) => {
         if (!ix.has(name)) return;
-        const factors = specs[k].map(([axis, dim]) => [axis, idx(dim), 0.5 * radians(BY_ID.get(dim).angle_deg ?? 0)]);
+        const factors = specs[k].map(([axis, dim], m) => [axis, idx(dim), 0.5 * radians(BY_ID.get(dim).angle_deg ?? 0),
+          k === 0 && m === 0 ? 0.5 * offset : 0]);
         fingers.push({ joint: ix.get(name), side: s, parent, factors });
         parent = fingers.length - 1;
       });
@@ -296,16 +308,24 @@ function minRotation(va, vb) {
 }
 
 function armPole(axis, spread, s) {
-  // posewire.consumers.ik.arm_pole
+  // spec §4.1 elbow spread frame (posewire.codec.elbow.spread_basis): ref = the reference
+  // direction orthogonal to the arm, toward = sense · (u × ref); pole = ref cos φ + toward sin φ
   const u = unitLen(axis)[0];
+  let r = reject(ELBOW_REFERENCE, u);
+  let n = Math.sqrt(dot(r, r));
+  if (n < 1e-9) {
+    r = reject(EZ, u);
+    if (Math.sqrt(dot(r, r)) < 1e-6) r = reject(DOWN, u);
+    n = Math.sqrt(dot(r, r));
+  }
+  r = [r[0] / n, r[1] / n, r[2] / n];
+  const t = cross(u, r);
+  const toward = dot(t, LATERAL[s]);
+  const sense = Math.abs(toward) > 1e-6 ? Math.sign(toward) : FIXED_SENSE[s];
   const phi = spread * (Math.PI / 2);
-  const cr = cross(u, DOWN);
-  const toward = dot(cr, LATERAL[s]);
-  const angle = (Math.abs(toward) > 1e-6 ? Math.sign(toward) : FIXED_SENSE[s]) * phi;
-  const c = Math.cos(angle);
-  const sn = Math.sin(angle);
-  const d = -u[1];
-  return [0, 1, 2].map((i) => DOWN[i] * c + cr[i] * sn + u[i] * d * (1 - c) + ELBOW_BIAS[s][i]);
+  const c = Math.cos(phi);
+  const sn = Math.sin(phi) * sense;
+  return [r[0] * c + t[0] * sn, r[1] * c + t[1] * sn, r[2] * c + t[2] * sn];
 }
 
 function solveArm(a, target, pole) {
@@ -389,8 +409,8 @@ export function decodePose(values, plan, { calibration = null } = {}) {
   const chain = [];
   plan.fingers.forEach((f, k) => {
     let r = IDENTITY;
-    for (const [axis, dim, gain] of f.factors) {
-      const h = gain * v[dim];
+    for (const [axis, dim, gain, offset] of f.factors) {
+      const h = gain * v[dim] + offset;
       const sn = Math.sin(h);
       r = qmul(r, [Math.cos(h), axis[0] * sn, axis[1] * sn, axis[2] * sn]);
     }
