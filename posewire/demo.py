@@ -5,7 +5,8 @@ It starts, on loopback:
 1. a relay (:class:`posewire.relay.Relay`) on a free port;
 2. the live viewer (:class:`posewire.viewer.ViewerServer`): a page that subscribes to the
    stream and poses the skinned mannequin with the JavaScript decoder;
-3. a producer: the repository's real signer recording (``tests/data/signer.pose``, a
+3. a producer: with ``--webcam``, the live MediaPipe producer (``posewire produce
+   --webcam``); otherwise the repository's real signer recording (``tests/data/signer.pose``, a
    MediaPipe Holistic capture converted on the fly by
    :func:`posewire.producers.poseformat.pose_file_to_recording`; MIT, see
    ``tests/data/LICENSE-signer.md``), looped at its own frame rate — or any
@@ -89,13 +90,15 @@ def load_recording(path: Path) -> tuple[object, list[object]]:
 
 
 async def run_demo(recording: Path, *, frames: int = 0, speed: float = 1.0, port: int = 0,
-                   browser: bool = False, out: Callable[[str], None] = print,
+                   browser: bool = False, webcam: int | None = None, out: Callable[[str], None] = print,
                    on_ready: Callable[[str], None] | None = None) -> DemoSummary:
     """Run relay, viewer, looped producer and a decoding subscriber (module docstring).
 
     ``frames``: frames to publish (0: until cancelled); ``speed``: playback rate (0: as
     fast as the relay's rate limit allows); ``port``: the viewer's port (0: any free
-    one); ``on_ready(url)``: called once the page is served."""
+    one); ``webcam``: camera index — the producer is then ``posewire produce --webcam``
+    (live MediaPipe) instead of the recording; ``on_ready(url)``: called once the page
+    is served."""
     from posewire.consumers.face import face_weights
     from posewire.consumers.gltf import mannequin_skeleton
     from posewire.consumers.pose import decode_pose
@@ -106,19 +109,26 @@ async def run_demo(recording: Path, *, frames: int = 0, speed: float = 1.0, port
     from .relay import Relay
     from .viewer import ViewerConfig, serve_viewer
 
-    header, records = load_recording(recording)
-    assert isinstance(header, RecordingHeader)
-    recs = [r for r in records if isinstance(r, RecordedFrame)]
-    if not recs:
-        raise ValueError(f"{recording} holds no frames")
+    if webcam is None:
+        header, records = load_recording(recording)
+        assert isinstance(header, RecordingHeader)
+        recs = [r for r in records if isinstance(r, RecordedFrame)]
+        if not recs:
+            raise ValueError(f"{recording} holds no frames")
+        source = f"{recording.name} ({len(recs)} frames, looped)"
+    else:
+        header, recs, source = RecordingHeader(), [], f"webcam {webcam} (live MediaPipe)"
     skel, retarget = mannequin_skeleton()
     avatar = retarget.apply(skel).skeleton
     summary = DemoSummary()
 
-    async with Relay("127.0.0.1", port=0, status_every=0) as relay:
-        viewer = serve_viewer(ViewerConfig(relay.url, STREAM), port=port)
-        try:
-            out(f"posewire demo: {recording.name} ({len(recs)} frames, looped) on {relay.url}, stream {STREAM!r}")
+    # the page is served first: the relay accepts browsers only from allowed origins
+    # (spec §5.8), so it is told the viewer's before it starts
+    viewer = serve_viewer(ViewerConfig("", STREAM), port=port)
+    try:
+        async with Relay("127.0.0.1", port=0, status_every=0, allow_origins=viewer.origins) as relay:
+            viewer.config = ViewerConfig(relay.url, STREAM)
+            out(f"posewire demo: {source} on {relay.url}, stream {STREAM!r}")
             out(f"viewer: {viewer.url}")
             if on_ready is not None:
                 on_ready(viewer.url)
@@ -141,7 +151,21 @@ async def run_demo(recording: Path, *, frames: int = 0, speed: float = 1.0, port
                         sent += 1
                         summary.frames_sent = sent
 
-            producer = asyncio.create_task(publish())
+            async def publish_webcam() -> None:
+                # issue 8's live producer, as its own process (inference off this event loop)
+                proc = await asyncio.create_subprocess_exec(
+                    sys.executable, "-m", "posewire.cli", "produce", "--webcam", str(webcam), "--url", relay.url,
+                    "--stream", STREAM, "--count", str(max(frames, 0)))
+                try:
+                    status = await proc.wait()
+                finally:
+                    if proc.returncode is None:
+                        proc.terminate()
+                        await proc.wait()
+                if status != 0:
+                    raise ValueError(f"the webcam producer exited with status {status}")
+
+            producer = asyncio.create_task(publish() if webcam is None else publish_webcam())
             async with Subscriber(relay.url, STREAM, merge=True) as sub:
                 last_line = time.monotonic()
                 while True:
@@ -154,14 +178,16 @@ async def run_demo(recording: Path, *, frames: int = 0, speed: float = 1.0, port
                     if frame is None:
                         break
                     _decode_one(frame, avatar, summary, decode_pose, face_weights)
+                    if webcam is not None:
+                        summary.frames_sent = summary.frames_received
                     if time.monotonic() - last_line >= 2.0:
                         out(summary.line())
                         last_line = time.monotonic()
                     if producer.done() and summary.frames_received >= summary.frames_sent:
                         break
             await producer
-        finally:
-            viewer.stop()
+    finally:
+        viewer.stop()
     out(summary.line())
     return summary
 
@@ -191,14 +217,10 @@ def _open_browser(url: str, out: Callable[[str], None]) -> None:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     recording: Path = args.recording or DEFAULT_RECORDING
-    if args.webcam:
-        print("posewire demo: --webcam needs the MediaPipe webcam producer (posewire produce --webcam), "
-              "which this installation does not have", file=sys.stderr)
-        return 2
     try:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(run_demo(recording, frames=args.frames, speed=args.speed, port=args.port,
-                                 browser=not args.no_browser))
+                                 browser=not args.no_browser, webcam=args.webcam))
     except (OSError, ValueError, UsageError, RelayError) as exc:
         print(f"posewire demo: {exc}", file=sys.stderr)
         return 1
@@ -216,5 +238,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
                    help="playback rate (1: the recording's frame rate, 0: as fast as possible)")
     p.add_argument("--port", type=int, default=8770, help="viewer port on 127.0.0.1 (0: any free port)")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser")
-    p.add_argument("--webcam", action="store_true", help="the webcam instead of the recording")
+    p.add_argument("--webcam", type=int, nargs="?", const=0, default=None, metavar="N",
+                   help="camera N (default 0) through live MediaPipe (posewire produce --webcam) "
+                        "instead of the recording")
     p.set_defaults(func=_cmd_demo)

@@ -181,7 +181,6 @@ class ViewerServer:
     by default (the page is for the local user)."""
 
     def __init__(self, config: ViewerConfig, *, host: str = "127.0.0.1", port: int = 0) -> None:
-        self.config = config
         self._server = _Server(host, port, config)
         self._thread = threading.Thread(target=self._server.serve_forever, name="posewire-viewer",
                                         daemon=True)
@@ -193,9 +192,27 @@ class ViewerServer:
         return f"http://{name}:{port}/"
 
     @property
+    def config(self) -> ViewerConfig:
+        """What the page subscribes to; may be replaced while serving (e.g. once the
+        relay it points to has started)."""
+        return self._server.config
+
+    @config.setter
+    def config(self, config: ViewerConfig) -> None:
+        self._server.config = config
+
+    @property
     def origin(self) -> str:
         """The page's origin (scheme, host, port), as a browser sends it to the relay."""
         return self.url.rstrip("/")
+
+    @property
+    def origins(self) -> tuple[str, ...]:
+        """Every origin the page can be opened from (the loopback address and
+        ``localhost``): what a relay must allow (spec §5.8 Origin check,
+        ``posewire serve --allow-origin``)."""
+        port = self._server.server_address[1]
+        return (self.origin, f"http://localhost:{port}")
 
     def start(self) -> ViewerServer:
         if not (JS_ROOT / "node_modules" / "three").is_dir():
@@ -233,6 +250,8 @@ def _cmd_view(args: argparse.Namespace) -> int:
         print(f"posewire view: {exc}", file=sys.stderr)
         return 1
     print(f"viewer for stream {args.stream!r} of {args.url}: {server.url}", flush=True)
+    print("the relay must accept this page's origin: posewire serve "
+          + " ".join(f"--allow-origin {o}" for o in server.origins), flush=True)
     if not args.no_browser:
         try:
             webbrowser.get()

@@ -89,8 +89,10 @@ async def test_viewer_in_chromium_matches_the_python_decoder(tmp_path: Path) -> 
     shots = Path(os.environ.get("POSEWIRE_SCREENSHOTS", tmp_path))
     shots.mkdir(parents=True, exist_ok=True)
 
-    async with Relay("127.0.0.1", port=0, status_every=0) as relay:
-        with ViewerServer(ViewerConfig(relay.url, "view"), port=0) as viewer:
+    # the relay accepts the page's origin (spec §5.8: browsers only from allowed origins)
+    with ViewerServer(ViewerConfig("", "view"), port=0) as viewer:
+        async with Relay("127.0.0.1", port=0, status_every=0, allow_origins=viewer.origins) as relay:
+            viewer.config = ViewerConfig(relay.url, "view")
             async with Publisher(relay.url, "view") as pub:
                 await pub.send_frame(raised, conditions=Conditions())  # seq 0: a late joiner gets it
                 assert NODE is not None
