@@ -450,7 +450,7 @@ class Relay:
                  hello_timeout: float = 3.0, hello_rate: float = 50.0, hello_burst: int = 200,
                  ping_interval: float | None = DEFAULT_PING_INTERVAL,
                  ping_timeout: float | None = DEFAULT_PING_TIMEOUT,
-                 send_window: int = 16,
+                 send_window: int = 32,
                  status_every: float | None = None, status_file: TextIO | None = None,
                  send_buffer: int | None = 16384, close_timeout: float = 2.0) -> None:
         if token is None and not no_auth and not is_loopback(host):
@@ -500,7 +500,7 @@ class Relay:
         self.ping_interval = ping_interval
         self.ping_timeout = ping_timeout
         self.send_window = send_window
-        self._ping_every = max(1, send_window // 2)
+        self._ping_every = max(1, send_window // 4)
         self.status_every = status_every
         self.status_file = status_file
         self.send_buffer = send_buffer
@@ -746,6 +746,10 @@ class Relay:
     def _hello_allowed(self, host: str) -> bool:
         bucket = self._hello_buckets.get(host)
         if bucket is None:
+            if len(self._hello_buckets) >= 4 * self.max_connections:
+                # bounded memory under many addresses: forget those with no connection
+                for gone in [h for h in self._hello_buckets if h not in self._per_address]:
+                    del self._hello_buckets[gone]
             bucket = self._hello_buckets[host] = TokenBucket(self.hello_rate, self.hello_burst)
         return bucket.take(asyncio.get_running_loop().time())
 
@@ -976,7 +980,7 @@ class Relay:
     # ------------------------------------------------------------ send window (spec §5.7)
 
     def _sent_frame(self, consumer: _Client) -> None:
-        """Count a frame written to ``consumer``; ping when half a window went unacked."""
+        """Count a frame written to ``consumer``; ping when a quarter window went unacked."""
         consumer.sent += 1
         if consumer.pinging is None and consumer.sent - consumer.ping_mark >= self._ping_every:
             self._window_ping(consumer)

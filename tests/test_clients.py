@@ -301,3 +301,33 @@ async def test_cli_serve_refuses_a_public_host_without_token() -> None:
         _, err = await serve.communicate()
     assert serve.returncode == 2
     assert "--token" in err.decode()
+
+
+async def test_cli_serve_refuses_a_public_host_without_tls() -> None:
+    serve = await _posewire("serve", "--host", "0.0.0.0", "--port", "0", "--token", "t")
+    async with asyncio.timeout(10):
+        _, err = await serve.communicate()
+    assert serve.returncode == 2
+    assert "--tls-cert" in err.decode() and "--insecure" in err.decode()
+
+
+def test_cli_exposure_flags_reach_the_relay_and_clients() -> None:
+    from posewire.net_options import client_options, serve_options
+
+    args = build_parser().parse_args([
+        "serve", "--allow-origin", "https://a.example", "--allow-origin", "https://b.example",
+        "--max-connections", "10", "--max-per-address", "3", "--hello-timeout", "1.5",
+        "--ping-interval", "0", "--ping-timeout", "4"])
+    opts = serve_options(args)
+    assert opts["allow_origins"] == ["https://a.example", "https://b.example"]
+    assert (opts["max_connections"], opts["max_per_address"], opts["hello_timeout"]) == (10, 3, 1.5)
+    assert opts["ping_interval"] is None and opts["ping_timeout"] == 4.0  # 0 = off
+    relay = Relay("127.0.0.1", 0, **opts)
+    assert relay.allow_origins == {"https://a.example", "https://b.example"}
+    assert relay.max_per_address == 3
+    args = build_parser().parse_args(["consume", "s", "--url", "wss://relay.example:8765",
+                                      "--ping-timeout", "1"])
+    sub = Subscriber(args.url, args.stream, **client_options(args))
+    assert sub.tls is not None and sub.ping_timeout == 1.0
+    with pytest.raises(UsageError):  # a CA file with ws:// is a mistake, said at once
+        Subscriber("ws://127.0.0.1:1", "s", ca_file=str(WAVE))
