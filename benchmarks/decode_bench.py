@@ -5,14 +5,19 @@ Run: ``.venv/bin/python benchmarks/decode_bench.py [--quick]``; prints a markdow
 rotations are all identity (the decoder then skips the bind-frame products), and for the
 same skeleton with random bind frames (what a real avatar costs). Best of the repeats.
 A benchmark, not a test: the brief's target is ≤ 100 µs per frame and ≥ 20k frames/s
-in batch.
+in batch. The JavaScript client's decoder (js/posewire/decoder.mjs, the code the browser
+viewer runs) is timed in Node on the same skeleton and frame in the same run.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import shutil
+import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
@@ -23,6 +28,8 @@ from posewire.consumers.pose import decode_pose
 from posewire.consumers.skeleton import Skeleton, helix_humanoid
 
 __all__ = ["main"]
+
+_DECODE_JS = Path(__file__).resolve().parent.parent / "js" / "test" / "decode.mjs"
 
 
 def _per_frame_us(fn: Callable[[], object], frames: int, repeats: int) -> float:
@@ -63,10 +70,39 @@ def main() -> None:
         ("face_weights viseme15", 10_000,
          _per_frame_us(lambda: face_weights(batch, capability="viseme15", visemes=mix), 10_000, repeats)),
     ]
+    js = _javascript(skel, one, mix, 2_000 if args.quick else 20_000)
+    if js is not None:
+        rows += [("JavaScript decodePose (Node, js/posewire/decoder.mjs)", 1, js["pose"]),
+                 ("JavaScript faceWeights viseme15 (Node)", 1, js["face"])]
     print("| operation | frames per call | µs per frame | frames/s |")
     print("| --- | ---: | ---: | ---: |")
     for name, frames, us in rows:
         print(f"| {name} | {frames} | {us:.2f} | {1e6 / us:,.0f} |")
+    if js is not None:
+        py = rows[0][2] + rows[2][2]
+        print(f"\nbones + IK + face, one frame: Python {py:.1f} µs, JavaScript (Node) "
+              f"{js['pose'] + js['face']:.1f} µs (ratio {py / (js['pose'] + js['face']):.1f}x)")
+    else:
+        print("\n(node not found: no JavaScript rows)")
+
+
+def _javascript(skel: Skeleton, one: np.ndarray, mix: np.ndarray, repeat: int) -> dict[str, float] | None:
+    """µs per frame of the JavaScript decoder in Node on the same skeleton and frame
+    (mean over ``repeat`` calls after a warm-up, in the same run)."""
+    node = shutil.which("node")
+    if node is None:
+        return None
+    pos, rot = skel.rest_world()
+    from posewire.codec.quaternion import rotate_unchecked
+    doc = {"skeleton": {"names": list(skel.names), "parents": [int(p) for p in skel.parents],
+                        "positions": pos.tolist(), "rotations": rot.tolist(),
+                        "sites": {n: [skel.names[j], (pos[j] + rotate_unchecked(rot[j], off)).tolist()]
+                                  for n, (j, off) in skel.sites.items()}},
+           "frames": one.tolist(), "mouthing": [mix.tolist()], "repeat": repeat}
+    done = subprocess.run([node, str(_DECODE_JS)], input=json.dumps(doc), capture_output=True, text=True,
+                          check=True, timeout=300)
+    timing: dict[str, float] = json.loads(done.stdout)["us_per_frame"]
+    return timing
 
 
 if __name__ == "__main__":

@@ -6,8 +6,8 @@ It starts, on loopback:
 2. the live viewer (:class:`posewire.viewer.ViewerServer`): a page that subscribes to the
    stream and poses the skinned mannequin with the JavaScript decoder;
 3. a producer: with ``--webcam``, the live MediaPipe producer (``posewire produce
-   --webcam``); otherwise the repository's real signer recording (``tests/data/signer.pose``, a
-   MediaPipe Holistic capture converted on the fly by
+   --webcam``); otherwise the repository's real signer recording
+   (``tests/data/holistic_signer.pose``, a MediaPipe Holistic capture converted on the fly by
    :func:`posewire.producers.poseformat.pose_file_to_recording`; MIT, see
    ``tests/data/LICENSE-signer.md``), looped at its own frame rate — or any
    ``--recording`` (``.pose`` or a posewire ``.jsonl`` recording);
@@ -50,7 +50,7 @@ __all__ = ["DEFAULT_RECORDING", "DemoSummary", "add_parser", "load_recording", "
 
 _DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
 #: The committed real signer recording (MediaPipe Holistic, pose-format; MIT).
-DEFAULT_RECORDING = _DATA / "signer.pose"
+DEFAULT_RECORDING = _DATA / "holistic_signer.pose"
 #: Stream name the demo publishes on.
 STREAM = "demo"
 

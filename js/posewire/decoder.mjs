@@ -21,7 +21,7 @@
 
 import {
   BY_ID, DIMS, N, REGISTRY, VISEMES, ARKIT_ORDER, PALM_CLAMP, qmul, rotate, qfromMatrix, units,
-  calibrationMeasure, mouthingApply, cross, dot, sub, add, scale,
+  calibrationMeasure, cross, dot, sub, add, scale,
 } from './codec.mjs';
 
 const IDENTITY = [1, 0, 0, 0];
@@ -443,25 +443,58 @@ export function decodePose(values, plan, { calibration = null } = {}) {
 // ---------------------------------------------------------------------------------------
 // face (spec §4.6, §4.7; seed 001 capability viseme15)
 
-const FACE_IDS = DIMS.filter((d) => d.group === 'face' || d.group === 'mouth').map((d) => [d.id, d.index]);
+// per ARKit channel (ARKIT_ORDER): the (dim index, direction, gain) pairs driving it (§4.6)
+const CHANNEL_DRIVERS = ARKIT_ORDER.map((c) => {
+  const drivers = [];
+  for (const d of DIMS) {
+    for (const [list, sign] of [[d.positive, 1], [d.negative, -1]]) {
+      for (const { channel, gain } of list) if (channel === c) drivers.push([d.index, sign, gain]);
+    }
+  }
+  return drivers;
+});
+const IS_MOUTH = DIMS.map((d) => d.group === 'mouth');
+// viseme baseline table (§4.7 seed table): per viseme, [dim index, value] pairs
+const BASELINE = VISEMES.map((v) => (REGISTRY.mouthing_seed_table.find((r) => r.viseme === v)?.baseline ?? [])
+  .map(({ dim, value }) => [idx(dim), value]));
 
 /**
  * ARKit weights (all 52 channels, ARKIT_ORDER) and the 15 viseme weights (the mix,
  * untouched) of one pose vector under a mouthing mix (15 shares or null); a mix summing
  * over 1 is normalized (reported). Mouth dims go through the ARKit channels as the delta
- * over the viseme baseline (§4.7).
+ * over the viseme baseline (§4.7: same direction uses the remaining range 1 − |b|, the
+ * opposite direction can cancel it); weights clip to 1 (reported).
  */
 export function faceWeights(values, visemes = null) {
   const { vec: v } = validateClamp(values);
-  let shares = visemes ? [...visemes] : new Array(VISEMES.length).fill(0);
+  let shares = visemes ? Array.from(visemes) : new Array(VISEMES.length).fill(0);
   const total = shares.reduce((a, b) => a + b, 0);
   const normalized = total > 1;
   if (normalized) shares = shares.map((x) => x / total);
-  const vals = Object.fromEntries(FACE_IDS.map(([id, i]) => [id, v[i]]));
-  const m = mouthingApply({ values: vals, shares });
-  const arkit = Object.fromEntries(ARKIT_ORDER.map((c) => [c, m.arkit[c] ?? 0]));
-  const mix = Object.fromEntries(VISEMES.map((name, i) => [name, shares[i]]));
-  return { arkit, visemes: mix, report: normalized ? { mix_normalized: true } : {} };
+  const base = new Float64Array(N);
+  shares.forEach((x, k) => { if (x !== 0) for (const [i, value] of BASELINE[k]) base[i] += x * value; });
+  const src = Float64Array.from(v);
+  for (let i = 0; i < N; i++) {
+    if (!IS_MOUTH[i]) continue;
+    const a = v[i];
+    const b = Math.min(Math.max(base[i], -1), 1);
+    const mag = Math.abs(b);
+    src[i] = Math.sign(a) * Math.sign(b) < 0 ? a * mag : a * (1 - mag);
+  }
+  const arkit = {};
+  const clipped = [];
+  ARKIT_ORDER.forEach((c, k) => {
+    let w = 0;
+    for (const [i, sign, gain] of CHANNEL_DRIVERS[k]) w += Math.max(src[i] * sign, 0) * gain;
+    if (w > 1) clipped.push(c);
+    arkit[c] = Math.min(w, 1);
+  });
+  const mix = {};
+  VISEMES.forEach((name, k) => { mix[name] = shares[k]; });
+  const report = {};
+  if (normalized) report.mix_normalized = true;
+  if (clipped.length) report.clipped = clipped;
+  return { arkit, visemes: mix, report };
 }
 
 export { DEFAULTS, LOWER };
