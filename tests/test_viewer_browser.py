@@ -28,6 +28,7 @@ from posewire.codec.wire import Frame, decode, encode
 from posewire.consumers.face import face_weights
 from posewire.consumers.gltf import mannequin_skeleton
 from posewire.consumers.pose import decode_pose
+from posewire.consumers.skeleton import Skeleton
 from posewire.producers.publisher import Publisher
 from posewire.producers.recording import read_recording
 from posewire.relay import Relay
@@ -66,6 +67,52 @@ class Page:
         answer: dict[str, Any] = json.loads(line)
         assert "error" not in answer, answer
         return answer
+
+
+def mannequin_as_vrm() -> bytes:
+    """The mannequin GLB as a VRM 1.0 file: its joints named as VRM humanoid bones
+    (``VRMC_vrm`` extension, https://github.com/vrm-c/vrm-specification)."""
+    import pygltflib
+
+    from posewire.viewer import mannequin_glb
+
+    gltf = pygltflib.GLTF2.load_from_bytes(mannequin_glb())
+    node = {n.name: i for i, n in enumerate(gltf.nodes)}
+    bones = {"hips": "Pelvis", "spine": "Spine1", "chest": "Spine2", "upperChest": "Spine3", "neck": "Neck",
+             "head": "Head"}
+    for side, s in (("left", "L"), ("right", "R")):
+        bones |= {f"{side}Shoulder": f"{s}_Collar", f"{side}UpperArm": f"{s}_Shoulder",
+                  f"{side}LowerArm": f"{s}_Elbow", f"{side}Hand": f"{s}_Wrist", f"{side}UpperLeg": f"{s}_Hip",
+                  f"{side}LowerLeg": f"{s}_Knee", f"{side}Foot": f"{s}_Ankle", f"{side}Toes": f"{s}_Foot"}
+        for f, segs in (("Thumb", ("Metacarpal", "Proximal", "Distal")),
+                        *((f, ("Proximal", "Intermediate", "Distal")) for f in ("Index", "Middle", "Ring"))):
+            bones |= {f"{side}{f}{seg}": f"{s}_{f}{k}" for k, seg in enumerate(segs, start=1)}
+        bones |= {f"{side}Little{seg}": f"{s}_Pinky{k}"
+                  for k, seg in enumerate(("Proximal", "Intermediate", "Distal"), start=1)}
+    gltf.extensionsUsed = [*(gltf.extensionsUsed or []), "VRMC_vrm"]
+    gltf.extensions = {"VRMC_vrm": {
+        "specVersion": "1.0",
+        "meta": {"name": "posewire mannequin (test)", "authors": ["posewire tests"],
+                 "licenseUrl": "https://vrm.dev/licenses/1.0/"},
+        "humanoid": {"humanBones": {b: {"node": node[n]} for b, n in bones.items()}}}}
+    data: bytes = b"".join(gltf.save_to_bytes())
+    return data
+
+
+def check_vrm(answer: dict[str, Any], values: np.ndarray) -> None:
+    vrm = answer["vrm"]
+    assert vrm is not None, answer["drop"]
+    desc = vrm["skeleton"]
+    assert len(desc["names"]) == 1 + 52  # root + the 52 humanoid bones of the file
+    skel = Skeleton.from_world(desc["names"], desc["parents"], desc["positions"],
+                               sites={k: (j, p) for k, (j, p) in desc["sites"].items()})
+    want = decode_pose(values[None], skel).local_rotations[0]
+    names = desc["names"][1:]
+    got = np.array([vrm["bones"][n] for n in names])
+    err = same_rotation(got, want[1:])
+    assert err.max() < 1e-4, (float(err.max()), names[int(err.argmax())])
+    # the right arm is raised on the VRM too
+    assert same_rotation(np.array(vrm["bones"]["upperarm_r"]), np.array([1.0, 0, 0, 0])) > 0.1
 
 
 def check_bones(answer: dict[str, Any], values: np.ndarray, avatar_names: tuple[str, ...], skel: Any) -> float:
@@ -139,6 +186,14 @@ async def test_viewer_in_chromium_matches_the_python_decoder(tmp_path: Path) -> 
                     with pytest.raises(AssertionError):  # it had not jumped there at once
                         check_bones(first, target, canon.avatar_names, skel)
                     assert "lost/not estimated: arm_r" in eased["status"]
+
+                    # a dropped .vrm is decoded on its own humanoid and driven too
+                    vrm_path = tmp_path / "mannequin.vrm"
+                    vrm_path.write_bytes(mannequin_as_vrm())
+                    await pub.send_frame(raised, conditions=Conditions())
+                    v = await page.ask(seq=seq + 1, vrm=str(vrm_path), delay_ms=500,
+                                       screenshot=str(shots / "vrm_dropped.png"))
+                    check_vrm(v, raised)
                     assert not a["page_errors"], a["page_errors"]
                 finally:
                     if proc.returncode is None and proc.stdin is not None:

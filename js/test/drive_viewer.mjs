@@ -4,16 +4,16 @@
 // usage: node js/test/drive_viewer.mjs URL
 // Prints {"ready": true} once the page has loaded, then answers one JSON line per JSON
 // command line on stdin:
-//   {"seq": k, "screenshot": "path.png"?, "delay_ms": t?}  -> waits until the page has applied
-//     frame k (and t ms more);
+//   {"seq": k, "screenshot": "path.png"?, "delay_ms": t?, "vrm": "file.vrm"?}  -> (drops the
+//     .vrm file on the page, then) waits until the page has applied frame k (and t ms more);
 //     answers {seq, bones: {name: [w,x,y,z]}, face, status, box: [x0,y0,x1,y1] (pixels of the
 //     mannequin's projected bounds), grid: {w, h, lum: [...]} (mean luminance per cell)}
 //   {"quit": true}
 
 import { createInterface } from 'node:readline';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { chromium } from 'playwright-core';
 
 const url = process.argv[2];
@@ -45,6 +45,17 @@ out({ ready: true });
 
 async function capture(cmd) {
   await page.waitForFunction((k) => window.posewire.seq >= k, cmd.seq, { timeout: 30000 });
+  if (cmd.vrm) {
+    // drop the file on the page as a user would (a DataTransfer with the file)
+    const b64 = readFileSync(cmd.vrm).toString('base64');
+    await page.evaluate(([data, name]) => {
+      const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+      const dt = new DataTransfer();
+      dt.items.add(new File([bytes], name));
+      window.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    }, [b64, basename(cmd.vrm)]);
+    await page.waitForFunction(() => window.posewire.vrm() !== null, null, { timeout: 30000 });
+  }
   if (cmd.delay_ms) await page.waitForTimeout(cmd.delay_ms);
   // two animation frames: the pose is rendered before reading pixels
   await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
@@ -64,7 +75,7 @@ async function capture(cmd) {
     const b = p.screenBox();
     const sx = W / canvas.clientWidth;
     const sy = H / canvas.clientHeight;
-    return { seq: p.seq, bones: p.readBones(), face: p.face(), status: document.getElementById('status').textContent,
+    return { seq: p.seq, bones: p.readBones(), face: p.face(), vrm: p.vrm(), drop: document.getElementById('drop').textContent, status: document.getElementById('status').textContent,
       box: [b[0] * sx, b[1] * sy, b[2] * sx, b[3] * sy], grid: { w: W, h: H, lum } };
   });
   if (cmd.screenshot) await page.screenshot({ path: cmd.screenshot });

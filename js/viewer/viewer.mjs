@@ -125,7 +125,8 @@ function vrmSkeleton(vrm) {
     }
   }
   void canonOf;
-  return { skel: skeletonFromWorld({ names, parents, positions, sites }), nodes };
+  const description = { names, parents, positions, sites };
+  return { skel: skeletonFromWorld(description), nodes, description };
 }
 
 async function loadVrm(file) {
@@ -136,11 +137,15 @@ async function loadVrm(file) {
     if (!vrm) throw new Error('not a VRM file');
     VRMUtils.rotateVRM0(vrm);
     if (vrmState) scene.remove(vrmState.vrm.scene);
-    const { skel, nodes } = vrmSkeleton(vrm);
-    vrmState = { vrm, plan: decodePlan(skel), nodes };
+    const { skel, nodes, description } = vrmSkeleton(vrm);
+    vrmState = { vrm, plan: decodePlan(skel), nodes, description, name: file.name };
+    needDecode = true;
     vrm.scene.position.x = -0.9;
     mannequin.position.x = 0.6;
     scene.add(vrm.scene);
+    camera.position.set(-0.15, 1.3, 4.9); // both in view
+    controls.target.set(-0.15, 1.05, 0);
+    controls.update();
     $('drop').textContent = `${file.name}: driven (${nodes.length - 1} humanoid bones)`;
   } catch (e) {
     $('drop').textContent = `${file.name}: ${e.message}`;
@@ -202,6 +207,16 @@ const state = {
     return out;
   },
   face: () => lastDecode?.face ?? null,
+  /** The dropped VRM: its humanoid as decoded (canonical names, rest world positions) and
+   * the normalized bones' quaternions {canonical name: [w, x, y, z]}; null without one. */
+  vrm() {
+    if (!vrmState) return null;
+    const bones = {};
+    vrmState.nodes.forEach((n, j) => {
+      if (n) bones[vrmState.description.names[j]] = [n.quaternion.w, n.quaternion.x, n.quaternion.y, n.quaternion.z];
+    });
+    return { name: vrmState.name, skeleton: vrmState.description, bones };
+  },
   /** The mannequin's bounds projected on the canvas: [x0, y0, x1, y1] in CSS pixels. */
   screenBox() {
     const box = new THREE.Box3();
