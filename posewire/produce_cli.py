@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 import time
@@ -187,7 +188,7 @@ def _record_live(args: argparse.Namespace) -> int:
         for item in live_frames(source, estimator, encoder):
             rec = RecordedFrame.from_vector(item.frame.t_us, item.encoded.vector, item.encoded.conditions)
             frames.append(rec)
-            written += len(str(rec.to_obj()))
+            written += len(json.dumps(rec.to_obj(), separators=(",", ":"))) + 1  # the line it becomes
             progress.update(inference_ms=item.observation.inference_ms, encode_us=item.encoded.encode_us,
                             tracked=item.encoded.tracked, total_bytes=written)
             if args.count and len(frames) >= args.count:
@@ -393,7 +394,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     src.add_argument("--pose-file", metavar="FILE.pose", help="a MediaPipe Holistic .pose file (pose-format)")
     src.add_argument("--webcam", type=int, nargs="?", const=0, metavar="N", help="camera N (default 0)")
     src.add_argument("--video", metavar="FILE", help="a video file")
-    src.add_argument("--images", metavar="DIR", help="a folder of photos (each one independent)")
+    src.add_argument("--images", metavar="DIR",
+                     help="a folder of photos, each detected afresh (one performer: the calibration pools them)")
     p.add_argument("--record", metavar="FILE", help="write a recording instead of publishing to a relay")
     p.add_argument("--url", default="ws://127.0.0.1:8765", help="relay URL")
     p.add_argument("--stream", default="default", help="stream name")

@@ -336,6 +336,19 @@ def test_produce_images_record(tmp_path: Path) -> None:
     assert "tracked:" in done.stderr and "face" in done.stderr
 
 
+def test_produce_video_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from posewire.cli import main
+    from posewire.producers.recording import read_recording
+
+    out = tmp_path / "out.jsonl"
+    assert main(["produce", "--video", str(_video(tmp_path / "pan.avi", frames=5)), "--record", str(out)]) == 0
+    header, frames = read_recording(out)
+    assert len(frames) == 5 and [f.t_us for f in frames] == [0, 100_000, 200_000, 300_000, 400_000]
+    assert header.calibration is not None  # the performer's, measured live
+    assert all(f.values.get("m_smile_r", 0.0) > 0.5 for f in frames)
+    assert "posewire produce: 5 frames" in capsys.readouterr().err
+
+
 async def test_produce_video_through_a_loopback_relay_to_a_consumer(tmp_path: Path) -> None:
     from posewire.consumers.subscriber import Subscriber
     from posewire.relay import Relay
