@@ -5,8 +5,11 @@ one pose vector, its tracking condition, and the performer's calibration (spec �
 
 * arm, palm, finger (and body, when the landmark encoder estimates it) dims:
   :func:`posewire.producers.landmarks.landmarks_to_vectors` on a batch of one frame;
-* face and mouth dims from the blendshapes, head from the facial transformation matrix
-  (relative to the body frame), gaze from the irises: :mod:`posewire.producers.face`;
+* head from the facial transformation matrix: its rotation is handed to the landmark
+  encoder as the four face points of its head frame (eye corners ±X, forehead/chin ±Y), so
+  the head goes through the landmark encoder's own head maths and body frame (spec §4.4);
+  without a body frame, relative to the camera (:func:`posewire.producers.face.head_from_face_matrix`);
+* face and mouth dims from the blendshapes, gaze from the irises: :mod:`posewire.producers.face`;
 * tracking per part: ``face``/``mouth`` are ``tracked`` when FaceLandmarker found a face,
   ``lost`` when it did not, ``not_estimated`` when it does not run; ``head`` is tracked
   when the face transform (or the mesh) gave it.
@@ -31,7 +34,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from posewire.codec.calibration import REFERENCE_CALIBRATION, Calibration, body_frame, units
+from posewire.codec.calibration import REFERENCE_CALIBRATION, Calibration, units
 from posewire.codec.conditions import Conditions
 from posewire.codec.errors import UsageError
 from posewire.codec.morph import FACE_DIM_INDICES
@@ -40,6 +43,7 @@ from posewire.codec.vector import LOWER, UPPER
 from posewire.producers.face import blendshape_dims, head_from_face_matrix, iris_gaze, rotation_part
 from posewire.producers.hand import hand_dims
 from posewire.producers.landmarks import (
+    FACE_POINTS,
     MEDIAPIPE_TO_Y_UP,
     POSE_POINTS,
     HolisticLandmarks,
@@ -63,6 +67,18 @@ def _has_body(lm: HolisticLandmarks) -> bool:
     pts = lm.pose_world[0, [POSE_POINTS["shoulder_l"], POSE_POINTS["shoulder_r"], POSE_POINTS["hip_l"],
                             POSE_POINTS["hip_r"]]]
     return bool(np.isfinite(pts).all())
+
+
+def _axes_as_face_points(rotation: F64) -> F64:
+    """A ``(1, 478, 3)`` face array (MediaPipe camera axes, NaN elsewhere) whose
+    :data:`~posewire.producers.landmarks.FACE_POINTS` span the face frame ``rotation``
+    (y-up camera axes, columns X = subject's left, Y = up): eye corners at ±X, forehead and
+    chin at ±Y, so the landmark encoder's head frame equals ``rotation``."""
+    pts = np.full((1, 478, 3), np.nan)
+    x, y = rotation[:, 0] @ MEDIAPIPE_TO_Y_UP, rotation[:, 1] @ MEDIAPIPE_TO_Y_UP
+    pts[0, FACE_POINTS["eye_outer_l"]], pts[0, FACE_POINTS["eye_outer_r"]] = x, -x
+    pts[0, FACE_POINTS["forehead"]], pts[0, FACE_POINTS["chin"]] = y, -y
+    return pts
 
 
 def _distances(cal: Calibration) -> F64:
@@ -201,10 +217,13 @@ class LiveEncoder:
         lm = obs.landmarks
         changed = None if self.live is None else self.live.update(lm)
         cal = self.calibration or _REFERENCE
-        if obs.face_matrix is not None and lm.face is not None:
-            # the head comes from the face transform below: skip the mesh-based head
-            lm = HolisticLandmarks(lm.pose_world, lm.pose_visibility, lm.left_hand, lm.right_hand, None,
-                                   lm.hand_scale)
+        face_rot = None if obs.face_matrix is None else rotation_part(obs.face_matrix)
+        if face_rot is not None:
+            # head from the face transform, through the landmark encoder's own head maths
+            # and body frame (spec §4.4): its face frame is X = eye_outer_l − eye_outer_r,
+            # Y = chin → forehead, so these four points carry exactly the transform's rotation
+            lm = HolisticLandmarks(lm.pose_world, lm.pose_visibility, lm.left_hand, lm.right_hand,
+                                   _axes_as_face_points(face_rot), lm.hand_scale)
         result = landmarks_to_vectors(lm, calibration=cal, visibility_threshold=self.visibility_threshold)
         vec = result.vectors[0].copy()
         states = {part: str(s[0]) for part, s in result.tracking.items()}
@@ -226,26 +245,18 @@ class LiveEncoder:
             vec[FACE_DIM_INDICES] = np.nan
             states["face"] = states["mouth"] = "lost"
 
-        if obs.face_matrix is not None:
-            body = None
-            if _has_body(lm):
-                pose = lm.pose_world[0] @ MEDIAPIPE_TO_Y_UP
-                try:
-                    body = body_frame(pose[POSE_POINTS["shoulder_l"]], pose[POSE_POINTS["shoulder_r"]],
-                                      0.5 * (pose[POSE_POINTS["hip_l"]] + pose[POSE_POINTS["hip_r"]])).rotation
-                except UsageError:
-                    self.report.notes["degenerate body frame: head relative to the camera"] += 1
-            else:
-                self.report.notes["no body: head relative to the camera"] += 1
-            head, clamped = head_from_face_matrix(obs.face_matrix, body)
-            if np.isfinite(head).all():
-                vec[_HEAD] = head
-                states["head"] = "tracked"
-                if bool(clamped):
-                    self.report.clamped["h_* (angle beyond max)"] += 1
+        if face_rot is not None and obs.face_matrix is not None:
+            if states["head"] != "tracked":  # no body frame: the head relative to the camera
+                head, clamped = head_from_face_matrix(obs.face_matrix)
+                if np.isfinite(head).all():
+                    vec[_HEAD] = head
+                    states["head"] = "tracked"
+                    self.report.notes["no body frame: head relative to the camera"] += 1
+                    if bool(clamped):
+                        self.report.clamped["h_* (angle beyond max)"] += 1
             if obs.face_mesh is not None and obs.face_mesh.shape[0] == 478:
                 mesh = obs.face_mesh @ MEDIAPIPE_TO_Y_UP
-                gaze, gaze_clipped = iris_gaze(mesh, rotation_part(obs.face_matrix))
+                gaze, gaze_clipped = iris_gaze(mesh, face_rot)
                 if np.isfinite(gaze).all():
                     vec[_GAZE] = gaze
                     if bool(gaze_clipped):

@@ -123,3 +123,21 @@ def test_iris_gaze_clips_and_reports() -> None:
     assert bool(clipped) and got[0] == 1.0
     with pytest.raises(UsageError):
         iris_gaze(np.zeros((468, 3)), head)
+
+
+@given(st.lists(st.floats(-0.9, 0.9), min_size=3, max_size=3))
+def test_the_face_transform_reaches_the_landmark_head_exactly(n: list[float]) -> None:
+    # an upright body squarely facing the camera: the body frame is the camera's y-up frame,
+    # so the head the landmark encoder computes from the four synthetic points is R itself
+    from posewire.producers.landmarks import HolisticLandmarks, landmarks_to_vectors
+    from posewire.producers.live import _axes_as_face_points
+
+    pose = np.zeros((1, 33, 3))
+    pose[0, 11], pose[0, 12] = (0.18, -0.5, 0.0), (-0.18, -0.5, 0.0)  # MediaPipe axes: y down
+    pose[0, 23], pose[0, 24] = (0.1, 0.0, 0.0), (-0.1, 0.0, 0.0)
+    pose[0, 0] = (0.0, -0.65, -0.1)  # the nose toward the camera
+    nan = np.full((1, 21, 3), np.nan)
+    lm = HolisticLandmarks(pose, np.ones((1, 33)), nan, nan, _axes_as_face_points(_rot(n)), None)
+    vec = landmarks_to_vectors(lm).vectors[0]
+    got = [vec[REGISTRY.index(d)] for d in ("h_yaw", "h_pitch", "h_roll")]
+    np.testing.assert_allclose(got, n, atol=1e-9)
