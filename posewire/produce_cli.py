@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
+import tempfile
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
     from posewire.producers.recording import RecordedFrame
     from posewire.producers.sources import FrameSource, SourceFrame
 
-__all__ = ["Progress", "add_parser", "live_frames"]
+__all__ = ["Progress", "add_parser", "live_frames", "native_log_aside"]
 
 
 # ---------------------------------------------------------------- status and progress
@@ -329,12 +331,51 @@ def _record_recorded(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- command
 
 
+@contextlib.contextmanager
+def native_log_aside(enabled: bool) -> Iterator[None]:
+    """Keep the native libraries' log lines (MediaPipe, TFLite and OpenCV write to file
+    descriptor 2 from C++) out of the status line: while active, descriptor 2 goes to a
+    temporary file and ``sys.stderr`` to a copy of the real stderr. If the command fails
+    with anything but a :class:`UsageError` (whose message is clear on its own), the last
+    lines of that log are shown; ``--verbose`` leaves descriptor 2 alone."""
+    if not enabled:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below
+    os.dup2(log.fileno(), 2)
+    ours = os.fdopen(os.dup(saved), "w", buffering=1, encoding="utf-8", errors="replace")
+    real, sys.stderr = sys.stderr, ours
+    failed = False
+    try:
+        yield
+    except UsageError:
+        raise  # our own errors are clear on their own
+    except BaseException:
+        failed = True
+        raise
+    finally:
+        ours.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        sys.stderr = real
+        ours.close()
+        if failed:
+            log.seek(0)
+            tail = log.read().decode("utf-8", "replace").splitlines()[-15:]
+            if tail:
+                print("native log (last lines):\n  " + "\n  ".join(tail), file=sys.stderr)
+        log.close()
+
+
 def _run(args: argparse.Namespace) -> int:
     recorded = args.replay is not None or args.pose_file is not None
-    if args.record is not None:
-        return _record_recorded(args) if recorded else _record_live(args)
-    client: Callable[[argparse.Namespace], Any] = _publish_recorded if recorded else _publish_live
-    return int(asyncio.run(client(args)))
+    with native_log_aside(not recorded and not args.verbose):
+        if args.record is not None:
+            return _record_recorded(args) if recorded else _record_live(args)
+        client: Callable[[argparse.Namespace], Any] = _publish_recorded if recorded else _publish_live
+        return int(asyncio.run(client(args)))
 
 
 def _cmd_produce(args: argparse.Namespace) -> int:
@@ -409,6 +450,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     live.add_argument("--model-complexity", type=int, default=1, choices=(0, 1), help="Holistic pose model")
     live.add_argument("--fps", type=float, default=1.0, help="nominal frame rate of --images (timestamps)")
     live.add_argument("--count", type=int, default=0, help="stop after N frames (0: all)")
+    live.add_argument("--verbose", action="store_true",
+                      help="show the native libraries' log lines (MediaPipe, TFLite, OpenCV)")
     rec = p.add_argument_group("recorded sources (--replay, --pose-file)")
     rec.add_argument("--loop", action="store_true", help="replay forever")
     rec.add_argument("--rate-scale", type=float, default=1.0,
