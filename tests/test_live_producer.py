@@ -341,7 +341,8 @@ def test_produce_video_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     from posewire.producers.recording import read_recording
 
     out = tmp_path / "out.jsonl"
-    assert main(["produce", "--video", str(_video(tmp_path / "pan.avi", frames=5)), "--record", str(out)]) == 0
+    video = _video(tmp_path / "pan.avi", frames=5)
+    assert main(["produce", "--video", str(video), "--record", str(out), "--verbose"]) == 0  # capsys: no fd games
     header, frames = read_recording(out)
     assert len(frames) == 5 and [f.t_us for f in frames] == [0, 100_000, 200_000, 300_000, 400_000]
     assert header.calibration is not None  # the performer's, measured live
