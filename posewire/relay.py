@@ -386,6 +386,7 @@ class _RelayConnection(ServerConnection):
         self.peer_host = ""
         self.accepted_at = 0.0
         self.admitted = False
+        self.refused = False
         fail = self.protocol.fail
         relay = self.relay
 
@@ -403,12 +404,18 @@ class _RelayConnection(ServerConnection):
         self.protocol.fail = fail_too_large  # type: ignore[method-assign]
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if not self.relay._admit(self, transport):
+            # refused before websockets does any work for it (no handler, no parsing)
+            self.refused = True
+            assert isinstance(transport, asyncio.Transport)
+            transport.abort()
+            return
         super().connection_made(transport)
-        self.relay._admit(self, transport)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.relay._release(self)
-        super().connection_lost(exc)
+        if not self.refused:
+            super().connection_lost(exc)
 
 
 class Relay:
@@ -514,7 +521,8 @@ class Relay:
         # admission (spec §5.8): admitted connections, per address, those without hello
         self._admitted = 0
         self._per_address: Counter[str] = Counter()
-        self._hello_less: dict[_RelayConnection, None] = {}  # insertion order = age
+        #: per address, its connections still without hello (insertion order = age)
+        self._hello_less: dict[str, dict[_RelayConnection, None]] = {}
         self._hello_buckets: dict[str, TokenBucket] = {}
         self._reject = _LogLimiter(log)
         self._too_large_reply = encode(ErrorMessage.from_exception(DecodeError(
@@ -561,6 +569,9 @@ class Relay:
             process_request=self._check_request,
             create_connection=conn_class,
             ssl=self.tls,
+            # a deep accept queue: under a connection flood a legitimate SYN is queued (and
+            # accepted within one loop pass) instead of dropped and retried a second later
+            backlog=min(4096, max(128, self.max_connections)),
             open_timeout=self.hello_timeout,
             ping_interval=self.ping_interval,
             ping_timeout=self.ping_timeout,
@@ -583,8 +594,9 @@ class Relay:
             self._server.close(close_connections=False)
         await asyncio.gather(*(self._say_bye(c, reason) for c in list(self._clients)),
                              return_exceptions=True)
-        for conn in list(self._hello_less):
-            conn.transport.abort()
+        for waiting in list(self._hello_less.values()):
+            for conn in list(waiting):
+                conn.transport.abort()
         if self._server is not None:
             await self._server.wait_closed()
         if self._status_task is not None:
@@ -692,9 +704,11 @@ class Relay:
 
     # ------------------------------------------------------------ admission (spec §5.8)
 
-    def _admit(self, conn: _RelayConnection, transport: asyncio.BaseTransport) -> None:
-        """At accept, before reading: per-address cap, then the connection cap (the
-        oldest connection still without hello makes room), else refuse (abort)."""
+    def _admit(self, conn: _RelayConnection, transport: asyncio.BaseTransport) -> bool:
+        """At accept, before reading (spec §5.7 rule 8): the per-address cap, then the
+        connection cap — for a newcomer from an address with no connection awaiting its
+        hello, the oldest such connection of the address holding the most of them makes
+        room; a newcomer from an address that has some is refused. False: refuse."""
         peer = transport.get_extra_info("peername")
         host = str(peer[0]) if isinstance(peer, tuple) and peer else ""
         conn.peer_host = host
@@ -705,34 +719,43 @@ class Relay:
         elif self._per_address[host] >= self.max_per_address:
             why = f"{host} has {self.max_per_address} connections (per-address cap)"
         elif self._admitted >= self.max_connections:
-            victim = next(iter(self._hello_less), None)
-            if victim is None:
+            top = max(self._hello_less, key=lambda h: len(self._hello_less[h]), default=None)
+            if top is None:
                 why = f"{self.max_connections} connections (cap)"
+            elif host in self._hello_less:
+                why = f"{self.max_connections} connections (cap); {host} has some without hello"
             else:
+                victim = next(iter(self._hello_less[top]))
                 self._release(victim)
                 victim.transport.abort()
                 self.stats.evicted += 1
         if why:
             self.stats.refused += 1
             self._reject("refused a connection from %s: %s", host, why)
-            conn.transport.abort()
-            return
+            return False
         conn.admitted = True
         self._admitted += 1
         self._per_address[host] += 1
-        self._hello_less[conn] = None
+        self._hello_less.setdefault(host, {})[conn] = None
         if self.send_buffer:
             sock = transport.get_extra_info("socket")
             if sock is not None:
                 with contextlib.suppress(OSError):
                     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer)
+        return True
+
+    def _welcomed(self, conn: _RelayConnection) -> None:
+        """``conn`` said hello (or is gone): no longer waiting, never evicted."""
+        waiting = self._hello_less.get(conn.peer_host)
+        if waiting is not None and waiting.pop(conn, 0) is None and not waiting:
+            del self._hello_less[conn.peer_host]
 
     def _release(self, conn: _RelayConnection) -> None:
         if not conn.admitted:
             return
         conn.admitted = False
         self._admitted -= 1
-        self._hello_less.pop(conn, None)
+        self._welcomed(conn)
         host = conn.peer_host
         self._per_address[host] -= 1
         if self._per_address[host] <= 0:
@@ -1005,7 +1028,7 @@ class Relay:
 
     async def _attach(self, client: _Client, hello: Hello) -> None:
         await client.ws.send(client.conn.accept(client.session))
-        self._hello_less.pop(client.ws, None)
+        self._welcomed(client.ws)
         client.role = "producer" if hello.role == "producer" else "consumer"
         stream = self._streams.get(hello.stream)
         if stream is None:
@@ -1051,7 +1074,7 @@ class Relay:
 
     def _detach(self, client: _Client) -> None:
         self._clients.discard(client)
-        self._hello_less.pop(client.ws, None)
+        self._welcomed(client.ws)
         if client.mailbox is not None:
             client.mailbox.close()
         for task in (client.sender, client.pinging):
