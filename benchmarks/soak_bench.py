@@ -179,6 +179,7 @@ async def _worker_main(args: argparse.Namespace) -> None:
 async def _producer_main(args: argparse.Namespace) -> None:
     from posewire.codec.vector import DEFAULTS
     from posewire.producers.publisher import Publisher
+    from posewire.transport import RelayError
 
     async with Publisher(args.url, args.stream, token=TOKEN, client="soak-producer") as pub:
         first = pub.seq
@@ -189,9 +190,11 @@ async def _producer_main(args: argparse.Namespace) -> None:
             await asyncio.sleep(max(0.0, due - time.monotonic()))
             vec = DEFAULTS.copy()
             vec[0] = math.sin(k / 30)
-            await pub.send_frame(vec)
+            with contextlib.suppress(RelayError):  # non-fatal: the link is down, reconnecting
+                await pub.send_frame(vec)
             k += 1
-        print("RESULT " + json.dumps({"first": first, "last": pub.seq - 1, "sent": pub.frames_sent}),
+        print("RESULT " + json.dumps({"first": first, "last": pub.seq - 1, "sent": pub.frames_sent,
+                                      "dropped": pub.frames_dropped, "reconnects": pub.reconnects}),
               flush=True)
 
 
@@ -259,7 +262,7 @@ def soak(*, duration: float, healthy: int, slow: int, slow_hz: float, rate: floa
     ages = results[0]["age_ms"]
     return {
         "duration_s": duration, "rate_hz": rate, "healthy": healthy, "slow": slow, "slow_hz": slow_hz,
-        "frames_sent": sent["sent"], "healthy_lost": lost,
+        "frames_sent": sent["sent"], "healthy_lost": lost, "producer_reconnects": sent["reconnects"],
         "healthy_latency_ms": {"p50": statistics.median(lat), "p99": _pct(lat, 0.99), "max": max(lat)},
         "slow_age_ms": {"p50": statistics.median(ages), "p99": _pct(ages, 0.99), "max": max(ages)},
         "slow_reads": len(ages), "slow_frames_per_read": statistics.mean(results[0]["merged"]),
@@ -410,6 +413,7 @@ def main(argv: list[str] | None = None) -> int:
             results["soak"] = s
             print(f"soak {s['duration_s']:.0f} s, {s['rate_hz']:.0f} Hz, {s['healthy']} healthy + {s['slow']} slow "
                   f"({s['slow_hz']:g} Hz application) consumers:")
+            print(f"  producer: {s['frames_sent']} frames sent, {s['producer_reconnects']} reconnects")
             print(f"  healthy: {s['healthy_lost']} frames lost of {s['frames_sent']} x {s['healthy']}; latency "
                   f"p50 {s['healthy_latency_ms']['p50']:.2f} ms, p99 {s['healthy_latency_ms']['p99']:.2f} ms, "
                   f"max {s['healthy_latency_ms']['max']:.1f} ms")

@@ -915,7 +915,7 @@ class Relay:
             await self._attach(client, hello)
 
     async def _answers_ping(self, client: _Client) -> bool:
-        """True when ``client`` answers a ping within ``ping_timeout`` (default 2 s)."""
+        """True when ``client`` answers a ping within ``ping_timeout`` (default 3 s)."""
         try:
             async with asyncio.timeout(self.ping_timeout or DEFAULT_PING_TIMEOUT):
                 pong = await client.ws.ping()

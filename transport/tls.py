@@ -22,8 +22,9 @@ __all__ = [
 
 #: Seconds between keepalive pings (relay and clients, spec §5.8 liveness).
 DEFAULT_PING_INTERVAL = 2.0
-#: Seconds a ping may wait for its pong before the link counts as dead.
-DEFAULT_PING_TIMEOUT = 2.0
+#: Seconds a ping may wait for its pong before the link counts as dead (a busy machine
+#: may hold a process back for a second; a half-open producer is still replaced in < 5 s).
+DEFAULT_PING_TIMEOUT = 3.0
 
 
 def check_liveness(ping_interval: float | None, ping_timeout: float | None) -> None:
