@@ -11,7 +11,7 @@ from posewire.cli import build_parser, main
 from posewire.producers.recording import read_recording
 
 ROOT = Path(__file__).resolve().parents[1]
-POSE = Path(__file__).resolve().parents[2] / "shared" / "data" / "example.pose"
+POSE = ROOT / "tests" / "data" / "holistic_signer.pose"  # MIT, see LICENSE-signer.md
 
 
 def test_exactly_one_source_is_required(capsys: pytest.CaptureFixture[str]) -> None:
@@ -44,7 +44,6 @@ def test_missing_models_give_a_stable_code(tmp_path: Path, monkeypatch: pytest.M
     assert "not in the cache" in capsys.readouterr().out
 
 
-@pytest.mark.skipif(not POSE.is_file(), reason="shared/data/example.pose is not beside the clone")
 def test_pose_file_to_a_recording(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("pose_format")
     out = tmp_path / "signer.jsonl"
@@ -52,7 +51,7 @@ def test_pose_file_to_a_recording(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "tracked:" in capsys.readouterr().err
     header, frames = read_recording(out)
     assert header.calibration is not None and header.calibration.shoulder_width is not None
-    assert len(frames) > 10
+    assert len(frames) > 10 and frames[1].t_us > frames[0].t_us
     assert any("a_x_r" in f.values for f in frames)
     first = json.loads(out.read_text().splitlines()[1])
     assert "t_us" in first
