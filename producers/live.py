@@ -149,13 +149,15 @@ class LiveCalibration:
 @dataclass(frozen=True)
 class EncodedFrame:
     """One encoded frame: ``vector (N,)`` (NaN = not sent), its ``conditions``, the new
-    calibration to send (or None), and the encode time in µs."""
+    calibration to send (or None), the encode time in µs (``landmarks_us`` of it in the
+    landmark encoder), and the parts tracked."""
 
     vector: F64
     conditions: Conditions
     calibration: Calibration | None
     encode_us: float
     tracked: tuple[str, ...]
+    landmarks_us: float = 0.0
 
 
 @dataclass
@@ -224,7 +226,9 @@ class LiveEncoder:
             # Y = chin → forehead, so these four points carry exactly the transform's rotation
             lm = HolisticLandmarks(lm.pose_world, lm.pose_visibility, lm.left_hand, lm.right_hand,
                                    _axes_as_face_points(face_rot), lm.hand_scale)
+        lm_start = time.perf_counter()
         result = landmarks_to_vectors(lm, calibration=cal, visibility_threshold=self.visibility_threshold)
+        landmarks_us = (time.perf_counter() - lm_start) * 1e6
         vec = result.vectors[0].copy()
         states = {part: str(s[0]) for part, s in result.tracking.items()}
         for key, count in result.report.clamped.items():
@@ -275,5 +279,5 @@ class LiveEncoder:
         elapsed = (time.perf_counter() - start) * 1e6
         return EncodedFrame(vector=vec, conditions=conditions,
                             calibration=None if changed is None else changed.calibration,
-                            encode_us=elapsed, tracked=tracked)
+                            encode_us=elapsed, tracked=tracked, landmarks_us=landmarks_us)
 
