@@ -70,15 +70,16 @@ def apply_affect(
 
     ``vector (..., N)``; only the dims listed by the preset change, and those must be
     finite (``usage.not_finite``). ``intensity`` in ``[0, 1]`` (``usage.out_of_range``;
-    NaN: ``usage.not_finite``). Unknown ``label`` or ``mode``: ``usage.bad_option``.
+    NaN: ``usage.not_finite``). Unknown ``label`` or ``mode``: ``usage.unknown_id`` (one
+    code for an unknown enumeration value, spec §6.5).
     Returns ``(vector' (..., N), report)``; ``report.clamped`` marks the touched dims
     whose result left the bounds and was clamped (``report.replaced`` is all False).
     """
     if label not in PRESET_TARGETS:
-        raise UsageError("usage.bad_option", f"affect label must be one of {AFFECT_LABELS}, "
+        raise UsageError("usage.unknown_id", f"affect label must be one of {AFFECT_LABELS}, "
                          f"not {label!r}", path="affect.label")
     if mode not in AFFECT_MODES:
-        raise UsageError("usage.bad_option", f"affect mode must be one of {AFFECT_MODES}, "
+        raise UsageError("usage.unknown_id", f"affect mode must be one of {AFFECT_MODES}, "
                          f"not {mode!r}", path="affect.mode")
     level = np.asarray(intensity, dtype=np.float64)
     if not np.isfinite(level).all():

@@ -29,6 +29,8 @@ from .registry import REFERENCE_AVATAR, REGISTRY
 __all__ = [
     "ARM_MAX",
     "AXES",
+    "MAX_DISTANCE",
+    "MEASURE_SITES",
     "NAVEL_FRACTION",
     "REFERENCE_CALIBRATION",
     "BodyFrame",
@@ -94,14 +96,19 @@ class CalibrationUnits:
         return not self.fallback_axes
 
 
+#: Longest valid calibration distance in metres (spec §4.1, §5.6 ``metres``).
+MAX_DISTANCE = 10.0
+
+
 def _valid_length(value: float | None) -> bool:
-    return value is not None and math.isfinite(value) and value > 0.0
+    # spec §4.1: a distance is valid when it is in (0, 10] m, as on the wire (§5.6)
+    return value is not None and math.isfinite(value) and 0.0 < value <= MAX_DISTANCE
 
 
 def units(cal: Calibration) -> CalibrationUnits:
     """Arm units of an avatar: ``L_axis = 2 · r_axis · d_axis`` (spec §4.1).
 
-    An axis whose distance is ``None``, not finite or not positive uses the legacy
+    An axis whose distance is ``None`` or outside ``(0, 10]`` m uses the legacy
     unit ``L_axis = S`` (shoulder width) and is named in ``fallback_axes``. When an axis
     needs the fallback and ``S`` is not valid either, raises ``usage.calibration``.
     On the reference avatar ``L = (0.360012, 0.36, 0.359968)``.
@@ -176,6 +183,11 @@ def _distance(a: F64 | None, b: F64 | None) -> float | None:
     return float(np.linalg.norm(a - b))
 
 
+#: The sites :func:`measure_calibration` reads (spec §4.1, §6.5).
+MEASURE_SITES: tuple[str, ...] = ("shoulder_l", "shoulder_r", "neck", "hip_mid", "navel",
+                                  "wrist_r", "middle_tip_r")
+
+
 def measure_calibration(sites: Mapping[str, ArrayLike]) -> Calibration:
     """Reference distances from named body sites ``(3,)`` in metres (spec §2, §4.1).
 
@@ -184,7 +196,12 @@ def measure_calibration(sites: Mapping[str, ArrayLike]) -> Calibration:
     ``navel`` to ``neck + 0.8 · (hip_mid - neck)``. The caller supplies sites taken in the
     fixed reference poses (open hand, extended arm, bind pose) — never the animated pose.
     A distance whose sites are missing is ``None`` (then :func:`units` falls back).
+    Any other site name is ``usage.unknown_id`` (spec §6.5).
     """
+    for name in sites:
+        if name not in MEASURE_SITES:
+            raise UsageError("usage.unknown_id", f"no calibration site {name!r}; one of "
+                             f"{MEASURE_SITES}", path=str(name))
     shoulder_l = _site(sites, "shoulder_l")
     shoulder_r = _site(sites, "shoulder_r")
     neck = _site(sites, "neck")

@@ -211,9 +211,12 @@ def conditions_from_obj(obj: object, *, error_family: ErrorFamily = "decode",
         mouthing = tuple(_number(s, error_family, f"{path}.mouthing[{i}]")
                          for i, s in enumerate(raw_m))
         _check_mouthing(mouthing, error_family, f"{path}.mouthing")
-    tracking = obj.get("tracking", {})
+    # spec §5.5: a channel whose value is nil is inactive, exactly as if it were left out
+    tracking = obj.get("tracking")
+    tracking = {} if tracking is None else tracking
     _check_enum_map(tracking, TRACKING_PARTS, TRACKING_STATES, error_family, f"{path}.tracking")
-    contact = obj.get("contact", {})
+    contact = obj.get("contact")
+    contact = {} if contact is None else contact
     _check_enum_map(contact, CONTACT_HANDS, CONTACT_SITES, error_family, f"{path}.contact")
     affect: Affect | None = None
     raw_a = obj.get("affect")

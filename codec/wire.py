@@ -431,6 +431,13 @@ def _check_hash(h: object, fam: Family, path: str) -> bytes:
     return b
 
 
+def _protocol_ok(pv: object) -> None:
+    # spec §5.3: an encoder writes pv = 1 and nothing else (usage.bad_option)
+    if isinstance(pv, bool) or not isinstance(pv, int) or pv != PROTOCOL_VERSION:
+        raise UsageError("usage.bad_option", f"protocol must be {PROTOCOL_VERSION}",
+                         path="protocol")
+
+
 def _to_obj(msg: Message, registry: Registry) -> dict[str, Any]:
     u: Family = "usage"
     if isinstance(msg, Frame):
@@ -443,14 +450,16 @@ def _to_obj(msg: Message, registry: Registry) -> dict[str, Any]:
             obj["c"] = _conditions_wire(msg.conditions)
         return obj
     if isinstance(msg, Hello):
-        if msg.role not in ROLES:
-            raise UsageError("usage.bad_option", "role must be producer or consumer",
+        if not isinstance(msg.role, str):
+            raise UsageError("usage.bad_option", "role must be a string", path="role")
+        if msg.role not in ROLES:  # spec §6.5: one code for an unknown enumeration value
+            raise UsageError("usage.unknown_id", "role must be producer or consumer",
                              path="role")
         _text(msg.stream, u, "stream", pattern=_STREAM_RE)
         _text(msg.client, u, "client", max_len=64)
         _text(msg.registry_version, u, "registry_version", pattern=_VERSION_RE)
         _check_hash(msg.registry_hash, u, "registry_hash")
-        _int(msg.protocol, 1, 255, u, "protocol")
+        _protocol_ok(msg.protocol)
         obj = {"t": "hello", "pv": msg.protocol, "ro": msg.role, "s": msg.stream,
                "rv": msg.registry_version, "rh": msg.registry_hash, "cn": msg.client}
         if msg.token is not None:
@@ -462,7 +471,7 @@ def _to_obj(msg: Message, registry: Registry) -> dict[str, Any]:
         _int(msg.max_fps, 1, 1000, u, "max_fps")
         _text(msg.registry_version, u, "registry_version", pattern=_VERSION_RE)
         _check_hash(msg.registry_hash, u, "registry_hash")
-        _int(msg.protocol, 1, 255, u, "protocol")
+        _protocol_ok(msg.protocol)
         return {"t": "welcome", "pv": msg.protocol, "sid": msg.session,
                 "rv": msg.registry_version, "rh": msg.registry_hash,
                 "mb": msg.max_message_bytes, "mf": msg.max_fps}
@@ -502,7 +511,11 @@ def encode(msg: Message, *, registry: Registry = REGISTRY) -> bytes:
 
 
 def _version_ok(pv: object) -> int:
-    v = _int(pv, 0, 255, "decode", "pv")
+    # spec §5.3: pv is an integer (else decode.type); any integer but 1, in or out of
+    # any range, is decode.version
+    if isinstance(pv, bool) or not isinstance(pv, int):
+        raise DecodeError("decode.type", "expected an integer", path="pv")
+    v = pv
     if v != PROTOCOL_VERSION:
         raise DecodeError("decode.version", f"protocol version {v} is not supported", path="pv")
     return v
@@ -528,7 +541,8 @@ def _from_obj(obj: Mapping[Any, Any], registry: Registry) -> Message:
         protocol = _version_ok(_req(obj, "pv"))
         role = _text(_req(obj, "ro"), d, "ro")
         if role not in ROLES:
-            raise DecodeError("decode.out_of_range", "role must be producer or consumer",
+            # spec §5.2: an unknown enumeration value is decode.unknown_id
+            raise DecodeError("decode.unknown_id", "role must be producer or consumer",
                               path="ro")
         token = obj.get("tk")
         return Hello(
@@ -568,6 +582,15 @@ def _from_obj(obj: Mapping[Any, Any], registry: Registry) -> Message:
     raise DecodeError("decode.unknown_type", "unknown message type", path="t")
 
 
+def _str_key_map(pairs: list[tuple[Any, Any]]) -> dict[str, Any]:
+    # spec §5.2: every map key, at any depth, is a str (a bin key is decode.malformed);
+    # a key that occurs twice is read with its last value
+    for key, _ in pairs:
+        if type(key) is not str:
+            raise ValueError("map key is not a str")
+    return dict(pairs)
+
+
 def decode(data: bytes | bytearray | memoryview, *,
            max_size: int = DEFAULT_MAX_MESSAGE_BYTES, registry: Registry = REGISTRY) -> Message:
     """Decode one peer message (spec §5.2). Raises only :class:`~posewire.codec.errors.DecodeError`.
@@ -582,7 +605,8 @@ def decode(data: bytes | bytearray | memoryview, *,
         raise DecodeError("decode.too_large", f"message of {len(data)} bytes exceeds "
                           f"{max_size}", path="$")
     try:
-        obj = msgpack.unpackb(data, raw=False, strict_map_key=True)
+        obj = msgpack.unpackb(data, raw=False, strict_map_key=True,
+                              object_pairs_hook=_str_key_map)
     except Exception as exc:  # any msgpack/UTF-8 failure is bad peer data
         raise DecodeError("decode.malformed", "not a valid msgpack document",
                           path="$") from exc
@@ -625,42 +649,96 @@ def message_to_json(msg: Message, *, registry: Registry = REGISTRY) -> dict[str,
     return out
 
 
-def message_from_json(obj: Mapping[str, Any], *, registry: Registry = REGISTRY) -> Message:
-    """Inverse of :func:`message_to_json`; bad input raises :class:`UsageError`."""
-    kind = TYPE_TAGS.get(str(obj.get("type")))
-    if kind is None:
-        raise UsageError("usage.bad_option", f"unknown message type {obj.get('type')!r}",
-                         path="type")
-    args = {k: v for k, v in obj.items() if k != "type"}
-    try:
-        if kind is Frame:
-            values = np.full(len(registry), np.nan)
-            for key, value in args.get("values", {}).items():
-                dim = registry.by_id.get(key)
-                if dim is None:
-                    raise UsageError("usage.unknown_id", f"no dimension {key!r}",
-                                     path=f"values.{key}")
-                if isinstance(value, bool) or not isinstance(value, int | float):
-                    raise UsageError("usage.bad_option", f"{key} must be a number",
-                                     path=f"values.{key}")
-                values[dim.index] = float(value)
-            c = args.get("conditions")
-            # integers stay integers: 0.5 is refused, never truncated (spec §1.3)
-            return Frame(_int(args["seq"], 0, _U32 - 1, "usage", "seq"),
-                         _int(args["timestamp_us"], 0, _U64 - 1, "usage", "timestamp_us"),
-                         values,
-                         None if c is None else conditions_from_obj(c, error_family="usage"),
-                         _int(args.get("unknown_dims", 0), 0, _U32, "usage", "unknown_dims"))
-        if kind is ConditionsMessage:
-            return ConditionsMessage(
-                conditions_from_obj(args["conditions"], error_family="usage"),
-                _int(args.get("timestamp_us", 0), 0, _U64 - 1, "usage", "timestamp_us"))
-        if "registry_hash" in args:
-            args["registry_hash"] = bytes.fromhex(args["registry_hash"])
-        msg: Message = kind(**args)
-        return msg
-    except (KeyError, TypeError, ValueError) as exc:
-        if isinstance(exc, UsageError):
-            raise
-        raise UsageError("usage.bad_option", f"bad {kind.TYPE} object: {exc}") from exc
+_HEX8_RE = re.compile(r"[0-9a-f]{16}")
+#: JSON-form keys an encoder needs (spec §6.5); the others take the dataclass default.
+_JSON_REQUIRED: dict[str, tuple[str, ...]] = {
+    "hello": ("role", "stream"), "welcome": ("session",), "bye": (), "cal": (),
+    "err": ("number", "code"), "cond": ("conditions",), "f": ("seq", "timestamp_us", "values"),
+}
 
+
+def message_from_json(obj: Mapping[str, Any], *, registry: Registry = REGISTRY) -> Message:
+    """Inverse of :func:`message_to_json`; bad input raises :class:`UsageError` (spec §6.5).
+
+    One rule for every message: ``obj`` must be an object whose ``type`` is a message type
+    (not a string: ``usage.bad_option``; unknown: ``usage.unknown_id``); a required key
+    that is missing, an unknown key or a value of the wrong JSON type (a boolean is never a
+    number, a float never an integer) is ``usage.bad_option``; a frame value that is NaN or
+    infinite is ``usage.not_finite`` (a dim is absent by being left out); ``registry_hash``
+    is 16 lowercase hex digits (else ``usage.out_of_range``). Then :func:`encode`'s checks.
+    """
+    if not isinstance(obj, Mapping):
+        raise UsageError("usage.bad_option", "a message must be a JSON object", path="$")
+    tag = obj.get("type")
+    if not isinstance(tag, str):
+        raise UsageError("usage.bad_option", "type must be a string", path="type")
+    kind = TYPE_TAGS.get(tag)
+    if kind is None:
+        raise UsageError("usage.unknown_id", f"unknown message type {tag!r}", path="type")
+    args = {k: v for k, v in obj.items() if k != "type"}
+    allowed = {f.name for f in fields(kind)}
+    for key in args:
+        if key not in allowed:
+            raise UsageError("usage.bad_option", f"{tag} has no key {key!r}", path=str(key))
+    for key in _JSON_REQUIRED[tag]:
+        if key not in args:
+            raise UsageError("usage.bad_option", f"{tag} needs {key!r}", path=key)
+    if kind is Frame:
+        raw = args["values"]
+        if not isinstance(raw, Mapping):
+            raise UsageError("usage.bad_option", "values must be an object", path="values")
+        values = np.full(len(registry), np.nan)
+        for key, value in raw.items():
+            dim = registry.by_id.get(key)
+            if dim is None:
+                raise UsageError("usage.unknown_id", f"no dimension {key!r}",
+                                 path=f"values.{key}")
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise UsageError("usage.bad_option", f"{key} must be a number",
+                                 path=f"values.{key}")
+            try:
+                x = float(value)
+            except OverflowError:
+                x = math.inf
+            if not math.isfinite(x):
+                raise UsageError("usage.not_finite", f"{key} is not finite",
+                                 path=f"values.{key}")
+            values[dim.index] = x
+        c = args.get("conditions")
+        # integers stay integers: 0.5 is refused, never truncated (spec §1.3)
+        return Frame(_int(args["seq"], 0, _U32 - 1, "usage", "seq"),
+                     _int(args["timestamp_us"], 0, _U64 - 1, "usage", "timestamp_us"),
+                     values,
+                     None if c is None else conditions_from_obj(c, error_family="usage"),
+                     _int(args.get("unknown_dims", 0), 0, _U32, "usage", "unknown_dims"))
+    if kind is ConditionsMessage:
+        return ConditionsMessage(
+            conditions_from_obj(args["conditions"], error_family="usage"),
+            _int(args.get("timestamp_us", 0), 0, _U64 - 1, "usage", "timestamp_us"))
+    if "registry_hash" in args:
+        h = args["registry_hash"]
+        if not isinstance(h, str):
+            raise UsageError("usage.bad_option", "registry_hash must be a string",
+                             path="registry_hash")
+        if not _HEX8_RE.fullmatch(h):
+            raise UsageError("usage.out_of_range", "registry_hash must be 16 lowercase hex "
+                             "digits", path="registry_hash")
+        args["registry_hash"] = bytes.fromhex(h)
+    for f in fields(kind):  # JSON types before encode's range checks
+        if f.name not in args or f.name == "registry_hash":
+            continue
+        value = args[f.name]
+        want_int = f.name in ("protocol", "number", "max_message_bytes", "max_fps")
+        if kind is Calibration:
+            ok = value is None or (not isinstance(value, bool) and isinstance(value, int | float))
+        elif want_int:
+            ok = not isinstance(value, bool) and isinstance(value, int)
+        elif f.name == "token":
+            ok = value is None or isinstance(value, str)
+        else:
+            ok = isinstance(value, str)
+        if not ok:
+            raise UsageError("usage.bad_option", f"{f.name} has the wrong JSON type",
+                             path=f.name)
+    msg: Message = kind(**args)
+    return msg

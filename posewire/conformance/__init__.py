@@ -37,8 +37,20 @@ __all__ = [
 Operation = Callable[[dict[str, Any]], Any]
 
 
+def _checked(name: str, func: Operation) -> Operation:
+    from .inputs import check_input
+
+    def op(inp: dict[str, Any]) -> Any:
+        check_input(name, inp)  # spec §6.5: one rule for every op's input
+        return func(inp)
+
+    op.__name__ = op.__qualname__ = f"op[{name}]"
+    return op
+
+
 def operations() -> dict[str, Operation]:
-    """Every operation the kit knows, merged from the ``ops_*`` modules."""
+    """Every operation the kit knows, merged from the ``ops_*`` modules; each checks
+    its input by the one rule of spec §6.5 (:mod:`posewire.conformance.inputs`) first."""
     from . import ops_core
 
     table: dict[str, Operation] = dict(ops_core.OPS)
@@ -50,7 +62,7 @@ def operations() -> dict[str, Operation]:
                 raise
             continue
         table.update(module.OPS)
-    return table
+    return {name: _checked(name, func) for name, func in table.items()}
 
 
 @dataclass(frozen=True)

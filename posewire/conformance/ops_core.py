@@ -21,6 +21,9 @@ def _validate(inp: dict[str, Any]) -> Any:
 
 def _mirror(inp: dict[str, Any]) -> Any:
     out = vector.to_dict(vector.mirror(vector.from_dict(inp["values"])))
+    for key in inp["expect_ids"]:
+        if key not in out:
+            raise UsageError("usage.unknown_id", f"no dimension {key!r}", path="expect_ids")
     return {"values": {k: out[k] for k in inp["expect_ids"]}}
 
 

@@ -9,9 +9,11 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from posewire.codec import wire
+from posewire.codec.errors import UsageError
 from posewire.codec.registry import REGISTRY
 from posewire.codec.vector import from_dict
 
@@ -22,7 +24,14 @@ def _encode(inp: dict[str, Any]) -> Any:
     return {"hex": wire.encode(wire.message_from_json(inp["message"])).hex()}
 
 
+_HEX_RE = re.compile(r"(?:[0-9a-f]{2})*")
+
+
 def _decode(inp: dict[str, Any]) -> Any:
+    # spec §6.5: byte strings are lowercase hex, two digits a byte (else usage.out_of_range)
+    if not _HEX_RE.fullmatch(inp["hex"]):
+        raise UsageError("usage.out_of_range", "hex must be lowercase hex digit pairs",
+                         path="hex")
     data = bytes.fromhex(inp["hex"])
     max_size = int(inp.get("max_size", wire.DEFAULT_MAX_MESSAGE_BYTES))
     return wire.message_to_json(wire.decode(data, max_size=max_size))

@@ -1,0 +1,229 @@
+"""Vectors for the rules of §5.2–5.8 edges and the one input rule of §6.5.
+
+Expected bytes are built here with the plain ``msgpack`` library (never with posewire's
+codec); expected results and codes are written out by hand from the spec text.
+
+Run: python spec/conformance/tools/gen_rule_vectors.py  (rewrites wire-rules.json, inputs.json)
+"""
+
+import json
+from pathlib import Path
+
+import msgpack
+
+OUT = Path(__file__).resolve().parent.parent
+#: the per-axis ratios r of the reference avatar (spec §4.1, schemas/registry.json)
+R = json.loads((OUT.parent.parent / "schemas" / "registry.json").read_text())["reference_avatar"]["r"]
+H8 = bytes.fromhex("0123456789abcdef")
+
+
+def hx(obj):
+    return msgpack.packb(obj, use_bin_type=True).hex()
+
+
+def case(lst, id_, op, rule, inp, expect=None, error=None):
+    c = {"id": id_, "op": op, "rule": rule, "input": inp}
+    if error:
+        c["expect_error"] = error
+    else:
+        c["expect"] = expect
+        c["tolerance"] = 1e-12
+    lst.append(c)
+
+
+def hello(**over):
+    msg = {"t": "hello", "pv": 1, "ro": "producer", "s": "demo", "rv": "1.0.0", "rh": H8,
+           "cn": ""}
+    msg.update(over)
+    return msg
+
+
+wire = []
+R_KEYS = "§5.2 every map key, at any depth (unknown keys too), is a str: a bin key is decode.malformed, path $"
+case(wire, "decode-bin-key-top", "wire.decode", R_KEYS, {"hex": hx({b"t": "bye"})},
+     error="decode.malformed")
+case(wire, "decode-bin-key-unknown", "wire.decode", R_KEYS,
+     {"hex": hx({"t": "bye", "why": "", b"zz": 1})}, error="decode.malformed")
+case(wire, "decode-bin-key-condition", "wire.decode", R_KEYS,
+     {"hex": hx({"t": "cond", "ts": 0, "c": {"tracking": {b"hand_l": "lost"}}})},
+     error="decode.malformed")
+case(wire, "decode-bin-key-deep", "wire.decode", R_KEYS,
+     {"hex": hx({"t": "cond", "ts": 0, "c": {"x": {"y": {b"z": 1}}}})},
+     error="decode.malformed")
+case(wire, "decode-int-key", "wire.decode", R_KEYS,
+     {"hex": hx({"t": "bye", "why": "", "zz": {1: 2}})}, error="decode.malformed")
+
+R_PV = "§5.3 pv is an integer (else decode.type); every integer but 1, however large or negative, is decode.version"
+for name, pv in (("300", 300), ("negative", -1), ("u64-max", 2**64 - 1), ("zero", 0)):
+    case(wire, f"decode-pv-{name}", "wire.decode", R_PV, {"hex": hx(hello(pv=pv))},
+         error="decode.version")
+case(wire, "decode-pv-float", "wire.decode", R_PV, {"hex": hx(hello(pv=1.0))},
+     error="decode.type")
+case(wire, "decode-pv-bool", "wire.decode", R_PV, {"hex": hx(hello(pv=True))},
+     error="decode.type")
+case(wire, "decode-welcome-pv-2", "wire.decode", R_PV,
+     {"hex": hx({"t": "welcome", "pv": 2, "sid": "s", "rv": "1.0.0", "rh": H8, "mb": 4096,
+                 "mf": 120})}, error="decode.version")
+
+R_ROLE = "§5.2/§6.5 an unknown enumeration value (role, condition part, state, hand, site, label, mode) is decode.unknown_id"
+case(wire, "decode-role-unknown", "wire.decode", R_ROLE, {"hex": hx(hello(ro="viewer"))},
+     error="decode.unknown_id")
+case(wire, "decode-affect-mode-unknown", "wire.decode", R_ROLE,
+     {"hex": hx({"t": "cond", "ts": 0, "c": {"affect": {"label": "happy", "intensity": 0.5,
+                                                         "mode": "mul"}}})},
+     error="decode.unknown_id")
+
+R_NIL = "§5.5 a condition channel whose value is nil is inactive, exactly as if it were left out"
+for ch in ("mouthing", "tracking", "contact", "affect"):
+    case(wire, f"decode-nil-{ch}", "wire.decode", R_NIL,
+         {"hex": hx({"t": "cond", "ts": 3, "c": {ch: None}})},
+         {"type": "cond", "timestamp_us": 3, "conditions": {}})
+case(wire, "decode-nil-channel-beside-others", "wire.decode", R_NIL,
+     {"hex": hx({"t": "cond", "ts": 3, "c": {"tracking": None,
+                                              "contact": {"hand_r": "chin"}}})},
+     {"type": "cond", "timestamp_us": 3, "conditions": {"contact": {"hand_r": "chin"}}})
+R_CNIL = "§5.5 the c of a cond message is a required map: nil is decode.type (a frame's c may be nil = absent)"
+case(wire, "decode-cond-c-nil", "wire.decode", R_CNIL,
+     {"hex": hx({"t": "cond", "ts": 3, "c": None})}, error="decode.type")
+case(wire, "decode-frame-c-nil", "wire.decode", R_CNIL,
+     {"hex": hx({"t": "f", "s": 1, "ts": 2, "m": b"", "v": b"", "c": None})},
+     {"type": "f", "seq": 1, "timestamp_us": 2, "values": {}, "unknown_dims": 0})
+
+R_ERR = "§5.8 err: n and co are required; pa and msg are optional on decode (default \"\"), an encoder always writes them"
+case(wire, "decode-err-minimal", "wire.decode", R_ERR,
+     {"hex": hx({"t": "err", "n": 2001, "co": "decode.malformed"})},
+     {"type": "err", "number": 2001, "code": "decode.malformed", "path": "", "message": ""})
+case(wire, "decode-err-no-code", "wire.decode", R_ERR, {"hex": hx({"t": "err", "n": 2001})},
+     error="decode.missing_field")
+case(wire, "decode-err-pa-nil", "wire.decode", R_ERR + "; nil is not allowed",
+     {"hex": hx({"t": "err", "n": 2001, "co": "x", "pa": None})}, error="decode.type")
+case(wire, "encode-err-minimal", "wire.encode", R_ERR,
+     {"message": {"type": "err", "number": 2001, "code": "decode.malformed"}},
+     {"hex": hx({"t": "err", "n": 2001, "co": "decode.malformed", "pa": "", "msg": ""})})
+
+R_ENC = "§6.5 wire.encode: "
+j_hello = {"type": "hello", "role": "producer", "stream": "demo", "registry_version": "1.0.0",
+           "registry_hash": "0123456789abcdef"}
+case(wire, "encode-pv-2", "wire.encode", R_ENC + "an encoder writes pv = 1 only (usage.bad_option)",
+     {"message": {**j_hello, "protocol": 2}}, error="usage.bad_option")
+case(wire, "encode-welcome-pv-0", "wire.encode",
+     R_ENC + "an encoder writes pv = 1 only (usage.bad_option)",
+     {"message": {"type": "welcome", "session": "s", "protocol": 0}}, error="usage.bad_option")
+case(wire, "encode-pv-default", "wire.encode", R_ENC + "protocol left out is 1",
+     {"message": j_hello}, {"hex": hx(hello())})
+case(wire, "encode-role-unknown", "wire.encode",
+     R_ENC + "one code for an unknown enumeration value: usage.unknown_id",
+     {"message": {**j_hello, "role": "viewer"}}, error="usage.unknown_id")
+case(wire, "encode-type-unknown", "wire.encode",
+     R_ENC + "one code for an unknown enumeration value: usage.unknown_id",
+     {"message": {"type": "frame"}}, error="usage.unknown_id")
+case(wire, "encode-affect-mode-unknown", "wire.encode",
+     R_ENC + "one code for an unknown enumeration value: usage.unknown_id",
+     {"message": {"type": "cond", "conditions": {"affect": {"label": "happy",
+                                                             "intensity": 0.5,
+                                                             "mode": "mul"}}}},
+     error="usage.unknown_id")
+case(wire, "encode-frame-values-missing", "wire.encode",
+     R_ENC + "a frame needs values (an empty frame is values: {}); a missing key is usage.bad_option",
+     {"message": {"type": "f", "seq": 1, "timestamp_us": 1}}, error="usage.bad_option")
+case(wire, "encode-frame-values-empty", "wire.encode",
+     R_ENC + "values {} is a frame with nothing present (empty mask)",
+     {"message": {"type": "f", "seq": 1, "timestamp_us": 1, "values": {}}},
+     {"hex": hx({"t": "f", "s": 1, "ts": 1, "m": b"", "v": b""})})
+case(wire, "encode-value-string", "wire.encode",
+     R_ENC + "a value of the wrong JSON type is usage.bad_option",
+     {"message": {"type": "f", "seq": 1, "timestamp_us": 1, "values": {"h_yaw": "0.5"}}},
+     error="usage.bad_option")
+case(wire, "encode-value-bool", "wire.encode",
+     R_ENC + "a boolean is never a number: usage.bad_option",
+     {"message": {"type": "f", "seq": 1, "timestamp_us": 1, "values": {"m_jaw": True}}},
+     error="usage.bad_option")
+case(wire, "encode-seq-bool", "wire.encode",
+     R_ENC + "a boolean is never an integer: usage.bad_option",
+     {"message": {"type": "f", "seq": True, "timestamp_us": 1, "values": {}}},
+     error="usage.bad_option")
+case(wire, "encode-unknown-key", "wire.encode", R_ENC + "an unknown key is usage.bad_option",
+     {"message": {"type": "bye", "reason": "", "why": "x"}}, error="usage.bad_option")
+case(wire, "encode-stream-number", "wire.encode",
+     R_ENC + "a value of the wrong JSON type is usage.bad_option",
+     {"message": {**j_hello, "stream": 5}}, error="usage.bad_option")
+for name, h in (("uppercase", "0123456789ABCDEF"), ("short", "0123"), ("not-hex", "zz" * 8)):
+    case(wire, f"encode-hash-{name}", "wire.encode",
+         R_ENC + "registry_hash is 16 lowercase hex digits, else usage.out_of_range",
+         {"message": {**j_hello, "registry_hash": h}}, error="usage.out_of_range")
+for name, h in (("uppercase", "82A174A3627965A3776879A0"), ("odd", "82a"), ("not-hex", "zz")):
+    case(wire, f"decode-hex-{name}", "wire.decode",
+         "§6.5 byte strings in JSON are lowercase hex, two digits a byte, else usage.out_of_range",
+         {"hex": h}, error="usage.out_of_range")
+
+inputs = []
+R1 = ("§6.5 one rule: a missing required key, an unknown key, a value of the wrong JSON type "
+      "(a boolean is never a number) or null where the row allows none is usage.bad_option")
+R_FIN = "§6.5 numbers are finite float64: an integer beyond float64 is usage.not_finite"
+R_RANGE = "§6.5 a number outside the range stated for its key is usage.out_of_range"
+for id_, op, inp in (
+    ("validate-value-string", "vector.validate", {"values": {"h_yaw": "x"}}),
+    ("validate-value-bool", "vector.validate", {"values": {"h_yaw": True}}),
+    ("validate-values-missing", "vector.validate", {}),
+    ("validate-values-array", "vector.validate", {"values": [0.5]}),
+    ("validate-unknown-key", "vector.validate", {"values": {}, "polcy": "clamp"}),
+    ("validate-policy-null", "vector.validate", {"values": {}, "policy": None}),
+    ("euler-roll-missing", "euler.to_quat", {"yaw": 10, "pitch": 0}),
+    ("euler-yaw-string", "euler.to_quat", {"yaw": "10", "pitch": 0, "roll": 0}),
+    ("affect-intensity-string", "affect.apply",
+     {"values": {}, "label": "happy", "intensity": "x", "mode": "add"}),
+    ("affect-values-missing", "affect.apply", {"label": "happy", "intensity": 0.5, "mode": "add"}),
+    ("arm-calibration-missing", "arm.to_physical", {"n": [0, 0, 0], "side": "r"}),
+    ("arm-calibration-unknown-key", "arm.to_physical",
+     {"n": [0, 0, 0], "side": "r", "calibration": {"shoulder_width": 0.4, "hand": 0.2}}),
+    ("arm-calibration-string", "arm.to_physical",
+     {"n": [0, 0, 0], "side": "r", "calibration": {"shoulder_width": "0.4"}}),
+    ("mouthing-shares-missing", "mouthing.apply", {"values": {}}),
+    ("mouthing-shares-string", "mouthing.apply", {"values": {}, "shares": "aa"}),
+    ("palm-v-bool", "palm.decode", {"v": [0, 0, False], "side": "r"}),
+    ("palm-side-number", "palm.decode", {"v": [0, 0, 0], "side": 1}),
+    ("quat-not-array", "euler.from_quat", {"q": {"w": 1}}),
+    ("wire-hex-number", "wire.decode", {"hex": 12}),
+    ("wire-max-size-float", "wire.decode", {"hex": "c0", "max_size": 10.5}),
+    ("spine-joints-number", "spine.rotations", {"n": [0, 0, 0], "joints": [1]}),
+    ("registry-id-missing", "registry.row", {}),
+):
+    case(inputs, id_, op, R1, inp, error="usage.bad_option")
+case(inputs, "euler-yaw-huge", "euler.to_quat", R_FIN,
+     {"yaw": 10**400, "pitch": 0, "roll": 0}, error="usage.not_finite")
+for id_, op, inp in (
+    ("delta-authored-above", "mouthing.delta", {"authored": 1.5, "baseline": 0.0}),
+    ("delta-baseline-below", "mouthing.delta", {"authored": 0.0, "baseline": -1.01}),
+    ("affect-intensity-above", "affect.apply",
+     {"values": {}, "label": "happy", "intensity": 1.5, "mode": "add"}),
+    ("palm-clamp-above-one", "palm.reconstruct", {"v": [0, 0, 0], "clamp": 1.5}),
+    ("wire-max-size-zero", "wire.decode", {"hex": "c0", "max_size": 0}),
+):
+    case(inputs, id_, op, R_RANGE + " (mouthing.delta a, b in [-1, 1]; affect intensity in "
+         "[0, 1]; palm clamp in [0, 1]; max_size >= 1)", inp, error="usage.out_of_range")
+case(inputs, "delta-at-bounds", "mouthing.delta", R_RANGE + "; the bounds themselves are in",
+     {"authored": -1.0, "baseline": 1.0}, {"delta": -1.0, "effective": 0.0})
+case(inputs, "mirror-unknown-expect-id", "vector.mirror",
+     "§6.5 an unknown dim id, in values or expect_ids, is usage.unknown_id",
+     {"values": {}, "expect_ids": ["h_yaww"]}, error="usage.unknown_id")
+case(inputs, "measure-unknown-site", "calibration.measure",
+     "§6.5 calibration.measure reads the sites shoulder_l, shoulder_r, neck, hip_mid, navel, "
+     "wrist_r, middle_tip_r; any other name is usage.unknown_id",
+     {"sites": {"elbow_r": [0, 0, 0]}}, error="usage.unknown_id")
+case(inputs, "measure-site-short", "calibration.measure",
+     "§6.5 a site is a 3-vector (usage.shape)",
+     {"sites": {"wrist_r": [0, 0]}}, error="usage.shape")
+R_DIST = ("§4.1 a calibration distance is valid in (0, 10] m (as on the wire, §5.6); "
+          "an axis whose distance is outside falls back to S, reported")
+case(inputs, "units-distance-above-10m", "calibration.units", R_DIST,
+     {"hand_length": 11.0, "torso_length": 0.5, "arm_length": 0.6, "shoulder_width": 0.4},
+     {"L": [0.4, 2 * R[1] * 0.5, 2 * R[2] * 0.6], "fallback_axes": ["x"]})
+
+for name, lst, section, title in (
+    ("wire-rules.json", wire, "§5.2–5.8, §6.5",
+     "Wire edges: str keys at any depth, pv, nil channels, err fields, uniform encoder validation"),
+    ("inputs.json", inputs, "§6.5", "The one rule for op input: missing, mistyped, booleans, ranges"),
+):
+    doc = {"section": section, "title": title, "cases": lst}
+    (OUT / name).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+    print(f"{name}: {len(lst)} cases")
