@@ -37,12 +37,13 @@ class ErrorCode:
 _CODES: tuple[ErrorCode, ...] = (
     # caller misuse (spec §1.3)
     ErrorCode("usage.shape", 1001, "usage", "an array has the wrong shape or dtype"),
-    ErrorCode("usage.unknown_id", 1002, "usage", "a dimension or condition id is not in the registry"),
+    ErrorCode("usage.unknown_id", 1002, "usage",
+              "an id or enumeration value is not known (dim, condition entry, role, type)"),
     ErrorCode("usage.not_finite", 1003, "usage", "a value is NaN or infinite"),
     ErrorCode("usage.out_of_range", 1004, "usage", "a value is outside its declared range"),
     ErrorCode("usage.zero_norm", 1005, "usage", "a quaternion or direction has zero length"),
-    ErrorCode("usage.bad_option", 1006, "usage", "an option has an invalid value"),
-    ErrorCode("usage.calibration", 1007, "usage", "a calibration distance is missing or not positive"),
+    ErrorCode("usage.bad_option", 1006, "usage", "an option or input key is missing, unknown, mistyped or invalid"),
+    ErrorCode("usage.calibration", 1007, "usage", "a calibration distance is missing or outside (0, 10] m"),
     ErrorCode("usage.state", 1008, "usage", "the operation is not allowed in the current stream state"),
     # live producer (numbers from 1101 on): inputs that are missing on this machine
     ErrorCode("usage.model_missing", 1101, "usage",
@@ -56,7 +57,8 @@ _CODES: tuple[ErrorCode, ...] = (
     ErrorCode("decode.unknown_type", 2004, "decode", "the message type is not known"),
     ErrorCode("decode.not_finite", 2005, "decode", "a value is NaN or infinite"),
     ErrorCode("decode.out_of_range", 2006, "decode", "a value is outside its declared range"),
-    ErrorCode("decode.unknown_id", 2007, "decode", "a dimension or condition id is not in the registry"),
+    ErrorCode("decode.unknown_id", 2007, "decode",
+              "an id or enumeration value is not known (condition entry, role)"),
     ErrorCode("decode.length", 2008, "decode", "a binary field has the wrong length for its mask"),
     ErrorCode("decode.too_large", 2009, "decode", "the message exceeds the size limit"),
     ErrorCode("decode.version", 2010, "decode", "the protocol version is not supported"),

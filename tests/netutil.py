@@ -69,7 +69,7 @@ class RawClient:
 
 
 async def open_raw(url: str, role: Literal["producer", "consumer"], stream: str, *,
-                   token: str | None = None, hello: Hello | None = None,
+                   token: str | None = None, hello: Hello | bytes | None = None,
                    welcome: bool = True, rcvbuf: int | None = None,
                    max_queue: int = 16) -> RawClient:
     """Connect and send a hello (``hello`` overrides it); with ``welcome``, expect it."""
@@ -87,8 +87,8 @@ async def open_raw(url: str, role: Literal["producer", "consumer"], stream: str,
     client = RawClient(ws, conn)
     if hello is None:
         await ws.send(conn.hello(stream, token=token))
-    else:
-        await ws.send(encode(hello))
+    else:  # bytes: a hello no encoder writes (spec §5.3: an encoder writes pv = 1 only)
+        await ws.send(hello if isinstance(hello, bytes) else encode(hello))
     if welcome:
         msg = await client.recv()
         assert isinstance(msg, Welcome), msg

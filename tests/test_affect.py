@@ -79,8 +79,8 @@ def test_add_clamps_and_reports() -> None:
 # --- errors ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("kwargs", "code"), [
-    ({"label": "bored", "intensity": 0.5, "mode": "add"}, "usage.bad_option"),
-    ({"label": "happy", "intensity": 0.5, "mode": "mul"}, "usage.bad_option"),
+    ({"label": "bored", "intensity": 0.5, "mode": "add"}, "usage.unknown_id"),
+    ({"label": "happy", "intensity": 0.5, "mode": "mul"}, "usage.unknown_id"),
     ({"label": "happy", "intensity": 1.01, "mode": "add"}, "usage.out_of_range"),
     ({"label": "happy", "intensity": -0.01, "mode": "blend"}, "usage.out_of_range"),
     ({"label": "happy", "intensity": np.array([0.5, 2.0]), "mode": "blend"}, "usage.out_of_range"),

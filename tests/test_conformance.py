@@ -114,5 +114,10 @@ def test_kit_reports_an_answer_that_is_not_json() -> None:
 
 
 def test_malformed_case_input_fails_the_case_without_a_traceback() -> None:
+    # spec §6.5: the built-in ops check their input (a missing key is usage.bad_option)
     result = run_case({"id": "x", "op": "palm.decode", "input": {}, "expect": {}}, EXECUTE)
+    assert not result.passed and result.why == "raised usage.bad_option"
+    # an adapter of another party that crashes is a failed case, never a traceback
+    broken = builtin_executor({"palm.decode": lambda inp: inp["v"]})
+    result = run_case({"id": "x", "op": "palm.decode", "input": {}, "expect": {}}, broken)
     assert not result.passed and result.why.startswith("the implementation failed: KeyError")

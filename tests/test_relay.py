@@ -15,7 +15,16 @@ from posewire.codec.errors import UsageError
 from posewire.codec.protocol import CLOSE_CODES
 from posewire.codec.registry import REGISTRY
 from posewire.codec.vector import DEFAULTS, N_DIMS
-from posewire.codec.wire import Bye, Calibration, ConditionsMessage, ErrorMessage, Frame, Hello, encode
+from posewire.codec.wire import (
+    REGISTRY_HASH8,
+    Bye,
+    Calibration,
+    ConditionsMessage,
+    ErrorMessage,
+    Frame,
+    Hello,
+    encode,
+)
 from posewire.consumers.subscriber import Subscriber
 from posewire.producers.publisher import Publisher
 from posewire.relay import Mailbox, Relay, is_loopback
@@ -54,12 +63,14 @@ async def test_mailbox_latest_wins_counts_drops_and_keeps_kind_order() -> None:
 @pytest.mark.parametrize(
     ("hello", "code"),
     [
-        (Hello("consumer", "s", protocol=2), "decode.version"),
+        (msgpack.packb({"t": "hello", "pv": 2, "ro": "consumer", "s": "s", "rv": "1.0.0",
+                        "rh": REGISTRY_HASH8, "cn": ""}), "decode.version"),
         (Hello("consumer", "s", registry_hash=b"\0" * 8), "decode.registry"),
         (Hello("consumer", "s", registry_version="2.0.0"), "decode.registry"),
     ],
 )
-async def test_hello_mismatch_is_refused_with_error_then_close_code(hello: Hello, code: str) -> None:
+async def test_hello_mismatch_is_refused_with_error_then_close_code(hello: Hello | bytes,
+                                                                   code: str) -> None:
     async with Relay("127.0.0.1", port=0) as relay:
         raw = await open_raw(relay.url, "consumer", "s", hello=hello, welcome=False)
         closed = await raw.until_closed()

@@ -194,7 +194,7 @@ BAD: list[tuple[bytes, str, str]] = [
     (_raw({"t": "cal", "al": "x"}), "decode.type", "al"),
     (_raw({"t": "hello", "pv": 2, "ro": "producer"}), "decode.version", "pv"),
     (_raw({"t": "hello", "pv": 1, "ro": "boss", "s": "a", "rv": "1.0.0", "rh": b"\x00" * 8}),
-     "decode.out_of_range", "ro"),
+     "decode.unknown_id", "ro"),
     (_raw({"t": "hello", "pv": 1, "ro": "producer", "s": "a b", "rv": "1.0.0",
            "rh": b"\x00" * 8}), "decode.out_of_range", "s"),
     (_raw({"t": "hello", "pv": 1, "ro": "producer", "s": "a", "rv": "1.0.0",
