@@ -30,6 +30,7 @@ from numpy.typing import ArrayLike, NDArray
 from . import calibration
 from .conditions import Conditions, conditions_from_obj, conditions_to_obj
 from .errors import ERROR_CODES, DecodeError, PosewireError, UsageError
+from .quaternion import PALM_CLAMP
 from .registry import REGISTRY, REGISTRY_VERSION, Registry
 
 __all__ = [
@@ -318,6 +319,7 @@ class _Layout:
         self.lower = np.array([-1.0 if d.row.polarity == "bipolar" else 0.0
                                for d in registry.dimensions])
         self.mask_len = (self.n + 7) // 8
+        self.palm = _palm_triples(registry)
         self._cache: dict[bytes, _MaskLayout] = {}
 
     def for_mask(self, mask: bytes) -> _MaskLayout:
@@ -343,12 +345,32 @@ def _layout(registry: Registry) -> _Layout:
     return _Layout(registry)
 
 
+def _palm_triples(registry: Registry) -> NDArray[np.intp]:
+    ids = registry.by_id
+    rows = [[ids[f"w_q{a}_{s}"].index for a in "xyz"] for s in "lr"
+            if all(f"w_q{a}_{s}" in ids for a in "xyz")]
+    return np.array(rows, dtype=np.intp).reshape(-1, 3)
+
+
+def _keep_palm_clamp(x: NDArray[np.float64], q: NDArray[np.float64],
+                     scale: NDArray[np.float64]) -> NDArray[np.float64]:
+    """spec §5.4 palm rule on triples ``x (..., 3)`` with rounded ``q``: a vector part
+    with ``|v| ≤ 0.98`` keeps ``|q / s| ≤ 0.98``; where rounding to nearest would push it
+    above, the three components are rounded toward zero instead."""
+    over = (np.linalg.norm(q / scale, axis=-1) > PALM_CLAMP) & (
+        np.linalg.norm(x, axis=-1) <= PALM_CLAMP)
+    if not over.any():
+        return q
+    return np.where(over[..., None], np.trunc(x * scale), q)
+
+
 def quantize(values: ArrayLike, *, registry: Registry = REGISTRY) -> NDArray[np.int32]:
     """Quantize a batch ``(..., N)`` of normalized values to wire integers (spec §5.4).
 
-    ``q = round_half_even(n · (2^(b−1) − 1))`` with ``b`` the row's bits. Values must be
-    finite and in range (``usage.not_finite`` / ``usage.out_of_range`` otherwise).
-    Returns int32 ``(..., N)``.
+    ``q = round_half_even(n · (2^(b−1) − 1))`` with ``b`` the row's bits, except that a
+    palm vector part with ``|v| ≤ 0.98`` is rounded toward zero where rounding to nearest
+    would make its length exceed 0.98 (spec §5.4). Values must be finite and in range
+    (``usage.not_finite`` / ``usage.out_of_range`` otherwise). Returns int32 ``(..., N)``.
     """
     lay = _layout(registry)
     arr = np.asarray(values, dtype=np.float64)
@@ -358,7 +380,10 @@ def quantize(values: ArrayLike, *, registry: Registry = REGISTRY) -> NDArray[np.
         raise UsageError("usage.not_finite", "values must be finite")
     if ((arr < lay.lower) | (arr > 1.0)).any():
         raise UsageError("usage.out_of_range", "values must be within the registry bounds")
-    return np.rint(arr * lay.scale).astype(np.int32)
+    q = np.rint(arr * lay.scale)
+    for tri in lay.palm:
+        q[..., tri] = _keep_palm_clamp(arr[..., tri], q[..., tri], lay.scale[tri])
+    return q.astype(np.int32)
 
 
 def dequantize(q: ArrayLike, *, registry: Registry = REGISTRY) -> NDArray[np.float64]:
@@ -386,7 +411,12 @@ def _pack_values(values: NDArray[np.float64], lay: _Layout) -> tuple[bytes, byte
         code = "usage.out_of_range" if np.isfinite(x).all() else "usage.not_finite"
         raise UsageError(code, "frame values must be within the registry bounds or NaN "
                          "(absent)", path="values")
-    q = np.rint(x * ml.scale).astype(np.int64)
+    q = np.rint(x * ml.scale)
+    for tri in lay.palm:  # spec §5.4: the palm triple keeps |v| <= 0.98
+        pos = np.searchsorted(ml.idx, tri)
+        if (pos < len(ml.idx)).all() and (ml.idx[np.minimum(pos, len(ml.idx) - 1)] == tri).all():
+            q[pos] = _keep_palm_clamp(x[pos], q[pos], ml.scale[pos])
+    q = q.astype(np.int64)
     out = np.empty(ml.known_bytes, np.uint8)
     q16 = q[ml.wide]
     out[ml.start16] = (q16 >> 8) & 0xFF

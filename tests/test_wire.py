@@ -17,6 +17,7 @@ from strategies import conditions_strategy
 from posewire.codec import wire
 from posewire.codec.conditions import Conditions
 from posewire.codec.errors import DecodeError, UsageError
+from posewire.codec.quaternion import PALM_CLAMP
 from posewire.codec.registry import (
     DIMENSIONS,
     REGISTRY,
@@ -291,3 +292,23 @@ def test_json_form_round_trips(msg: wire.Message) -> None:
 
 def test_registry_hash8() -> None:
     assert bytes.fromhex(REGISTRY.hash)[:8] == wire.REGISTRY_HASH8
+
+
+# spec §5.4 palm rule: quantization keeps a clamped palm vector part inside 0.98
+@given(st.lists(st.floats(-1.0, 1.0), min_size=3, max_size=3), st.floats(0.0, 0.98),
+       st.sampled_from("lr"))
+def test_quantized_palm_keeps_the_clamp(direction: list[float], length: float, side: str) -> None:
+    d = np.asarray(direction)
+    if np.linalg.norm(d) < 1e-6:
+        return
+    v = d / np.linalg.norm(d) * length
+    if np.linalg.norm(v) > PALM_CLAMP:
+        return
+    values = DEFAULTS.copy()
+    idx = [REGISTRY.index(f"w_q{a}_{side}") for a in "xyz"]
+    values[idx] = v
+    back = wire.dequantize(wire.quantize(values))[idx]
+    assert np.linalg.norm(back) <= PALM_CLAMP
+    assert np.abs(back - v).max() <= 1.0 / 32767 + 1e-12
+    frame = wire.decode(wire.encode(wire.Frame(1, 1, values)))
+    assert np.array_equal(frame.values[idx], back)

@@ -156,6 +156,26 @@ for name, h in (("uppercase", "82A174A3627965A3776879A0"), ("odd", "82a"), ("not
          "§6.5 byte strings in JSON are lowercase hex, two digits a byte, else usage.out_of_range",
          {"hex": h}, error="usage.out_of_range")
 
+R_PALM = ("§5.4 palm rule: a palm vector part (w_qx, w_qy, w_qz of one side) with |v| <= 0.98 "
+          "keeps |q/32767| <= 0.98: where rounding to nearest would exceed 0.98, the three are "
+          "rounded toward zero")
+S16 = 32767
+case(wire, "quantize-palm-axis-0.98", "wire.quantize", R_PALM + " (0.98·32767 = 32111.66 -> 32111, not 32112 = 0.980010)",
+     {"values": {"w_qx_r": 0.98, "w_qy_r": 0.0, "w_qz_r": 0.0}},
+     {"q": {"w_qx_r": 32111, "w_qy_r": 0, "w_qz_r": 0}})
+case(wire, "quantize-palm-inside-rounds-to-nearest", "wire.quantize",
+     R_PALM + "; a vector that stays inside is rounded to nearest as every dim",
+     {"values": {"w_qx_l": 0.6, "w_qy_l": 0.0, "w_qz_l": 0.7}},
+     {"q": {"w_qx_l": round(0.6 * S16), "w_qy_l": 0, "w_qz_l": round(0.7 * S16)}})
+case(wire, "quantize-palm-single-dim", "wire.quantize",
+     R_PALM + "; the rule applies to a whole triple only: one dim alone rounds to nearest",
+     {"values": {"w_qx_r": 0.98}}, {"q": {"w_qx_r": 32112}})
+case(wire, "encode-frame-palm-axis-0.98", "wire.encode", R_PALM + " (frames too)",
+     {"message": {"type": "f", "seq": 1, "timestamp_us": 1,
+                  "values": {"w_qx_r": 0.98, "w_qy_r": 0.0, "w_qz_r": 0.0}}},
+     {"hex": hx({"t": "f", "s": 1, "ts": 1, "m": bytes([0, 0b00101010]),
+                 "v": (32111).to_bytes(2, "big") + b"\0\0" + b"\0\0"})})
+
 inputs = []
 R1 = ("§6.5 one rule: a missing required key, an unknown key, a value of the wrong JSON type "
       "(a boolean is never a number) or null where the row allows none is usage.bad_option")
