@@ -15,6 +15,7 @@ from typing import Any
 from posewire.codec.registry import DIMENSIONS, REGISTRY
 
 from . import demo, export_cli, produce_cli, record_cli, viewer, vmc
+from .conformance import command as conformance_command
 
 __all__ = ["main"]
 
@@ -48,34 +49,6 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         return 1 if stale else 0
     write_all(root)
     return 0
-
-
-def _cmd_conformance(args: argparse.Namespace) -> int:
-    import shlex
-
-    from .conformance import ProcessExecutor, run_dir
-
-    executor = ProcessExecutor(shlex.split(args.exec), timeout=args.timeout) if args.exec else None
-    try:
-        results = run_dir(Path(args.directory), executor)
-    except RuntimeError as exc:  # the other implementation hung or exited
-        print(f"posewire conformance: {exc}", file=sys.stderr)
-        return 2
-    finally:
-        if executor is not None:
-            executor.close()
-    failed = [r for r in results if not r.passed and not r.skipped]
-    skipped = [r for r in results if r.skipped]
-    for r in results:
-        if not r.passed or args.verbose:
-            status = "PASS" if r.passed else "SKIP" if r.skipped else "FAIL"
-            print(f"{status}  {r.file}:{r.id}  {r.why}")
-    print(f"{len(results) - len(failed) - len(skipped)} passed, {len(failed)} failed, "
-          f"{len(skipped)} skipped")
-    return 1 if failed else 0
-
-
-# ---------------------------------------------------------------- networking (spec §5)
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -227,15 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true", help="only report stale files")
     p.set_defaults(func=_cmd_generate)
 
-    p = sub.add_parser("conformance", help="run the conformance vectors")
-    p.add_argument("directory", nargs="?", default="spec/conformance")
-    p.add_argument("-v", "--verbose", action="store_true")
-    p.add_argument("--exec", metavar="COMMAND",
-                   help="run the cases against another implementation speaking the kit's "
-                        "JSON-lines protocol on stdin/stdout (spec §6.4)")
-    p.add_argument("--timeout", type=float, default=10.0,
-                   help="seconds to wait for each answer of --exec (default 10)")
-    p.set_defaults(func=_cmd_conformance)
+    conformance_command.add_parser(sub)
 
     _add_net_parsers(sub)
     record_cli.add_parser(sub)

@@ -106,6 +106,15 @@ def test_wheel_holds_only_posewire_at_the_top(wheel: Path) -> None:
     assert "posewire/codec/registry.py" in names
 
 
+def test_wheel_carries_the_conformance_vectors(wheel: Path) -> None:
+    # spec §6.4: the kit installed from the wheel finds its vectors without the repository
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+    shipped = {f"posewire/conformance/vectors/{p.name}"
+               for p in (ROOT / "spec" / "conformance").glob("*.json")}
+    assert shipped and shipped <= names
+
+
 def test_installed_wheel_imports_outside_the_repository(wheel: Path, tmp_path: Path) -> None:
     target = tmp_path / "site"
     subprocess.run(

@@ -14,13 +14,14 @@ import math
 import select
 import subprocess
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from posewire.codec.errors import PosewireError
 
 __all__ = [
+    "VERDICTS",
     "CaseResult",
     "Executor",
     "Operation",
@@ -65,13 +66,33 @@ def operations() -> dict[str, Operation]:
     return {name: _checked(name, func) for name, func in table.items()}
 
 
+#: The four verdicts of the kit (spec §6.4), best first.
+VERDICTS: tuple[str, ...] = ("OK", "NON-STRICT", "FAILED", "UNIMPLEMENTED")
+
+
 @dataclass(frozen=True)
 class CaseResult:
+    """How one case went. ``level`` is the case's ``"MUST"`` (default) or ``"SHOULD"``;
+    :attr:`verdict` is one of :data:`VERDICTS`."""
+
     file: str
     id: str
     passed: bool
     why: str
     skipped: bool = False
+    op: str = ""
+    rule: str = ""
+    level: str = "MUST"
+
+    @property
+    def verdict(self) -> str:
+        """``OK`` (passed), ``UNIMPLEMENTED`` (the op is not offered), ``NON-STRICT`` (a
+        SHOULD-level case failed) or ``FAILED`` (a MUST-level case failed), spec §6.4."""
+        if self.passed:
+            return "OK"
+        if self.skipped:
+            return "UNIMPLEMENTED"
+        return "NON-STRICT" if self.level == "SHOULD" else "FAILED"
 
 
 def compare(actual: Any, expected: Any, tolerance: float, path: str = "$") -> str | None:
@@ -192,7 +213,13 @@ class ProcessExecutor:
 
 
 def run_case(case: dict[str, Any], execute: Executor, file: str = "") -> CaseResult:
-    """Judge one case (spec §6.2): results within ``tolerance``, or the expected error."""
+    """Judge one case (spec §6.3): results within ``tolerance``, or the expected error."""
+    result = _judge(case, execute, file)
+    return replace(result, op=str(case.get("op", "")), rule=str(case.get("rule", "")),
+                   level="SHOULD" if case.get("level") == "SHOULD" else "MUST")
+
+
+def _judge(case: dict[str, Any], execute: Executor, file: str) -> CaseResult:
     out = execute(case["op"], case["input"])
     if out.crash is not None:
         return CaseResult(file, case["id"], False, f"the implementation failed: {out.crash}")

@@ -1,0 +1,490 @@
+"""Conformance of a relay over the wire (spec §5, §6.7): a scripted client suite.
+
+``posewire conformance --relay ws://host:port`` connects real websocket clients to any
+relay and runs the checks of :data:`CHECKS`: the handshake, ordering and same bytes, the
+late join snapshot, version, registry hash, auth, size, text messages, a second producer,
+close codes, isolation of a bad client, and the rate limit. Each check is a
+:class:`~posewire.conformance.CaseResult` (file ``relay``) with the rule it pins and a
+verdict. Every check uses its own random stream name, so checks never see each other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgpack
+import numpy as np
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake
+from websockets.typing import Subprotocol
+
+from posewire.codec.conditions import Affect, Conditions
+from posewire.codec.errors import DecodeError
+from posewire.codec.protocol import CLOSE_CODES
+from posewire.codec.registry import REGISTRY
+from posewire.codec.vector import DEFAULTS, N_DIMS
+from posewire.codec.wire import (
+    REGISTRY_HASH8,
+    SUBPROTOCOL,
+    Bye,
+    Calibration,
+    ConditionsMessage,
+    ErrorMessage,
+    Frame,
+    Hello,
+    Message,
+    Welcome,
+    decode,
+    encode,
+)
+
+from . import CaseResult
+
+__all__ = ["CHECKS", "Check", "run_relay_suite"]
+
+
+class _RuleError(Exception):
+    """A check found the relay breaking its rule (the message says how)."""
+
+
+class _NotRunError(Exception):
+    """A check that cannot run with what the kit was given (reported UNIMPLEMENTED)."""
+
+
+@dataclass
+class _Ctx:
+    url: str
+    token: str | None
+    timeout: float
+    stream_prefix: str
+    opened: list[ClientConnection] = field(default_factory=list)
+
+    def stream(self, name: str) -> str:
+        return f"{self.stream_prefix}-{name}-{secrets.token_hex(4)}"
+
+
+@dataclass
+class _Client:
+    ws: ClientConnection
+    welcome: Welcome | None
+    timeout: float
+
+    async def send(self, data: bytes | str) -> None:
+        await self.ws.send(data)
+
+    async def recv_bytes(self, timeout: float | None = None) -> bytes:
+        async with asyncio.timeout(self.timeout if timeout is None else timeout):
+            data = await self.ws.recv()
+        if not isinstance(data, bytes):
+            raise _RuleError("§5.1 the relay sent a text message")
+        return data
+
+    async def recv(self, timeout: float | None = None) -> Message:
+        data = await self.recv_bytes(timeout)
+        try:
+            return decode(data, max_size=1 << 20)
+        except DecodeError as exc:
+            raise _RuleError(f"§5.2 the relay sent bytes that do not decode: {exc.code}") from exc
+
+    async def until_closed(self) -> tuple[list[Message], int | None]:
+        """Everything received until the relay closes, and the close code."""
+        got: list[Message] = []
+        try:
+            async with asyncio.timeout(self.timeout):
+                async for data in self.ws:
+                    if isinstance(data, bytes):
+                        with contextlib.suppress(DecodeError):
+                            got.append(decode(data, max_size=1 << 20))
+        except ConnectionClosed:
+            pass
+        except TimeoutError as exc:
+            raise _RuleError(f"the relay did not close the connection within {self.timeout} s"
+                        ) from exc
+        await self.ws.wait_closed()
+        return got, self.ws.close_code
+
+
+async def _open(ctx: _Ctx, role: str, stream: str, *, hello: bytes | None = None,
+                token: str | bool | None = True, expect_welcome: bool = True) -> _Client:
+    try:
+        ws = await connect(ctx.url, subprotocols=[Subprotocol(SUBPROTOCOL)], compression=None,
+                           proxy=None, open_timeout=ctx.timeout, max_size=1 << 21)
+    except (OSError, InvalidHandshake, TimeoutError) as exc:
+        raise _RuleError(f"§5.1 cannot open a websocket with subprotocol {SUBPROTOCOL}: {exc}"
+                    ) from exc
+    ctx.opened.append(ws)
+    if ws.subprotocol != SUBPROTOCOL:
+        raise _RuleError(f"§5.1 the server selected subprotocol {ws.subprotocol!r}, "
+                    f"not {SUBPROTOCOL}")
+    tk = ctx.token if token is True else (None if token is False else token)
+    data = hello if hello is not None else encode(Hello(role, stream, client="posewire-kit",
+                                                        token=tk))
+    await ws.send(data)
+    client = _Client(ws, None, ctx.timeout)
+    if expect_welcome:
+        try:
+            msg = await client.recv()
+        except (TimeoutError, ConnectionClosed) as exc:
+            raise _RuleError(f"§5.3 no welcome after a valid {role} hello "
+                        f"(close code {ws.close_code})") from exc
+        if not isinstance(msg, Welcome):
+            raise _RuleError(f"§5.3 the answer to a valid hello is {type(msg).__name__}, "
+                        "not welcome")
+        client.welcome = msg
+    return client
+
+
+async def _expect_refusal(client: _Client, code: str, rule: str) -> None:
+    try:
+        first = await client.recv()
+    except ConnectionClosed:
+        first = None
+    if isinstance(first, Welcome):
+        raise _RuleError(f"{rule}: the relay accepted the hello (welcome) instead of "
+                         f"refusing it with {code}")
+    rest, close = await client.until_closed()
+    got: list[Message] = [*([] if first is None else [first]), *rest]
+    errors = [m for m in got if isinstance(m, ErrorMessage)]
+    want = CLOSE_CODES[code]
+    if close != want:
+        raise _RuleError(f"{rule}: expected close code {want} ({code}), got {close}")
+    if not errors or errors[0].code != code:
+        seen = errors[0].code if errors else "none"
+        raise _RuleError(f"{rule}: expected an err message {code} before the close, got {seen}")
+
+
+def _full_values(seed: int) -> np.ndarray[Any, np.dtype[np.float64]]:
+    rng = np.random.default_rng(seed)
+    values = DEFAULTS.copy()
+    for d in REGISTRY.dimensions:
+        if d.row.group in ("face", "mouth", "head", "fingers"):
+            lo = -1.0 if d.row.polarity == "bipolar" else 0.0
+            values[d.index] = rng.uniform(lo, 1.0)
+    return values
+
+
+def _partial(values: dict[str, float]) -> np.ndarray[Any, np.dtype[np.float64]]:
+    v = np.full(N_DIMS, np.nan)
+    for k, x in values.items():
+        v[REGISTRY.index(k)] = x
+    return v
+
+
+_CAL = Calibration(0.19, 0.5, 0.56, 0.36)
+_COND = Conditions(tracking={"hand_l": "lost"}, affect=Affect("happy", 0.5, "blend"))
+
+
+# ---------------------------------------------------------------------------- checks
+
+
+async def _handshake(ctx: _Ctx) -> None:
+    c = await _open(ctx, "consumer", ctx.stream("handshake"))
+    w = c.welcome
+    assert w is not None
+    if w.protocol != 1:
+        raise _RuleError(f"§5.3 welcome pv is {w.protocol}, not 1")
+    if w.registry_version.split(".")[0] != REGISTRY.version.split(".")[0]:
+        raise _NotRunError(f"the relay speaks registry {w.registry_version}; this kit "
+                      f"{REGISTRY.version}")
+
+
+async def _same_bytes(ctx: _Ctx) -> None:
+    stream = ctx.stream("order")
+    c = await _open(ctx, "consumer", stream)
+    p = await _open(ctx, "producer", stream)
+    sent = [encode(_CAL), encode(ConditionsMessage(_COND, 5))]
+    values = _full_values(1)
+    for seq in range(1, 7):
+        v = values if seq % 2 else _partial({"h_yaw": seq / 10, "m_jaw": -seq / 10})
+        sent.append(encode(Frame(seq, 1000 * seq, v, _COND if seq == 3 else None)))
+    for data in sent:
+        await p.send(data)
+        await asyncio.sleep(0.01)  # slower than any rate limit and any latest-wins slot
+    got = [await c.recv_bytes() for _ in sent]
+    for i, (a, b) in enumerate(zip(sent, got, strict=True)):
+        if a != b:
+            raise _RuleError(f"§5.7.2 message {i + 1} ({decode(a).TYPE}) was not forwarded as the "
+                        f"same bytes, in order ({len(b)} bytes instead of {len(a)})")
+
+
+async def _late_join_snapshot(ctx: _Ctx) -> None:
+    stream = ctx.stream("late")
+    p = await _open(ctx, "producer", stream)
+    full = _full_values(2)
+    cal, cond = encode(_CAL), encode(ConditionsMessage(_COND, 7))
+    frames = [Frame(10, 100, full), Frame(11, 200, _partial({"h_yaw": 0.25})),
+              Frame(12, 300, _partial({"m_jaw": -0.5, "b_yaw": 0.125}))]
+    for data in (cal, cond, *map(encode, frames)):
+        await p.send(data)
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.1)
+    c = await _open(ctx, "consumer", stream)
+    got = [await c.recv_bytes() for _ in range(3)]
+    if got[0] != cal:
+        raise _RuleError("§5.7.3 a late joiner first gets the latest calibration (same bytes)")
+    m = decode(got[1])
+    if not isinstance(m, ConditionsMessage) or m.conditions != _COND:
+        raise _RuleError(f"§5.7.3 a late joiner then gets the condition state, got {m!r}")
+    start = decode(got[2])
+    if not isinstance(start, Frame):
+        raise _RuleError(f"§5.7.3 a late joiner then gets the start frame, got {start!r}")
+    expect = full.copy()
+    for f in frames[1:]:
+        present = ~np.isnan(f.values)
+        expect[present] = f.values[present]
+    wire_frame = decode(encode(Frame(12, 300, expect)))  # quantized like the wire
+    assert isinstance(wire_frame, Frame)
+    expect = wire_frame.values
+    if (start.seq, start.timestamp_us) != (12, 300):
+        raise _RuleError("§5.7.3 the start frame carries s and ts of the newest frame (12, 300), "
+                    f"got ({start.seq}, {start.timestamp_us})")
+    if not np.array_equal(start.values, expect, equal_nan=True):
+        bad = [REGISTRY.dimensions[i].id for i in
+               np.flatnonzero(~((start.values == expect) | (np.isnan(start.values)
+                                                           & np.isnan(expect))))]
+        raise _RuleError(f"§5.7.3 the start frame is the merged snapshot: newest value of every "
+                    f"dim; differs at {bad[:5]}")
+    if start.conditions != _COND:
+        raise _RuleError("§5.7.3 the start frame carries c = the current condition state")
+
+
+async def _late_join_full_bytes(ctx: _Ctx) -> None:
+    stream = ctx.stream("latefull")
+    p = await _open(ctx, "producer", stream)
+    newest = encode(Frame(5, 50, _full_values(3), _COND))
+    for data in (encode(Frame(4, 40, _partial({"h_yaw": 0.5}))), newest):
+        await p.send(data)
+        await asyncio.sleep(0.02)
+    await asyncio.sleep(0.1)
+    c = await _open(ctx, "consumer", stream)
+    got = [await c.recv_bytes() for _ in range(2)]  # cond, then the start frame
+    if got[-1] != newest:
+        raise _RuleError("§5.7.3 when the newest frame was full and carried c, the start frame "
+                    "is that frame's bytes unchanged")
+
+
+def _raw_hello(**over: Any) -> bytes:
+    obj: dict[str, Any] = {"t": "hello", "pv": 1, "ro": "consumer", "s": "kit", "rv":
+                           REGISTRY.version, "rh": REGISTRY_HASH8, "cn": "posewire-kit"}
+    obj.update(over)
+    return msgpack.packb(obj, use_bin_type=True)  # type: ignore[no-any-return]
+
+
+def _with_token(ctx: _Ctx, **over: Any) -> bytes:
+    if ctx.token is not None:
+        over.setdefault("tk", ctx.token)
+    return _raw_hello(**over)
+
+
+async def _version(ctx: _Ctx) -> None:
+    c = await _open(ctx, "consumer", "", hello=_with_token(ctx, pv=2, s=ctx.stream("v")),
+                    expect_welcome=False)
+    await _expect_refusal(c, "decode.version", "§5.9.6 pv other than 1")
+
+
+async def _hash(ctx: _Ctx) -> None:
+    bad = bytes(b ^ 0xFF for b in REGISTRY_HASH8)
+    c = await _open(ctx, "consumer", "", hello=_with_token(ctx, rh=bad, s=ctx.stream("h")),
+                    expect_welcome=False)
+    await _expect_refusal(c, "decode.registry",
+                          "§5.9.5 the same registry version with another hash")
+
+
+async def _major(ctx: _Ctx) -> None:
+    major = int(REGISTRY.version.split(".")[0]) + 1
+    c = await _open(ctx, "consumer", "", hello=_with_token(ctx, rv=f"{major}.0.0",
+                                                           s=ctx.stream("m")),
+                    expect_welcome=False)
+    await _expect_refusal(c, "decode.registry", "§5.9.5 another registry MAJOR version")
+
+
+async def _auth(ctx: _Ctx) -> None:
+    if ctx.token is None:
+        raise _NotRunError("not run: give the relay's token (--token) to check §5.7.5")
+    for tk in (None, ctx.token + "x"):
+        c = await _open(ctx, "consumer", "", hello=_raw_hello(s=ctx.stream("a"), **(
+            {} if tk is None else {"tk": tk})), expect_welcome=False)
+        await _expect_refusal(c, "decode.auth", "§5.7.5 a missing or wrong token")
+
+
+async def _size(ctx: _Ctx) -> None:
+    p = await _open(ctx, "producer", ctx.stream("size"))
+    assert p.welcome is not None
+    limit = p.welcome.max_message_bytes
+    big = msgpack.packb({"t": "cond", "ts": 0, "c": {"pad": "x" * (limit + 16)}},
+                        use_bin_type=True)
+    await p.send(big)
+    await _expect_refusal(p, "decode.too_large", f"§5.8 a message over mb = {limit} bytes")
+
+
+async def _text(ctx: _Ctx) -> None:
+    p = await _open(ctx, "producer", ctx.stream("text"))
+    await p.send('{"t": "f"}')
+    await _expect_refusal(p, "decode.type", "§5.1 a text websocket message")
+
+
+async def _second_producer(ctx: _Ctx) -> None:
+    stream = ctx.stream("second")
+    c = await _open(ctx, "consumer", stream)
+    p1 = await _open(ctx, "producer", stream)
+    p2 = await _open(ctx, "producer", stream, expect_welcome=False)
+    await _expect_refusal(p2, "decode.state", "§5.7.1 a second producer on a busy stream")
+    data = encode(Frame(1, 1, _partial({"h_yaw": 0.5})))
+    await p1.send(data)
+    if await c.recv_bytes() != data:
+        raise _RuleError("§5.7.1 the first producer keeps its stream after a second is refused")
+
+
+async def _close_malformed(ctx: _Ctx) -> None:
+    p = await _open(ctx, "producer", ctx.stream("malformed"))
+    await p.send(b"\xc1")
+    await _expect_refusal(p, "decode.malformed", "§5.8 close code 4001 for bad msgpack")
+
+
+async def _close_unknown_type(ctx: _Ctx) -> None:
+    p = await _open(ctx, "producer", ctx.stream("unknown"))
+    await p.send(msgpack.packb({"t": "nope"}))
+    await _expect_refusal(p, "decode.unknown_type", "§5.8 close code 4004 for an unknown t")
+
+
+async def _close_bye(ctx: _Ctx) -> None:
+    p = await _open(ctx, "producer", ctx.stream("bye"))
+    await p.send(encode(Bye("done")))
+    got, close = await p.until_closed()
+    if close != 1000:
+        raise _RuleError(f"§5.3 after a bye the websocket is closed with 1000, got {close}")
+    if any(not isinstance(m, Bye) for m in got):
+        raise _RuleError("§5.3 after a bye only a final bye answer may follow")
+
+
+async def _isolation(ctx: _Ctx) -> None:
+    stream = ctx.stream("isolation")
+    c = await _open(ctx, "consumer", stream)
+    p = await _open(ctx, "producer", stream)
+    bad = msgpack.packb({"t": "f", "s": 1, "ts": 1, "m": b"\x00\x00\x00\x00\x00\x40",
+                         "v": b"\x80\x00"}, use_bin_type=True)  # q = -32768
+    await p.send(bad)
+    await _expect_refusal(p, "decode.out_of_range", "§5.7.2 a bad frame closes its sender")
+    p2 = await _open(ctx, "producer", stream)
+    data = encode(Frame(1, 2, _partial({"h_yaw": 0.25})))
+    await p2.send(data)
+    try:
+        got = await c.recv_bytes()
+    except (TimeoutError, ConnectionClosed) as exc:
+        raise _RuleError("§5.7.2 a bad message closes only its sender: the consumer lost its "
+                    "stream") from exc
+    if got != data:
+        raise _RuleError("§5.7.2 the consumer got something else than the next good frame")
+
+
+async def _rate(ctx: _Ctx) -> None:
+    stream = ctx.stream("rate")
+    c = await _open(ctx, "consumer", stream)
+    p = await _open(ctx, "producer", stream)
+    assert p.welcome is not None
+    mf = p.welcome.max_fps
+    n = min(4 * mf, 2000)
+    frames = [encode(Frame(i + 1, i, _partial({"h_yaw": 0.5}))) for i in range(n)]
+    start = time.monotonic()
+    closed = None
+    try:
+        for data in frames:
+            await p.send(data)
+    except ConnectionClosed:
+        pass
+    elapsed = time.monotonic() - start
+    received: set[int] = set()
+    last = start
+    try:
+        while True:
+            m = await c.recv(timeout=0.3)
+            if isinstance(m, Frame):
+                received.add(m.seq)
+                last = time.monotonic()
+    except (TimeoutError, ConnectionClosed):
+        pass
+    # the relay handled every forwarded frame between our first send and its arrival here
+    elapsed = max(elapsed, last - start)
+    if p.ws.close_code is not None:
+        closed = p.ws.close_code
+    if closed == CLOSE_CODES["decode.rate"]:
+        return  # §5.8: a relay MAY close instead of dropping
+    allowed = max(1.0, mf * 0.25) + mf * (elapsed + 0.05) * 1.1 + 2
+    if len(received) > allowed:
+        raise _RuleError(f"§5.8 rate limit mf = {mf}/s (token bucket, depth max(1, mf/4)): "
+                    f"{n} frames sent in {elapsed:.3f} s, {len(received)} forwarded "
+                    f"(at most {allowed:.0f} allowed)")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One scripted check: its id, the rule it pins, MUST or SHOULD, and the script."""
+
+    id: str
+    rule: str
+    run: Callable[[_Ctx], Awaitable[None]]
+    level: str = "MUST"
+
+
+CHECKS: tuple[Check, ...] = (
+    Check("handshake", "§5.1/§5.3 subprotocol posewire.v1 selected; a hello gets a welcome",
+          _handshake),
+    Check("same-bytes-in-order", "§5.7.2 valid producer messages reach consumers as the same "
+          "bytes, in order", _same_bytes),
+    Check("late-join-snapshot", "§5.7.3 a late joiner gets cal, cond and the merged snapshot "
+          "(newest s/ts, newest value per dim, c added)", _late_join_snapshot),
+    Check("late-join-full-bytes", "§5.7.3 a full newest frame with c is sent as its bytes",
+          _late_join_full_bytes),
+    Check("version", "§5.9.6 pv other than 1 is decode.version, close 4010", _version),
+    Check("registry-hash", "§5.9.5 same version, other hash is decode.registry, close 4011",
+          _hash),
+    Check("registry-major", "§5.9.5 another MAJOR is decode.registry, close 4011", _major),
+    Check("auth", "§5.7.5 a missing or wrong token is decode.auth, close 4012", _auth),
+    Check("size", "§5.8 a message over mb is decode.too_large, close 4009", _size),
+    Check("text", "§5.1 a text message is decode.type, close 4002", _text),
+    Check("second-producer", "§5.7.1 a second producer is decode.state, close 4013",
+          _second_producer),
+    Check("close-malformed", "§5.8 bad msgpack: err decode.malformed, close 4001",
+          _close_malformed),
+    Check("close-unknown-type", "§5.8 unknown t: err decode.unknown_type, close 4004",
+          _close_unknown_type),
+    Check("close-bye", "§5.3 bye ends with close 1000", _close_bye),
+    Check("isolation", "§5.7.2 a bad message closes only its sender", _isolation),
+    Check("rate-limit", "§5.8 frames beyond the token bucket are dropped (or 4014)", _rate),
+)
+
+
+async def _run_one(check: Check, ctx: _Ctx) -> CaseResult:
+    def result(passed: bool, why: str = "", skipped: bool = False) -> CaseResult:
+        return CaseResult("relay", check.id, passed, why, skipped=skipped, op="relay",
+                          rule=check.rule, level=check.level)
+
+    try:
+        await asyncio.wait_for(check.run(ctx), timeout=10 * ctx.timeout)
+    except _RuleError as exc:
+        why = str(exc)
+        return result(False, why if why.startswith("§") else f"{check.rule}: {why}")
+    except _NotRunError as exc:
+        return result(False, str(exc), skipped=True)
+    except (TimeoutError, ConnectionClosed) as exc:
+        return result(False, f"{check.rule}: no answer ({type(exc).__name__})")
+    except (OSError, ValueError, TypeError) as exc:  # a relay that answers nonsense
+        return result(False, f"{check.rule}: {type(exc).__name__}: {exc}")
+    finally:
+        for ws in ctx.opened:
+            await ws.close()
+        ctx.opened.clear()
+    return result(True)
+
+
+async def run_relay_suite(url: str, *, token: str | None = None, timeout: float = 2.0,
+                          only: tuple[str, ...] = ()) -> list[CaseResult]:
+    """Run :data:`CHECKS` (or the ids in ``only``) against the relay at ``url``."""
+    ctx = _Ctx(url, token, timeout, f"kit{secrets.token_hex(2)}")
+    return [await _run_one(c, ctx) for c in CHECKS if not only or c.id in only]

@@ -1,0 +1,156 @@
+"""A small relay with switchable, deliberate faults, for testing the kit's relay suite.
+
+Built on the sans-I/O :class:`posewire.codec.protocol.Connection` and real websockets. With
+no fault switched on it follows spec §5.7 closely enough for the suite; each switch breaks
+one rule:
+
+* ``ignore_hash`` — a hello's registry hash is not compared (§5.9.5);
+* ``stored_late_join`` — a late joiner gets the latest frame's bytes as received, not the
+  merged snapshot of §5.7.3;
+* ``no_rate_limit`` — frames are never rate limited (§5.8);
+* ``no_size_limit`` — messages over the announced ``mb`` are accepted (§5.8).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from websockets.asyncio.server import ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+from websockets.typing import Subprotocol
+
+from posewire.codec.errors import DecodeError
+from posewire.codec.protocol import Connection, Limits, ProtocolFailure, Received
+from posewire.codec.vector import N_DIMS
+from posewire.codec.wire import (
+    REGISTRY_HASH8,
+    SUBPROTOCOL,
+    Calibration,
+    ConditionsMessage,
+    Frame,
+    Hello,
+    Welcome,
+    decode,
+    encode,
+)
+
+__all__ = ["broken_relay"]
+
+
+@dataclass
+class _Stream:
+    producer: ServerConnection | None = None
+    consumers: set[ServerConnection] = field(default_factory=set)
+    cal: bytes | None = None
+    cond: ConditionsMessage | None = None
+    last_frame: bytes | None = None
+    values: np.ndarray = field(default_factory=lambda: np.full(N_DIMS, np.nan))
+    seq: int = 0
+    ts: int = 0
+
+
+@contextlib.asynccontextmanager
+async def broken_relay(*, ignore_hash: bool = False, stored_late_join: bool = False,
+                       no_rate_limit: bool = False, no_size_limit: bool = False
+                       ) -> AsyncIterator[str]:
+    streams: dict[str, _Stream] = {}
+    limits = Limits()
+
+    async def fail(ws: ServerConnection, failure: ProtocolFailure) -> None:
+        if failure.reply:
+            await ws.send(failure.reply)
+        await ws.close(failure.close_code)
+
+    async def handler(ws: ServerConnection) -> None:
+        conn = Connection(side="server", limits=replace(
+            limits, max_message_bytes=1 << 20) if no_size_limit else limits)
+        stream: _Stream | None = None
+        role = ""
+        try:
+            async for data in ws:
+                if isinstance(data, str):
+                    await fail(ws, conn.fail(DecodeError("decode.type", "text", path="$")))
+                    return
+                if ignore_hash and conn.peer_hello is None:
+                    with contextlib.suppress(DecodeError):
+                        h = decode(data)
+                        if isinstance(h, Hello):
+                            data = encode(replace(h, registry_hash=REGISTRY_HASH8))
+                for ev in conn.receive_data(data, now=None if no_rate_limit else time.monotonic()):
+                    if isinstance(ev, ProtocolFailure):
+                        await fail(ws, ev)
+                        return
+                    if not isinstance(ev, Received):
+                        continue
+                    msg = ev.message
+                    if isinstance(msg, Hello):
+                        stream = streams.setdefault(msg.stream, _Stream())
+                        role = msg.role
+                        if role == "producer" and stream.producer is not None:
+                            await fail(ws, conn.fail(DecodeError("decode.state", "busy", path="s")))
+                            return
+                        # the welcome announces the default limits, whatever is enforced
+                        await ws.send(conn.send(Welcome(secrets.token_hex(4))))
+                        if role == "producer":
+                            stream.producer = ws
+                        else:
+                            stream.consumers.add(ws)
+                            await _late_join(ws, stream, stored=stored_late_join)
+                        continue
+                    if stream is None or role != "producer":
+                        continue
+                    if isinstance(msg, Calibration):
+                        stream.cal = data
+                    elif isinstance(msg, ConditionsMessage):
+                        stream.cond = msg
+                    elif isinstance(msg, Frame):
+                        stream.last_frame = data
+                        present = ~np.isnan(msg.values)
+                        stream.values[present] = msg.values[present]
+                        stream.seq, stream.ts = msg.seq, msg.timestamp_us
+                        if msg.conditions is not None:
+                            stream.cond = ConditionsMessage(msg.conditions, msg.timestamp_us)
+                    for c in list(stream.consumers):
+                        with contextlib.suppress(ConnectionClosed):
+                            await c.send(data)
+                if conn.close_code is not None:  # a bye: orderly close
+                    await ws.close(1000)
+                    return
+        except ConnectionClosed:
+            pass
+        finally:
+            if stream is not None:
+                stream.consumers.discard(ws)
+                if stream.producer is ws:
+                    stream.producer = None
+
+    async with serve(handler, "127.0.0.1", 0, subprotocols=[Subprotocol(SUBPROTOCOL)],
+                     compression=None, max_size=1 << 21) as server:
+        port = server.sockets[0].getsockname()[1] if server.sockets else 0
+        yield f"ws://127.0.0.1:{port}"
+
+
+async def _late_join(ws: ServerConnection, stream: _Stream, *, stored: bool) -> None:
+    if stream.cal is not None:
+        await ws.send(stream.cal)
+    if stream.cond is not None:
+        await ws.send(encode(stream.cond))
+    if stream.last_frame is None:
+        return
+    if stored:  # the fault: the latest frame as it came, partial and without c
+        await ws.send(stream.last_frame)
+        return
+    cond = stream.cond.conditions if stream.cond is not None else None
+    await ws.send(encode(Frame(stream.seq, stream.ts, stream.values.copy(), cond)))
+
+
+async def _main() -> None:  # pragma: no cover - manual use
+    async with broken_relay(stored_late_join=True) as url:
+        print(url)
+        await asyncio.sleep(3600)
