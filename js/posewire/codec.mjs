@@ -389,7 +389,7 @@ function palmFromDirections({ fingers, palm_normal: pn, side: s }) {
 
 const AXES = ['x', 'y', 'z'];
 const DIST_KEYS = ['hand_length', 'torso_length', 'arm_length'];
-const validDist = (d) => typeof d === 'number' && Number.isFinite(d) && d > 0;
+const validDist = (d) => typeof d === 'number' && Number.isFinite(d) && d > 0 && d <= 10; // (0, 10] m, §4.1
 
 function units(cal) {
   if (cal === null || typeof cal !== 'object') throw usage('shape', 'calibration');
@@ -409,8 +409,10 @@ function units(cal) {
   return { L, fallback_axes: fallback };
 }
 
+const MEASURE_SITES = ['shoulder_l', 'shoulder_r', 'neck', 'hip_mid', 'navel', 'wrist_r', 'middle_tip_r'];
 function calibrationMeasure({ sites }) {
   const s = {};
+  for (const k of Object.keys(sites)) if (!MEASURE_SITES.includes(k)) throw usage('unknown_id', k); // §6.5
   for (const [k, v] of Object.entries(sites || {})) s[k] = vec(v, 3, k);
   if (!s.neck && s.shoulder_l && s.shoulder_r) s.neck = scale(add(s.shoulder_l, s.shoulder_r), 0.5);
   if (!s.navel && s.neck && s.hip_mid) s.navel = add(s.neck, scale(sub(s.hip_mid, s.neck), 0.8));
@@ -652,8 +654,9 @@ function mouthingNormalize({ shares }) {
 // §3.4.4 affect
 
 function affectApply({ values = {}, label, intensity, mode }) {
-  if (!PRESETS.has(label)) throw usage('bad_option', `label ${label}`);
-  if (!AFFECT_MODES.includes(mode)) throw usage('bad_option', `mode ${mode}`);
+  // §6.5: one code for an unknown enumeration value
+  if (!PRESETS.has(label)) throw usage('unknown_id', `label ${label}`);
+  if (!AFFECT_MODES.includes(mode)) throw usage('unknown_id', `mode ${mode}`);
   const i = num(intensity, 'intensity');
   if (i < 0 || i > 1) throw usage('out_of_range', 'intensity');
   checkIds(values); // bounds are not checked: listed dims are clamped after the law
@@ -862,7 +865,7 @@ function roundHalfEven(x) {
 // --- encode (local caller: usage.* codes) ---
 
 function checkUint(x, bits, what) {
-  if (typeof x !== 'number' || !Number.isInteger(x)) throw usage('bad_option', what);
+  if (typeof x !== 'number' || !Number.isInteger(x)) throw usage('bad_option', what); // booleans too
   if (x < 0 || x > 2 ** bits - 1) throw usage('out_of_range', what);
   return x;
 }
@@ -872,12 +875,19 @@ function checkText(x, n, what, nullable = false) {
   if (codepoints(x) > n) throw usage('out_of_range', what);
   return x;
 }
+// §6.5: an encoder writes pv = 1 only
+function checkPv1(pv = PROTOCOL) {
+  if (pv !== PROTOCOL) throw usage('bad_option', 'protocol');
+  return pv;
+}
 function checkPattern(x, re, what) {
-  if (typeof x !== 'string') throw usage('shape', what);
+  if (typeof x !== 'string') throw usage('bad_option', what);
   if (!re.test(x)) throw usage('out_of_range', what);
   return x;
 }
 function rhBytes(h) {
+  if (typeof h !== 'string') throw usage('bad_option', 'registry_hash');
+  if (!/^[0-9a-f]{16}$/.test(h)) throw usage('out_of_range', 'registry_hash'); // §6.5 lowercase hex
   const b = hexToBytes(h);
   if (b.length !== 8) throw usage('shape', 'registry_hash');
   return b;
@@ -887,6 +897,16 @@ function quantize(values) {
   checkValues(values);
   const q = {};
   for (const [id, n] of Object.entries(values)) q[id] = roundHalfEven(n * scaleOf(BY_ID.get(id).bits));
+  // §5.4 palm rule: a palm vector part with |v| <= 0.98 keeps |q/s| <= 0.98; where rounding to
+  // nearest would exceed it, the three components are rounded toward zero instead
+  for (const s of ['l', 'r']) {
+    const ids = ['x', 'y', 'z'].map((a) => `w_q${a}_${s}`);
+    if (!ids.every((id) => id in values)) continue;
+    const sc = ids.map((id) => scaleOf(BY_ID.get(id).bits));
+    const nv = Math.hypot(...ids.map((id) => values[id]));
+    const nq = Math.hypot(...ids.map((id, i) => q[id] / sc[i]));
+    if (nq > PALM_CLAMP && nv <= PALM_CLAMP) ids.forEach((id, i) => (q[id] = Math.trunc(values[id] * sc[i]) + 0));
+  }
   return q;
 }
 
@@ -919,14 +939,37 @@ const metres = (x, what) => {
   return new F64(x);
 };
 
+// §6.5 JSON form: keys of each message type, and those an encoder needs
+const MESSAGE_KEYS = {
+  hello: [['role', 'stream'], ['protocol', 'registry_version', 'registry_hash', 'client', 'token']],
+  welcome: [['session'], ['protocol', 'registry_version', 'registry_hash', 'max_message_bytes', 'max_fps']],
+  bye: [[], ['reason']],
+  err: [['number', 'code'], ['path', 'message']],
+  cal: [[], ['hand_length', 'torso_length', 'arm_length', 'shoulder_width']],
+  cond: [['conditions'], ['timestamp_us']],
+  f: [['seq', 'timestamp_us', 'values'], ['conditions', 'unknown_dims']],
+};
 function encodeMessage(m) {
-  if (m === null || typeof m !== 'object') throw usage('shape', 'message');
+  if (m === null || typeof m !== 'object' || Array.isArray(m)) throw usage('bad_option', 'message');
+  if (typeof m.type !== 'string') throw usage('bad_option', 'type');
+  const keys = MESSAGE_KEYS[m.type];
+  if (!keys) throw usage('unknown_id', 'type');
+  for (const k of Object.keys(m)) if (k !== 'type' && !keys[0].includes(k) && !keys[1].includes(k)) throw usage('bad_option', k);
+  for (const k of keys[0]) if (!(k in m)) throw usage('bad_option', k);
+  if (m.type === 'f') {
+    const v = m.values;
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) throw usage('bad_option', 'values');
+    for (const [id, x] of Object.entries(v)) {
+      dimOf(id);
+      if (typeof x !== 'number') throw usage('bad_option', id);
+    }
+  }
   switch (m.type) {
     case 'hello': {
       const e = [
         ['t', 'hello'],
-        ['pv', checkUint(m.protocol ?? PROTOCOL, 16, 'protocol')],
-        ['ro', m.role === 'producer' || m.role === 'consumer' ? m.role : (() => { throw usage('bad_option', 'role'); })()],
+        ['pv', checkPv1(m.protocol)],
+        ['ro', m.role === 'producer' || m.role === 'consumer' ? m.role : (() => { throw usage('unknown_id', 'role'); })()],
         ['s', checkPattern(m.stream, STREAM_RE, 'stream')],
         ['rv', checkPattern(m.registry_version ?? REGISTRY.version, SEMVER_RE, 'registry_version')],
         ['rh', rhBytes(m.registry_hash)],
@@ -943,7 +986,7 @@ function encodeMessage(m) {
       if (mf < 1 || mf > 1000) throw usage('out_of_range', 'max_fps');
       return new MPMap([
         ['t', 'welcome'],
-        ['pv', checkUint(m.protocol ?? PROTOCOL, 16, 'protocol')],
+        ['pv', checkPv1(m.protocol)],
         ['sid', checkText(m.session, 64, 'session')],
         ['rv', checkPattern(m.registry_version ?? REGISTRY.version, SEMVER_RE, 'registry_version')],
         ['rh', rhBytes(m.registry_hash)],
@@ -977,6 +1020,7 @@ function encodeMessage(m) {
       ]);
     case 'f': {
       const values = checkValues(m.values ?? {});
+      const qs = quantize(values);
       const ids = byIndex(Object.keys(values));
       const mask = new Uint8Array(32);
       let maskLen = 0;
@@ -985,7 +1029,7 @@ function encodeMessage(m) {
         const d = BY_ID.get(id);
         mask[d.index >> 3] |= 1 << (d.index & 7);
         maskLen = Math.max(maskLen, (d.index >> 3) + 1);
-        const q = roundHalfEven(values[id] * scaleOf(d.bits));
+        const q = qs[id];
         const nb = d.bits / 8;
         for (let i = nb - 1; i >= 0; i--) v.push((q >> (8 * i)) & 0xff);
       }
@@ -1083,7 +1127,9 @@ function decodeConditions(m, path = 'c') {
   if (!(m instanceof MPMap)) throw decodeErr('type', path);
   const f = new Fields(m, path);
   const out = {};
-  if (f.has('mouthing')) {
+  // §5.5: a channel whose value is nil is inactive, as if it were left out
+  const on = (k) => f.has(k) && f.raw(k) !== null;
+  if (on('mouthing')) {
     const p = `${path}.mouthing`;
     const a = f.raw('mouthing');
     if (!Array.isArray(a)) throw decodeErr('type', p);
@@ -1099,9 +1145,9 @@ function decodeConditions(m, path = 'c') {
     if (s.reduce((x, y) => x + y, 0) > 1 + MIX_EPS) throw decodeErr('out_of_range', p);
     out.mouthing = s;
   }
-  if (f.has('tracking')) out.tracking = decodeEnumMap(f.raw('tracking'), `${path}.tracking`, TRACK_PARTS, TRACK_STATES);
-  if (f.has('contact')) out.contact = decodeEnumMap(f.raw('contact'), `${path}.contact`, CONTACT_HANDS, CONTACT_SITES);
-  if (f.has('affect')) {
+  if (on('tracking')) out.tracking = decodeEnumMap(f.raw('tracking'), `${path}.tracking`, TRACK_PARTS, TRACK_STATES);
+  if (on('contact')) out.contact = decodeEnumMap(f.raw('contact'), `${path}.contact`, CONTACT_HANDS, CONTACT_SITES);
+  if (on('affect')) {
     const a = new Fields(f.map('affect'), `${path}.affect`);
     const label = a.str('label');
     if (!AFFECT_LABELS.includes(label)) throw decodeErr('unknown_id', `${path}.affect.label`);
@@ -1140,7 +1186,7 @@ function decodeMessage(bytes, maxSize = DEFAULT_MAX_SIZE) {
     case 'hello': {
       checkPv(f);
       const role = f.str('ro');
-      if (role !== 'producer' && role !== 'consumer') throw decodeErr('out_of_range', 'ro');
+      if (role !== 'producer' && role !== 'consumer') throw decodeErr('unknown_id', 'ro'); // §5.2 enumeration
       const stream = f.str('s', { re: STREAM_RE });
       const reg = registry();
       const client = f.str('cn', { required: false, dflt: '', max: 64 });
@@ -1224,6 +1270,7 @@ function wireEncode({ message }) {
   return { hex: bytesToHex(mpEncode(encodeMessage(message))) };
 }
 function wireDecode({ hex, max_size: maxSize = DEFAULT_MAX_SIZE }) {
+  if (!/^(?:[0-9a-f]{2})*$/.test(hex)) throw usage('out_of_range', 'hex'); // §6.5 lowercase hex
   return decodeMessage(hexToBytes(hex), maxSize);
 }
 function wireQuantize({ values }) {

@@ -19,13 +19,18 @@ import {
   mouthingApply, mouthingNormalize, affectApply, wireEncode, wireDecode, wireQuantize,
 } from '../../js/posewire/codec.mjs';
 
+const usage = (kind, path = '') => new CodecError(`usage.${kind}`, path);
+
 // ---------------------------------------------------------------------------------------
 // dispatch
 
 const OPS = {
   'registry.row': registryRow,
   'vector.validate': vectorValidate,
-  'vector.mirror': vectorMirror,
+  'vector.mirror': (i) => {
+    for (const id of i.expect_ids) registryRow({ id }); // §6.5 an unknown id is usage.unknown_id
+    return vectorMirror(i);
+  },
   'frame.body': frameBody,
   'conditions.mirror': conditionsMirror,
   'palm.reconstruct': palmReconstruct,
@@ -69,6 +74,103 @@ function toJSON(x) {
     .join(',')}}`;
 }
 
+// §6.5 the one rule for op input: key table per op; a missing required key, an unknown key,
+// a wrong JSON type (a boolean is never a number) or null where not allowed is
+// usage.bad_option; a number is finite (else usage.not_finite) and inside its stated range
+// (else usage.out_of_range). Kinds: n number, i integer, s string, o object, N numbers,
+// P array of number arrays, S strings, V object of numbers, X object of number arrays,
+// H shares (object of numbers or numbers). '?' = optional, '~' = may be null.
+const DIST = 'n?~';
+const INPUTS = {
+  'registry.row': { id: 's' },
+  'vector.validate': { values: 'V', policy: 's?' },
+  'vector.mirror': { values: 'V', expect_ids: 'S' },
+  'frame.body': { shoulder_l: 'N', shoulder_r: 'N', hip_mid: 'N', points: 'P?' },
+  'conditions.mirror': { conditions: 'o' },
+  'palm.reconstruct': { v: 'N', clamp: ['n?~', 0, 1] },
+  'palm.decode': { v: 'N', side: 's' },
+  'palm.encode': { q: 'N', side: 's' },
+  'palm.directions': { q: 'N', side: 's' },
+  'palm.from_directions': { fingers: 'N', palm_normal: 'N', side: 's' },
+  'calibration.units': { hand_length: DIST, torso_length: DIST, arm_length: DIST, shoulder_width: DIST },
+  'calibration.measure': { sites: 'X' },
+  'arm.to_physical': { n: 'N', side: 's', calibration: 'o' },
+  'arm.to_normalized': { p: 'N', side: 's', calibration: 'o' },
+  'euler.to_quat': { yaw: 'n', pitch: 'n', roll: 'n' },
+  'euler.from_quat': { q: 'N' },
+  'head.to_quat': { n: 'N' },
+  'head.from_quat': { q: 'N' },
+  'body.to_quat': { n: 'N' },
+  'spine.rotations': { n: 'N', joints: 'S?' },
+  'morph.dims_to_arkit': { values: 'V', policy: 's?' },
+  'morph.arkit_to_dims': { weights: 'V', policy: 's?', into: 'V?' },
+  'mouthing.delta': { authored: ['n', -1, 1], baseline: ['n', -1, 1] },
+  'mouthing.apply': { values: 'V', shares: 'H' },
+  'mouthing.normalize': { shares: 'H' },
+  'affect.apply': { values: 'V', label: 's', intensity: ['n', 0, 1], mode: 's' },
+  'wire.quantize': { values: 'V' },
+  'wire.encode': { message: 'o' },
+  'wire.decode': { hex: 's', max_size: ['i?', 1, Infinity] },
+};
+const isObj = (x) => x !== null && typeof x === 'object' && !Array.isArray(x);
+function checkNumber(x, path, range) {
+  if (typeof x !== 'number') throw usage('bad_option', path);
+  if (!Number.isFinite(x)) throw usage('not_finite', path);
+  if (range && (x < range[0] || x > range[1])) throw usage('out_of_range', path);
+}
+function checkNumbers(x, path) {
+  if (!Array.isArray(x)) throw usage('bad_option', path);
+  x.forEach((y, i) => checkNumber(y, `${path}[${i}]`));
+}
+function checkKeys(inp, table) {
+  if (!isObj(inp)) throw usage('bad_option', '$');
+  for (const k of Object.keys(inp)) if (!(k in table)) throw usage('bad_option', k);
+  for (const [k, spec] of Object.entries(table)) {
+    const [kind, ...range] = Array.isArray(spec) ? spec : [spec];
+    if (!(k in inp)) {
+      if (kind.includes('?')) continue;
+      throw usage('bad_option', k);
+    }
+    const x = inp[k];
+    if (x === null) {
+      if (kind.includes('~')) continue;
+      throw usage('bad_option', k);
+    }
+    switch (kind[0]) {
+      case 'n': checkNumber(x, k, range.length ? range : null); break;
+      case 'i':
+        if (typeof x !== 'number' || !Number.isInteger(x)) throw usage('bad_option', k);
+        if (x < range[0] || x > range[1]) throw usage('out_of_range', k);
+        break;
+      case 's': if (typeof x !== 'string') throw usage('bad_option', k); break;
+      case 'o': if (!isObj(x)) throw usage('bad_option', k); break;
+      case 'N': checkNumbers(x, k); break;
+      case 'P':
+        if (!Array.isArray(x)) throw usage('bad_option', k);
+        x.forEach((p, i) => checkNumbers(p, `${k}[${i}]`));
+        break;
+      case 'S': if (!Array.isArray(x) || !x.every((y) => typeof y === 'string')) throw usage('bad_option', k); break;
+      case 'V':
+        if (!isObj(x)) throw usage('bad_option', k);
+        for (const [j, y] of Object.entries(x)) checkNumber(y, `${k}.${j}`);
+        break;
+      case 'X':
+        if (!isObj(x)) throw usage('bad_option', k);
+        for (const [j, y] of Object.entries(x)) checkNumbers(y, `${k}.${j}`);
+        break;
+      case 'H':
+        if (isObj(x)) for (const [j, y] of Object.entries(x)) checkNumber(y, `${k}.${j}`);
+        else checkNumbers(x, k);
+        break;
+      default: throw new Error(`bad kind ${kind}`);
+    }
+  }
+}
+function checkInput(op, inp) {
+  checkKeys(inp, INPUTS[op]);
+  if (op.startsWith('arm.')) checkKeys(inp.calibration, INPUTS['calibration.units']);
+}
+
 function handle(line) {
   let req;
   try {
@@ -79,7 +181,8 @@ function handle(line) {
   const fn = OPS[req.op];
   if (!fn) return { unsupported: true };
   try {
-    return { result: fn(req.input ?? {}) };
+    checkInput(req.op, req.input);
+    return { result: fn(req.input) };
   } catch (e) {
     if (e instanceof CodecError) return { error: e.code };
     // a bug of this implementation, not a spec code: make it visible
