@@ -33,6 +33,7 @@ __all__ = [
     "HAMILTON_TABLE",
     "IDENTITY",
     "PALM_CLAMP",
+    "PALM_HEMISPHERE",
     "ZERO_NORM_EPS",
     "PalmDirections",
     "as_quaternion",
@@ -64,6 +65,9 @@ F64 = NDArray[np.float64]
 IDENTITY: F64 = np.array([1.0, 0.0, 0.0, 0.0])
 #: Largest stored vector-part length (spec §4.2 SHOULD: clamp slightly below 1).
 PALM_CLAMP = 0.98
+#: Hemisphere of the stored palm vector part in the clamp band: the default's axis
+#: ``(1, 0, 1)/√2`` (spec §3.3, §4.2).
+PALM_HEMISPHERE: NDArray[np.float64] = np.array([1.0, 0.0, 1.0]) / np.sqrt(2.0)
 #: A quaternion or direction whose norm is at most this is "zero" (``usage.zero_norm``).
 ZERO_NORM_EPS = 1e-12
 
@@ -317,6 +321,11 @@ def palm_encode(
     if not 0.0 < limit <= 1.0:
         raise UsageError("usage.bad_option", f"clamp must be in (0, 1], not {clamp!r}")
     norm = np.linalg.norm(vec, axis=-1)
+    # spec §3.3 hemisphere rule: in the clamp band (|v| > clamp, i.e. w near 0) the sign of
+    # q is chosen so that v points into the default's hemisphere, v·h >= 0; so w = ±1e-12
+    # at the hanging default store the same v (no 46° flip at the w = 0 discontinuity)
+    flip = (norm > limit) & (vec @ PALM_HEMISPHERE < 0.0)
+    vec = np.where(flip[..., None], -vec, vec)
     clamped = norm > limit
     scale = np.where(clamped, limit / np.where(clamped, norm, 1.0), 1.0)
     out: F64 = vec * scale[..., None]

@@ -454,6 +454,8 @@ class Registry:
                 {"label": lab, "targets": [{"dim": d, "value": x} for d, x in pairs]}
                 for lab, pairs in AFFECT_PRESETS
             ],
+            # spec §4.6, §6.1: the 52 ARKit channels in ARKit order (the order of reports)
+            "arkit_channels": list(ARKIT_CHANNELS),
         }
 
     @cached_property

@@ -208,9 +208,15 @@ class RegistryExport(BaseModel):
     spine_shares: list[SpineShareExport]
     mouthing_seed_table: list[MouthingSeedExport]
     affect_presets: list[AffectPresetExport]
+    arkit_channels: list[ArkitChannel] = Field(
+        min_length=len(ARKIT_CHANNELS), max_length=len(ARKIT_CHANNELS),
+        description="the 52 ARKit face channels in ARKit order: the order of every channel "
+                    "report (spec §4.6, §6.1)")
 
     @model_validator(mode="after")
     def _indices_in_order(self) -> RegistryExport:
+        if len(set(self.arkit_channels)) != len(self.arkit_channels):
+            raise ValueError("arkit_channels repeats a channel")
         for i, dim in enumerate(self.dimensions):
             if dim.index != i:
                 raise ValueError(f"dimension {dim.id} has index {dim.index}, expected {i}")

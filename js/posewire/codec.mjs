@@ -49,7 +49,7 @@ const FACE_DIMS = DIMS.filter((d) => d.group === 'face' || d.group === 'mouth');
 const MOUTH_DIMS = DIMS.filter((d) => d.group === 'mouth');
 // ARKit order of the 52 channels (the "ARKit channel coverage" table of 04-registry-tables.md);
 // channel reports (clipped, clamped) are listed in this order.
-const ARKIT_ORDER = [
+const ARKIT_ORDER = REGISTRY.arkit_channels ?? [
   'eyeBlinkLeft', 'eyeLookDownLeft', 'eyeLookInLeft', 'eyeLookOutLeft', 'eyeLookUpLeft', 'eyeSquintLeft', 'eyeWideLeft',
   'eyeBlinkRight', 'eyeLookDownRight', 'eyeLookInRight', 'eyeLookOutRight', 'eyeLookUpRight', 'eyeSquintRight', 'eyeWideRight',
   'jawForward', 'jawLeft', 'jawRight', 'jawOpen', 'mouthClose', 'mouthFunnel', 'mouthPucker', 'mouthLeft', 'mouthRight',
@@ -358,6 +358,8 @@ function palmEncode({ q, side: s }) {
   let v = c.slice(1);
   let clamped = false;
   const n = norm(v);
+  // §3.3 hemisphere rule: in the clamp band, v points into the default's hemisphere h = (1, 0, 1)/√2
+  if (n > PALM_CLAMP && v[0] + v[2] < 0) v = v.map((x) => -x + 0);
   if (n > PALM_CLAMP) {
     v = scale(v, PALM_CLAMP / n);
     clamped = true;

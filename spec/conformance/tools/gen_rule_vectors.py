@@ -7,6 +7,7 @@ Run: python spec/conformance/tools/gen_rule_vectors.py  (rewrites wire-rules.jso
 """
 
 import json
+import math
 from pathlib import Path
 
 import msgpack
@@ -239,7 +240,31 @@ case(inputs, "units-distance-above-10m", "calibration.units", R_DIST,
      {"hand_length": 11.0, "torso_length": 0.5, "arm_length": 0.6, "shoulder_width": 0.4},
      {"L": [0.4, 2 * R[1] * 0.5, 2 * R[2] * 0.6], "fallback_axes": ["x"]})
 
+palm = []
+R_HEMI = ("§3.3 hemisphere rule: when the canonical vector part is longer than 0.98 (the clamp band, "
+          "w < 0.198997), its sign is chosen so that v·h >= 0, h = (1, 0, 1)/√2 (the default's axis); "
+          "so the hanging default does not flip by 45.9° when w crosses 0")
+H = [math.sqrt(0.5), 0.0, math.sqrt(0.5)]
+DEF = [0.98 * math.sqrt(0.5), 0.0, 0.98 * math.sqrt(0.5)]
+for name, w in (("plus", 1e-12), ("minus", -1e-12), ("w-0.1", 0.1), ("w-minus-0.1", -0.1)):
+    s_ = math.sqrt(1 - w * w)
+    case(palm, f"hemisphere-default-{name}", "palm.encode", R_HEMI,
+         {"q": [w, s_ * H[0], 0.0, s_ * H[2]], "side": "r"}, {"v": DEF, "clamped": True})
+case(palm, "hemisphere-negated-axis", "palm.encode", R_HEMI + " (the same rotation written about −h)",
+     {"q": [0.1, -0.99498743710662 * H[0], 0.0, -0.99498743710662 * H[2]], "side": "r"},
+     {"v": DEF, "clamped": True})
+case(palm, "hemisphere-left-mirror", "palm.encode", R_HEMI + "; for the left hand after the §4.2 mirror",
+     {"q": [-1e-12, H[0], 0.0, -H[2]], "side": "l"}, {"v": DEF, "clamped": True})
+case(palm, "hemisphere-tie-on-boundary", "palm.encode",
+     R_HEMI + "; on v·h = 0 the §3.3 tie rule decides",
+     {"q": [0.0, 0.0, -1.0, 0.0], "side": "r"}, {"v": [0.0, 0.98, 0.0], "clamped": True})
+case(palm, "hemisphere-outside-band-unchanged", "palm.encode",
+     R_HEMI + "; outside the band (|v| <= 0.98) w >= 0 alone decides",
+     {"q": [0.3, -0.6, 0.0, -math.sqrt(1 - 0.09 - 0.36)], "side": "r"},
+     {"v": [-0.6, 0.0, -math.sqrt(1 - 0.09 - 0.36)], "clamped": False})
+
 for name, lst, section, title in (
+    ("palm-rules.json", palm, "§3.3, §4.2", "Palm encoding near w = 0: the hemisphere rule"),
     ("wire-rules.json", wire, "§5.2–5.8, §6.5",
      "Wire edges: str keys at any depth, pv, nil channels, err fields, uniform encoder validation"),
     ("inputs.json", inputs, "§6.5", "The one rule for op input: missing, mistyped, booleans, ranges"),
