@@ -299,6 +299,7 @@ class _MaskLayout:
     qmin: NDArray[np.int64]  # per idx entry: smallest valid q
     known_bytes: int
     unknown: int  # mask bits >= N
+    palm_pos: tuple[tuple[int, int, int], ...]  # positions in idx of complete palm triples
 
 
 class _Layout:
@@ -331,9 +332,12 @@ class _Layout:
             w = self.width[idx]
             starts = np.cumsum(w) - w
             wide = w == 2
+            where = {int(i): k for k, i in enumerate(idx)}
+            palm_pos = tuple((where[a], where[b], where[c]) for a, b, c in self.palm.tolist()
+                             if a in where and b in where and c in where)
             lay = _MaskLayout(idx, wide, starts[wide], starts[~wide], self.scale[idx],
                               self.lower[idx], self.qmin[idx], int(w.sum()),
-                              int(bits[self.n:].sum()))
+                              int(bits[self.n:].sum()), palm_pos)
             if len(self._cache) >= 1024:  # bound memory against hostile masks
                 self._cache.clear()
             self._cache[mask] = lay
@@ -412,10 +416,13 @@ def _pack_values(values: NDArray[np.float64], lay: _Layout) -> tuple[bytes, byte
         raise UsageError(code, "frame values must be within the registry bounds or NaN "
                          "(absent)", path="values")
     q = np.rint(x * ml.scale)
-    for tri in lay.palm:  # spec §5.4: the palm triple keeps |v| <= 0.98
-        pos = np.searchsorted(ml.idx, tri)
-        if (pos < len(ml.idx)).all() and (ml.idx[np.minimum(pos, len(ml.idx) - 1)] == tri).all():
-            q[pos] = _keep_palm_clamp(x[pos], q[pos], ml.scale[pos])
+    for a, b, c in ml.palm_pos:  # spec §5.4: a palm triple keeps |v| <= 0.98
+        s = float(ml.scale[a])
+        qa, qb, qc = float(q[a]), float(q[b]), float(q[c])
+        if (qa * qa + qb * qb + qc * qc) > (PALM_CLAMP * s) ** 2:
+            xa, xb, xc = float(x[a]), float(x[b]), float(x[c])
+            if xa * xa + xb * xb + xc * xc <= PALM_CLAMP**2:
+                q[a], q[b], q[c] = math.trunc(xa * s), math.trunc(xb * s), math.trunc(xc * s)
     q = q.astype(np.int64)
     out = np.empty(ml.known_bytes, np.uint8)
     q16 = q[ml.wide]
