@@ -45,6 +45,10 @@ def format_summary(summary: RecordSummary) -> str:
     degenerate = {k: v for k, v in report.degenerate.items() if v}
     if degenerate:
         lines.append("degenerate geometry (frames): " + ", ".join(f"{k} {v}" for k, v in degenerate.items()))
+    if summary.filtered is not None:
+        before, after = summary.filtered.jitter_before, summary.filtered.jitter_after
+        lines.append("One-Euro filter, median jitter per frame before -> after: "
+                     + ", ".join(f"{g} {before[g]:.4f} -> {after[g]:.4f}" for g in before if g in after))
     lines.append(f"conversion: {summary.seconds_per_frame * 1e6:.1f} µs per frame (batch)")
     return "\n".join(lines)
 
@@ -53,7 +57,8 @@ def _cmd_record(args: argparse.Namespace) -> int:
     from posewire.producers.poseformat import pose_file_to_recording
 
     try:
-        summary = pose_file_to_recording(args.from_pose, args.out, visibility_threshold=args.visibility)
+        summary = pose_file_to_recording(args.from_pose, args.out, visibility_threshold=args.visibility,
+                                         filter=args.filter, mirrored=args.mirrored)
     except (UsageError, OSError) as exc:
         print(f"posewire record: {exc}", file=sys.stderr)
         return 2
@@ -69,4 +74,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--out", required=True, metavar="REC.jsonl", help="the posewire recording to write")
     p.add_argument("--visibility", type=float, default=0.5, metavar="V",
                    help="pose wrist visibility below which an arm counts as lost (default 0.5)")
+    p.add_argument("--filter", action="store_true",
+                   help="smooth with the per-dim One-Euro filter (posewire.producers.filter) and report jitter")
+    p.add_argument("--mirrored", choices=("report", "flip"), default="report",
+                   help="mirrored (selfie) input: report it (default) or un-mirror it")
     p.set_defaults(func=_cmd_record)

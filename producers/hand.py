@@ -50,7 +50,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from posewire.codec.quaternion import palm_encode, palm_from_directions
+from posewire.codec.quaternion import cross_unchecked, palm_encode, palm_from_directions
 from posewire.codec.registry import REGISTRY
 
 __all__ = [
@@ -60,6 +60,8 @@ __all__ = [
     "N_HAND_POINTS",
     "THUMB_CHAIN",
     "THUMB_REST",
+    "THUMB_ROLL_MIN_CURL_DEG",
+    "THUMB_SIDE_AXIS",
     "HandDims",
     "finger_angles",
     "hand_dims",
@@ -87,13 +89,15 @@ FINGER_CHAINS: Mapping[str, tuple[int, int, int, int]] = {
 THUMB_CHAIN: tuple[int, int, int, int] = (1, 2, 3, 4)
 #: The five fingers in registry order, thumb first (spec §4.3).
 FINGERS: tuple[str, ...] = ("thumb", "index", "middle", "ring", "pinky")
-#: Thumb metacarpal rest direction in the canonical (right-hand) local frame: 45° between
-#: the fingers (+Y) and the thumb side (+X); ``g_thumb_fold = 0`` there (producer choice).
-THUMB_REST: F64 = np.array([1.0, 1.0, 0.0]) / np.sqrt(2.0)
-#: Back of the hand in the canonical local frame: the thumb metacarpal's dorsal axis at
-#: zero roll when the metacarpal lies along :data:`THUMB_REST` (producer choice, §4.3).
-_THUMB_REST_DORSAL = np.array([0.0, 0.0, -1.0])
-
+#: Thumb rest direction in the canonical (right-hand) local frame, spec §4.3: 36.87° from
+#: the fingers axis (+Y) toward the thumb side (+X), i.e. 53.13° from +X — the
+#: ``thumb_01 → thumb_02`` direction of ``helix-humanoid@1``; ``g_thumb_fold = side = 0`` there.
+THUMB_REST: F64 = np.array([0.6, 0.8, 0.0])
+#: ``t_x = t_y × Z`` of spec §4.3 (the thumb's side axis at rest).
+THUMB_SIDE_AXIS: F64 = cross_unchecked(THUMB_REST, np.array([0.0, 0.0, 1.0]))
+#: A thumb bent less than this (degrees, each joint on average) has no measurable roll:
+#: the roll is then sent as 0 and counted (spec §4.3).
+THUMB_ROLL_MIN_CURL_DEG = 8.0
 _EPS = 1e-9
 _ANGLE_DEG = {d.id: float(d.row.angle_deg) for d in REGISTRY.dimensions if d.row.angle_deg is not None}
 
@@ -114,13 +118,13 @@ def _signed_angle(u: F64, v: F64, axis: F64) -> F64:
     onto the plane orthogonal to it (right-hand rule), shapes ``(..., 3)`` -> ``(...)``."""
     up = u - _dot(u, axis)[..., None] * axis
     vp = v - _dot(v, axis)[..., None] * axis
-    out: F64 = np.arctan2(_dot(np.cross(up, vp), axis), _dot(up, vp))
+    out: F64 = np.arctan2(_dot(cross_unchecked(up, vp), axis), _dot(up, vp))
     return out
 
 
 def _angle(u: F64, v: F64) -> F64:
     """Unsigned angle (radians) between ``u`` and ``v`` ``(..., 3)``."""
-    out: F64 = np.arctan2(np.linalg.norm(np.cross(u, v), axis=-1), _dot(u, v))
+    out: F64 = np.arctan2(np.linalg.norm(cross_unchecked(u, v), axis=-1), _dot(u, v))
     return out
 
 
@@ -132,7 +136,7 @@ def hand_frame(hand: F64, *, side: Side) -> tuple[F64, F64]:
     wrist = hand[:, HAND_POINTS["wrist"]]
     to_index = hand[:, HAND_POINTS["index_mcp"]] - wrist
     to_pinky = hand[:, HAND_POINTS["pinky_mcp"]] - wrist
-    normal = np.cross(to_index, to_pinky) if side == "r" else np.cross(to_pinky, to_index)
+    normal = cross_unchecked(to_index, to_pinky) if side == "r" else cross_unchecked(to_pinky, to_index)
     return hand[:, HAND_POINTS["middle_mcp"]] - wrist, normal
 
 
@@ -141,7 +145,7 @@ def _local_basis(hand: F64, side: Side) -> F64:
     fingers, normal = hand_frame(hand, side=side)
     y = _unit(fingers)
     z = _unit(normal - _dot(normal, y)[:, None] * y)
-    x = np.cross(y, z)
+    x = cross_unchecked(y, z)
     return np.stack([x, y, z], axis=-1)
 
 
@@ -154,43 +158,101 @@ def _to_canonical(basis: F64, vectors: F64, side: Side) -> F64:
     return local
 
 
+def _rot_z(v: F64, cos_a: F64, sin_a: F64) -> F64:
+    out: F64 = np.stack([v[..., 0] * cos_a - v[..., 1] * sin_a, v[..., 0] * sin_a + v[..., 1] * cos_a,
+                         v[..., 2]], axis=-1)
+    return out
+
+
+def _thumb_swing(meta: F64) -> tuple[F64, F64, F64, F64]:
+    """Thumb fold and side (radians) of unit canonical metacarpal directions ``(B, 3)``
+    and the swung side axis ``e1 = S·t_x`` and palm axis ``e2 = S·Z`` with
+    ``S = R_Z(fold)·R_tx(side)`` (spec §4.3)."""
+    side = np.arcsin(np.clip(meta[:, 2], -1.0, 1.0))
+    ty, tx = THUMB_REST, THUMB_SIDE_AXIS
+    fold = np.arctan2(ty[0] * meta[:, 1] - ty[1] * meta[:, 0], ty[0] * meta[:, 0] + ty[1] * meta[:, 1])
+    cf, sf = np.cos(fold), np.sin(fold)
+    cs, ss = np.cos(side), np.sin(side)
+    e1 = _rot_z(np.broadcast_to(tx, meta.shape), cf, sf)
+    # R_tx(side)·Z = Z·cos(side) − t_y·sin(side)
+    e2 = _rot_z(np.stack([-ty[0] * ss, -ty[1] * ss, cs], axis=-1), cf, sf)
+    return fold, side, e1, e2
+
+
 def finger_angles(hand: F64, *, side: Side) -> dict[str, F64]:
     """Finger joint angles (degrees, each ``(B,)``) of common-layout hand points
     ``(B, 21, 3)`` (any isotropic unit, right-handed axes), keyed by registry row id
-    without the side suffix (``g_index_curl`` …), spec §4.3.
+    without the side suffix (``g_index_curl`` …), spec §4.3 "Finger geometry".
 
     Works in the hand-local frame (§2.4) mirrored to the right hand for ``side="l"``
-    (local x negated), so both sides share one formula: X toward the thumb, Y fingers,
-    Z palm normal. Index…pinky: ``fold`` = signed MCP angle metacarpal→proximal about the
-    finger's lateral axis (+ toward the palm), ``curl`` = mean of the PIP and DIP signed
-    angles about the same axis, ``side`` = angle of the proximal phalanx out of the
-    hand's Y–Z plane (+ toward the pinky, −X; fingers held together parallel to the
-    fingers axis read 0, whatever their fold). Thumb: ``curl`` = mean unsigned MCP and IP angle
-    (hyperextension is not told apart), ``fold`` = angle about +Z from the 45° rest
-    direction to the metacarpal (cmc→mcp) in the palm plane (+ toward the pinky),
-    ``side`` = elevation of the metacarpal out of the palm plane (+ palm-normal side).
-    The "metacarpal" of a finger is the wrist → MCP segment. Rows with missing (NaN)
-    points give NaN for the angles that use them.
+    (local x negated): X toward the thumb, Y fingers, Z palm normal. The exact inverse of
+    the consumer's finger rotations:
+
+    * index…pinky: the finger's plane is perpendicular to the palm; its in-plane direction
+      ``d`` is the major axis of the palm-plane projections of the three phalanges (sign:
+      along the metacarpal). ``side`` = angle of ``d`` minus that of the metacarpal
+      (wrist → MCP), + toward the pinky; ``fold`` = signed angle ``d`` → proximal phalanx
+      about ``d × Z``; ``curl`` = mean signed angle of the two distal joints about it.
+    * thumb (rest ``t_y`` = :data:`THUMB_REST`, ``t_x = t_y × Z``): metacarpal ``a`` =
+      cmc → mcp; ``side = asin(a_z)``, ``fold`` = angle about +Z from ``t_y`` to ``a``;
+      the bend axis ``n`` of the two distal joints gives ``roll = atan2(n·e1, n·e2)``
+      (``e1, e2`` = ``t_x``, ``Z`` swung with the metacarpal) and the **signed** ``curl``
+      about ``n``; with less than :data:`THUMB_ROLL_MIN_CURL_DEG` of bend the roll is NaN
+      (unobservable) and the curl is measured about ``e2``.
+
+    Rows with missing (NaN) points give NaN for the angles that use them.
     """
     basis = _local_basis(hand, side)
     local = _to_canonical(basis, hand - hand[:, :1], side)
-    ez = np.array([0.0, 0.0, 1.0])
     out: dict[str, F64] = {}
     for name, (mcp, pip, dip, tip) in FINGER_CHAINS.items():
         meta = local[:, mcp]
         b1, b2, b3 = local[:, pip] - local[:, mcp], local[:, dip] - local[:, pip], local[:, tip] - local[:, dip]
-        lateral = _unit(np.cross(meta, np.broadcast_to(ez, meta.shape)))  # ≈ +X for a finger along +Y
-        out[f"g_{name}_fold"] = np.degrees(_signed_angle(meta, b1, lateral))
+        # a missing distal joint (VR) leaves the finger's direction to the joints present
+        segs = np.nan_to_num(np.stack([b1, b2, b3], axis=1)[..., :2])
+        mxx = (segs[..., 0] ** 2).sum(-1)
+        myy = (segs[..., 1] ** 2).sum(-1)
+        mxy = (segs[..., 0] * segs[..., 1]).sum(-1)
+        theta = 0.5 * np.arctan2(2.0 * mxy, mxx - myy)
+        d = np.stack([np.cos(theta), np.sin(theta), np.zeros_like(theta)], axis=-1)
+        d = d * np.where(d[:, 0] * meta[:, 0] + d[:, 1] * meta[:, 1] < 0.0, -1.0, 1.0)[:, None]
+        # the bend axis of the two distal joints is the finger's lateral axis exactly; it
+        # barely moves when the palm normal is a little off (a curved real palm), where the
+        # projected direction of a folded finger swings: weight each by how well it is seen
+        length = np.nansum(np.linalg.norm(np.stack([b1, b2, b3], axis=1), axis=-1), axis=1)
+        u1, u2, u3 = _unit(b1), _unit(b2), _unit(b3)
+        bend = np.nan_to_num(cross_unchecked(u1, u2)) + np.nan_to_num(cross_unchecked(u2, u3))
+        lateral_pca = np.stack([d[:, 1], -d[:, 0], np.zeros_like(theta)], axis=-1)  # d × Z
+        bend = bend * np.where(_dot(bend, lateral_pca) < 0.0, -1.0, 1.0)[:, None]
+        spread_len = np.sqrt(0.5 * (mxx + myy) + np.sqrt((0.5 * (mxx - myy)) ** 2 + mxy**2))
+        weight = spread_len / np.where(length > _EPS, length, np.nan)
+        lateral = (bend + (2.0 * weight)[:, None] * lateral_pca) * np.array([1.0, 1.0, 0.0])
+        # a straight finger along the palm normal shows no direction: side 0 (its metacarpal)
+        flat = np.linalg.norm(lateral, axis=-1) < 1e-9
+        lateral = np.where(flat[:, None], cross_unchecked(meta, np.array([0.0, 0.0, 1.0])), lateral)
+        lateral = _unit(lateral)
+        d = np.stack([-lateral[:, 1], lateral[:, 0], np.zeros_like(theta)], axis=-1)  # Z × lateral
+        alpha = np.arctan2(-meta[:, 0], meta[:, 1])
+        gamma = np.arctan2(-d[:, 0], d[:, 1])
+        out[f"g_{name}_side"] = np.degrees(np.angle(np.exp(1j * (gamma - alpha))))
+        out[f"g_{name}_fold"] = np.degrees(_signed_angle(d, b1, lateral))
         out[f"g_{name}_curl"] = np.degrees(0.5 * (_signed_angle(b1, b2, lateral) + _signed_angle(b2, b3, lateral)))
-        # abduction = angle of the proximal phalanx out of the hand's Y-Z plane, + toward
-        # the pinky (-X); unaffected by how far the finger is folded
-        out[f"g_{name}_side"] = np.degrees(np.arcsin(np.clip(-_unit(b1)[:, 0], -1.0, 1.0)))
     t1, t2, t3, t4 = (local[:, i] for i in THUMB_CHAIN)
-    out["g_thumb_curl"] = np.degrees(0.5 * (_angle(t2 - t1, t3 - t2) + _angle(t3 - t2, t4 - t3)))
-    meta_t = _unit(t2 - t1)
-    out["g_thumb_fold"] = np.degrees(_signed_angle(np.broadcast_to(THUMB_REST, meta_t.shape), meta_t,
-                                                   np.broadcast_to(ez, meta_t.shape)))
-    out["g_thumb_side"] = np.degrees(np.arcsin(np.clip(_dot(meta_t, np.broadcast_to(ez, meta_t.shape)), -1, 1)))
+    a1, a2, a3 = _unit(t2 - t1), _unit(t3 - t2), _unit(t4 - t3)
+    fold, side_t, e1, e2 = _thumb_swing(a1)
+    bend = cross_unchecked(a1, a2) + cross_unchecked(a2, a3)
+    bend_n = np.linalg.norm(bend, axis=-1)
+    observable = bend_n >= 2.0 * np.sin(np.radians(THUMB_ROLL_MIN_CURL_DEG))
+    n = bend / np.where(observable, bend_n, 1.0)[:, None]
+    n = n * np.where(_dot(n, e2) < 0.0, -1.0, 1.0)[:, None]
+    n = np.where(observable[:, None], n, e2)
+    out["g_thumb_fold"] = np.degrees(fold)
+    out["g_thumb_side"] = np.degrees(side_t)
+    signed = 0.5 * (_signed_angle(a1, a2, n) + _signed_angle(a2, a3, n))
+    # too straight to see the bend axis: the bend's size, signed by its side of the palm axis
+    unsigned = 0.5 * (_angle(a1, a2) + _angle(a2, a3)) * np.where(_dot(bend, e2) < 0.0, -1.0, 1.0)
+    out["g_thumb_curl"] = np.degrees(np.where(observable, signed, unsigned))
+    out["g_thumb_roll"] = np.where(observable, np.degrees(np.arctan2(_dot(n, e1), _dot(n, e2))), np.nan)
     return out
 
 
@@ -200,27 +262,19 @@ def thumb_roll(hand: F64, thumb_dorsal: F64, *, side: Side) -> F64:
     the metacarpal's dorsal axis ``(B, 3)`` in the same world frame (OpenXR: the
     ``thumb-metacarpal`` joint's +Y, "out of the back of the finger").
 
-    Swing–twist decomposition in the canonical right-hand local frame (left hand mirrored
-    first, spec §3.2): the zero-roll dorsal axis is the back of the hand (local −Z), which
-    is perpendicular to the 45° rest direction :data:`THUMB_REST`, carried to the actual
-    metacarpal direction ``a`` by the shortest-arc rotation (swing); the roll is the
-    signed angle from it to the measured dorsal axis about ``a`` (right-hand rule on the
-    canonical hand = ``+θ`` on the right, ``−θ`` physically on the left). NaN where the
-    metacarpal points straight against the rest direction (no unique swing) or inputs
-    are missing.
+    In the canonical right-hand local frame (left hand mirrored first, spec §3.2) the
+    zero-roll dorsal axis is the back of the hand (−Z) swung with the metacarpal,
+    ``−e2 = −R_Z(fold)·R_tx(side)·Z`` (:func:`finger_angles`); the roll is the signed
+    angle from it to the measured dorsal axis about the metacarpal (right-hand rule on
+    the canonical hand = ``+θ`` on the right, ``−θ`` physically on the left). NaN where
+    inputs are missing.
     """
     basis = _local_basis(hand, side)
     local = _to_canonical(basis, np.stack([hand[:, THUMB_CHAIN[0]], hand[:, THUMB_CHAIN[1]], thumb_dorsal], axis=1)
                           - np.stack([hand[:, 0], hand[:, 0], np.zeros_like(thumb_dorsal)], axis=1), side)
     axis = _unit(local[:, 1] - local[:, 0])
-    rest = np.broadcast_to(THUMB_REST, axis.shape)
-    d0 = np.broadcast_to(_THUMB_REST_DORSAL, axis.shape)
-    k = np.cross(rest, axis)
-    c = _dot(rest, axis)
-    denom = np.where(c > -1.0 + 1e-9, 1.0 + c, np.nan)
-    # Rodrigues form of the shortest-arc rotation taking rest -> axis, applied to d0
-    reference = d0 + np.cross(k, d0) + np.cross(k, np.cross(k, d0)) / denom[:, None]
-    out: F64 = np.degrees(_signed_angle(reference, local[:, 2], axis))
+    _, _, _, e2 = _thumb_swing(axis)
+    out: F64 = np.degrees(_signed_angle(-e2, local[:, 2], axis))
     return out
 
 
@@ -230,12 +284,14 @@ class HandDims:
     suffix) -> ``(B,)`` normalized values (NaN where not estimated; not yet clamped to
     the registry bounds); ``tracked (B,)`` = the palm frame exists (present and not
     degenerate); ``palm_clamped (B,)`` = the palm vector part was clamped to 0.98;
-    ``degenerate (B,)`` = present but the palm frame is degenerate."""
+    ``degenerate (B,)`` = present but the palm frame is degenerate; ``roll_unobservable
+    (B,)`` = tracked but the thumb is too straight to see its roll (sent as 0)."""
 
     values: Mapping[str, F64]
     tracked: Bool
     palm_clamped: Bool
     degenerate: Bool
+    roll_unobservable: Bool | None = None
 
 
 def hand_dims(hand: F64, rotation: F64, present: Bool, *, side: Side,
@@ -258,7 +314,7 @@ def hand_dims(hand: F64, rotation: F64, present: Bool, *, side: Side,
     f_body = np.einsum("bji,bj->bi", rotation, np.where(present[:, None], fingers, 0.0))
     n_body = np.einsum("bji,bj->bi", rotation, np.where(present[:, None], normal, 0.0))
     fn = np.linalg.norm(f_body, axis=-1)
-    ortho = np.linalg.norm(np.cross(f_body, n_body), axis=-1)
+    ortho = np.linalg.norm(cross_unchecked(f_body, n_body), axis=-1)
     ok = present & (fn > _EPS) & (ortho > 1e-6 * np.maximum(fn * np.linalg.norm(n_body, axis=-1), _EPS))
     stored = np.full((batch, 3), np.nan)
     clamped = np.zeros(batch, dtype=bool)
@@ -269,12 +325,17 @@ def hand_dims(hand: F64, rotation: F64, present: Bool, *, side: Side,
     for row_id in (f"g_{f}_{k}" for f in FINGERS for k in ("curl", "fold", "side")):
         values[f"{row_id}_{side}"] = np.full(batch, np.nan)
     roll = np.full(batch, np.nan)
+    unobservable = np.zeros(batch, dtype=bool)
+    values[f"g_thumb_roll_{side}"] = np.full(batch, np.nan)
     if ok.any():
         for row_id, deg in finger_angles(hand[ok], side=side).items():
             values[f"{row_id}_{side}"][ok] = deg / _ANGLE_DEG[f"{row_id}_{side}"]
-        roll[ok] = 0.0  # seed 000 §4.3: unobservable -> default
-        if thumb_roll_deg is not None:
-            measured = thumb_roll_deg[ok]
-            roll[ok] = np.where(np.isfinite(measured), measured / _ANGLE_DEG[f"g_thumb_roll_{side}"], 0.0)
+        estimated = values[f"g_thumb_roll_{side}"][ok]
+        if thumb_roll_deg is not None:  # a measured orientation (VR) wins over the positions
+            measured = thumb_roll_deg[ok] / _ANGLE_DEG[f"g_thumb_roll_{side}"]
+            estimated = np.where(np.isfinite(measured), measured, estimated)
+        roll[ok] = np.where(np.isfinite(estimated), estimated, 0.0)  # seed 000 §4.3 default
+        unobservable[ok] = ~np.isfinite(estimated)
     values[f"g_thumb_roll_{side}"] = roll
-    return HandDims(values=values, tracked=ok, palm_clamped=clamped & ok, degenerate=present & ~ok)
+    return HandDims(values=values, tracked=ok, palm_clamped=clamped & ok, degenerate=present & ~ok,
+                    roll_unobservable=unobservable)

@@ -18,21 +18,34 @@ it at +X, with +Z forward (checked on the real recordings by the tests: the nose
 
 Estimated dims (everything else is NaN = not estimated):
 
+* body (§4.5): the torso rotation ``Q`` relative to the pelvis (hips made horizontal, world
+  up) with the §4.5 spine shares undone (:data:`TRUNK_MODEL`); only where both hips are
+  visible (an upper-body shot reports ``body_hips_not_visible`` and keeps an upright
+  chest frame from the shoulders and MediaPipe's guessed hips).
+* the **chest frame** ``R_pelvis · Q`` (the decoder's: its shoulders hang on spine_05)
+  carries every other dim: arm, palm and head are measured in it.
 * arm (§4.1): ``a_x, a_y, a_z`` from the pose wrist (15 left / 16 right) relative to the
-  neck in the body frame, in calibrated units ``L = 2·r·d`` measured from the person
-  (:func:`estimate_calibration`); ``a_spread`` from the elbow (13 / 14) swung about the
-  shoulder→wrist axis away from the "down" pole toward lateral.
-* palm (§4.2): the body-frame hand quaternion from hand points 0, 5, 9, 17.
-* fingers (§4.3): curl / fold / side from bone-segment angles; thumb per §4.3;
-  ``g_thumb_roll = 0`` (unobservable; seed 000 §4.3 default).
+  neck, in calibrated units ``L = 2·r·d`` measured from the person
+  (:func:`estimate_calibration`); ``a_spread`` in the spread frame of
+  :mod:`posewire.codec.elbow` (the decoder's pole rule inverted).
+* palm (§4.2): the chest-frame hand quaternion from hand points 0, 5, 9, 17; frames without
+  a chest frame use :data:`CAMERA_FALLBACK_ROTATION` (reported).
+* fingers (§4.3): :func:`posewire.producers.hand.finger_angles`, the exact inverse of the
+  decoder's finger rotations, thumb roll included (sent as 0 and reported when the thumb
+  is too straight to show it).
 * head (§4.4): yaw / pitch / roll of a face frame (eye corners, forehead, chin) relative
-  to the body frame, when face landmarks are given.
+  to the chest frame, when face landmarks are given.
+
+Failure modes, each reported (``report.degenerate`` and ``report.notes``, never silent):
+swapped hand labels (a hand at the other pose wrist) are swapped back; a mirrored frame
+(a selfie image flipped without swapping labels: the head turns inside out) is reported,
+or un-mirrored with ``mirrored="flip"``; hand-only frames keep palm and fingers.
 
 Values outside the registry bounds are clamped and **counted per dim in the report**
-(spec §3.1, never silent). Parts: ``arm_l/arm_r`` tracked when the body frame exists and
+(spec §3.1, never silent). Parts: ``arm_l/arm_r`` tracked when the chest frame exists and
 the wrist visibility reaches the threshold, ``hand_l/hand_r`` when all 21 points are
-present, ``head`` when the face is present (``not_estimated`` without a face array);
-``body``, ``face`` and ``mouth`` are ``not_estimated``.
+present, ``head`` when the face is present (``not_estimated`` without a face array),
+``body`` when both hips are visible; ``face`` and ``mouth`` are ``not_estimated``.
 """
 
 from __future__ import annotations
@@ -45,27 +58,38 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posewire.codec.calibration import (
+    REFERENCE_CALIBRATION,
     Calibration,
     CalibrationUnits,
     arm_to_normalized,
-    body_frame,
     measure_calibration,
     units,
 )
 from posewire.codec.conditions import Conditions
+from posewire.codec.elbow import spread_angle
 from posewire.codec.errors import UsageError
-from posewire.codec.euler import quat_to_head
-from posewire.codec.quaternion import from_matrix
+from posewire.codec.euler import quat_to_body, quat_to_head
+from posewire.codec.quaternion import (
+    cross_unchecked,
+    from_matrix,
+    multiply_unchecked,
+    rotate_unchecked,
+    to_matrix,
+)
 from posewire.codec.registry import REGISTRY, TRACKING_PARTS
 from posewire.codec.vector import LOWER, N_DIMS, UPPER
 from posewire.producers.hand import HAND_POINTS, finger_angles, hand_dims
 
 __all__ = [
+    "CAMERA_FALLBACK_ROTATION",
     "FACE_POINTS",
     "HAND_LENGTH_RANGE",
     "HAND_POINTS",
     "MEDIAPIPE_TO_Y_UP",
+    "MIRROR_MIN_SINE",
     "POSE_POINTS",
+    "SWAP_DISTANCE_RATIO",
+    "TRUNK_MODEL",
     "HolisticLandmarks",
     "LandmarkCalibration",
     "LandmarkReport",
@@ -86,11 +110,16 @@ MEDIAPIPE_TO_Y_UP: F64 = np.diag([1.0, -1.0, -1.0])
 
 #: MediaPipe pose landmark indices used here (spec §2.2; "left" = the subject's own left).
 POSE_POINTS: Mapping[str, int] = {
-    "nose": 0, "shoulder_l": 11, "shoulder_r": 12, "elbow_l": 13, "elbow_r": 14,
+    "nose": 0, "ear_l": 7, "ear_r": 8, "shoulder_l": 11, "shoulder_r": 12, "elbow_l": 13, "elbow_r": 14,
     "wrist_l": 15, "wrist_r": 16, "hip_l": 23, "hip_r": 24,
 }
 #: MediaPipe face-mesh indices of the head frame (subject's own left/right).
 FACE_POINTS: Mapping[str, int] = {"eye_outer_r": 33, "eye_outer_l": 263, "forehead": 10, "chin": 152}
+#: spec §4.5 "Estimating the body dims": the trunk hip_mid → neck as segments (length
+#: in metres of ``helix-humanoid@1``, cumulative spine share ``C`` carrying it): hip_mid →
+#: spine_01 (pelvis, 0), spine_01..05 (0.10, 0.25, 0.50, 0.75), spine_05 → shoulders (1).
+TRUNK_MODEL: tuple[tuple[float, float], ...] = (
+    (0.10, 0.0), (0.08, 0.10), (0.08, 0.25), (0.08, 0.50), (0.08, 0.75), (0.08, 1.0))
 
 _EPS = 1e-9
 #: Right side lateral is -X, left side +X (spec §3.2).
@@ -107,7 +136,10 @@ class HolisticLandmarks:
     ``left_hand``/``right_hand (B, 21, 3)`` in any isotropic unit on the same axes (the
     subject's own left/right hand, as MediaPipe Holistic labels them); ``face (B, K, 3)``
     with ``K`` = 468 or 478, or ``None``; ``hand_scale (B,)`` metres per hand unit (used
-    only to measure the hand length, spec §4.1 ``d_x``), or ``None``.
+    only to measure the hand length, spec §4.1 ``d_x``), or ``None``; ``pose_image (B, 33,
+    3)`` the pose landmarks in the hands' units and axes, or ``None`` (used only to check
+    each hand against the pose wrists; without it both hands are checked against the
+    wrists' left-right order).
     """
 
     pose_world: F64
@@ -116,6 +148,7 @@ class HolisticLandmarks:
     right_hand: F64
     face: F64 | None = None
     hand_scale: F64 | None = None
+    pose_image: F64 | None = None
 
     def __post_init__(self) -> None:
         batch = self.pose_world.shape[0] if self.pose_world.ndim == 3 else -1
@@ -125,6 +158,7 @@ class HolisticLandmarks:
             ("left_hand", self.left_hand, (batch, 21, 3)),
             ("right_hand", self.right_hand, (batch, 21, 3)),
             ("hand_scale", self.hand_scale, (batch,)),
+            ("pose_image", self.pose_image, (batch, 33, 3)),
         ]
         for name, arr, shape in checks:
             if arr is not None and arr.shape != shape:
@@ -206,32 +240,196 @@ class _Prepared:
     left: F64  # (B, 21, 3) y-up
     right: F64
     face: F64 | None
-    rotation: F64  # (B, 3, 3) body axes as columns (NaN where invalid)
+    rotation: F64  # (B, 3, 3) chest axes as columns (NaN where invalid)
     neck: F64  # (B, 3)
-    valid: Bool  # (B,) body frame defined
+    valid: Bool  # (B,) chest frame defined
+    body: F64  # (B, 3) normalized (b_yaw, b_pitch, b_roll), NaN where not estimated
+    quat: F64  # (B, 4) torso rotation relative to the pelvis, NaN where not estimated
+    body_clamped: Bool
+    mirrored: Bool  # (B,) the nose lies behind the chest frame (spec §2.2)
+    swapped: Bool  # (B,) the two hands were swapped back (at the other pose wrist)
 
 
-def _prepare(lm: HolisticLandmarks) -> _Prepared:
+_EX = np.array([1.0, 0.0, 0.0])
+_EY = np.array([0.0, 1.0, 0.0])
+
+
+def _trunk_stretch(q: F64) -> F64:
+    """Upright trunk length over the bent chord ``(B,)`` for torso rotations ``q (B, 4)``
+    (1 where ``q`` is NaN: no body estimate)."""
+    ok = np.isfinite(q).all(-1)
+    out = np.ones(q.shape[0])
+    if ok.any():
+        upright = sum(length for length, _ in TRUNK_MODEL)
+        out[ok] = upright / np.linalg.norm(_trunk_vector(q[ok]), axis=-1)
+    return out
+
+
+def _trunk_direction(q: F64) -> F64:
+    """Unit direction ``(B, 3)`` of hip_mid → neck of the trunk model turned by the torso
+    rotations ``q (B, 4)`` distributed with the §4.5 shares (:data:`TRUNK_MODEL`)."""
+    return _unit(_trunk_vector(q))
+
+
+def _trunk_vector(q: F64) -> F64:
+    """hip_mid → neck ``(B, 3)`` (metres of the model) turned by ``q (B, 4)``."""
+    v = q[:, 1:]
+    sin_half = np.linalg.norm(v, axis=-1)
+    axis = v / np.where(sin_half > 0, sin_half, 1.0)[:, None]
+    angle = 2.0 * np.arctan2(sin_half, q[:, 0])
+    total = np.zeros_like(v)
+    for length, share in TRUNK_MODEL:
+        half = 0.5 * share * angle
+        qs = np.concatenate([np.cos(half)[:, None], np.sin(half)[:, None] * axis], axis=-1)
+        total += length * rotate_unchecked(qs, np.broadcast_to(_EY, v.shape))
+    return total
+
+
+def _signed_about(u: F64, v: F64, axis: F64) -> F64:
+    up = u - _dot(u, axis)[:, None] * axis
+    vp = v - _dot(v, axis)[:, None] * axis
+    out: F64 = np.arctan2(_dot(cross_unchecked(up, vp), axis), _dot(up, vp))
+    return out
+
+
+def _chest(sl: F64, sr: F64, hl: F64, hr: F64) -> tuple[F64, F64, Bool]:
+    """Chest axes ``(B, 3, 3)`` (world columns), torso rotation ``Q (B, 4)`` relative to
+    the pelvis frame, and the valid mask (spec §4.5 "Estimating the body dims").
+
+    Pelvis frame: X = hip_l − hip_r made horizontal, Y = world up, Z = X × Y (upright
+    pelvis, level camera). ``Q`` is the rotation with ``Q·e_x`` = the shoulder line
+    (exact: the shoulders hang on spine_05, which turns by the full ``Q``) whose trunk
+    model (:func:`_trunk_direction`) points along the measured hip_mid → neck: a 1-D
+    root in the twist ``ψ`` about the shoulder line, by the secant method."""
+    batch = sl.shape[0]
+    x_p = hl - hr
+    x_p = x_p - x_p[:, 1:2] * _EY
+    across = sl - sr
+    trunk = 0.5 * (sl + sr) - 0.5 * (hl + hr)
+    ok = (np.isfinite(x_p).all(-1) & np.isfinite(across).all(-1) & (np.linalg.norm(x_p, axis=-1) > 1e-6)
+          & (np.linalg.norm(across, axis=-1) > 1e-6) & (np.linalg.norm(cross_unchecked(across, trunk), axis=-1) > 1e-9))
+    quat = np.full((batch, 4), np.nan)
+    chest = np.full((batch, 3, 3), np.nan)
+    if not ok.any():
+        return chest, quat, ok
+    xp = _unit(x_p[ok])
+    yp = np.broadcast_to(_EY, xp.shape)
+    rp = np.stack([xp, yp, cross_unchecked(xp, yp)], axis=-1)
+    a = _unit(np.einsum("bji,bj->bi", rp, across[ok]))
+    t = _unit(np.einsum("bji,bj->bi", rp, trunk[ok]))
+    ex = np.broadcast_to(_EX, a.shape)
+    # Q0: the smallest rotation e_x -> a; Q(ψ) = Q0 · R_X(ψ)
+    w = 1.0 + _dot(ex, a)
+    q0 = np.concatenate([w[:, None], cross_unchecked(ex, a)], axis=-1)
+    flip = w < 1e-9
+    q0[flip] = np.array([0.0, 0.0, 1.0, 0.0])
+    q0 = q0 / np.linalg.norm(q0, axis=-1, keepdims=True)
+    y0 = rotate_unchecked(q0, np.broadcast_to(_EY, a.shape))
+    z0 = rotate_unchecked(q0, np.broadcast_to(np.array([0.0, 0.0, 1.0]), a.shape))
+
+    def q_of(psi: F64) -> F64:
+        rx = np.stack([np.cos(psi / 2), np.sin(psi / 2), np.zeros_like(psi), np.zeros_like(psi)], axis=-1)
+        return multiply_unchecked(q0, rx)
+
+    def miss(psi: F64) -> F64:
+        return _signed_about(_trunk_direction(q_of(psi)), t, a)
+
+    psi0 = np.arctan2(_dot(t, z0), _dot(t, y0))
+    f0 = miss(psi0)
+    share = sum(length * c for length, c in TRUNK_MODEL) / sum(length for length, _ in TRUNK_MODEL)
+    psi1 = psi0 + f0 / share
+    f1 = miss(psi1)
+    for _ in range(6):
+        denom = f1 - f0
+        step = np.where(np.abs(denom) > 1e-15, f1 * (psi1 - psi0) / np.where(np.abs(denom) > 1e-15, denom, 1.0), 0.0)
+        psi0, f0 = psi1, f1
+        psi1 = psi1 - step
+        f1 = miss(psi1)
+    q = q_of(psi1)
+    q = q * np.where(q[:, :1] < 0, -1.0, 1.0)
+    quat[ok] = q
+    chest[ok] = rp @ to_matrix(q)
+    return chest, quat, ok
+
+
+#: A frame is mirrored when ``unit(ear_l − ear_r) × unit(nose − ear_mid)`` has more than
+#: this component along the chest's +Y (a real head gives about −1; any head turn under
+#: 90° keeps it negative).
+MIRROR_MIN_SINE = 0.3
+#: A hand belongs to the other side when its wrist lies nearer the other pose wrist by
+#: this factor (distance to the other < factor × distance to its own), image plane.
+SWAP_DISTANCE_RATIO = 0.5
+
+
+def _prepare(lm: HolisticLandmarks, mirrored: str = "report", visibility_threshold: float = 0.5) -> _Prepared:
     pose = _y_up(np.asarray(lm.pose_world, dtype=np.float64))
-    sl, sr = pose[:, POSE_POINTS["shoulder_l"]], pose[:, POSE_POINTS["shoulder_r"]]
-    hip = 0.5 * (pose[:, POSE_POINTS["hip_l"]] + pose[:, POSE_POINTS["hip_r"]])
-    finite: Bool = np.asarray(np.isfinite(sl).all(-1) & np.isfinite(sr).all(-1) & np.isfinite(hip).all(-1))
-    across = np.where(finite[:, None], sl - sr, 0.0)
-    up = np.where(finite[:, None], 0.5 * (sl + sr) - hip, 0.0)
-    across_n = np.linalg.norm(across, axis=-1)
-    # spec §2.3: the frame is undefined when the shoulders coincide or neck - hip_mid is
-    # parallel to the shoulder line; such frames are reported, not raised, here.
-    ortho = np.linalg.norm(np.cross(across, up), axis=-1)
-    valid = finite & (across_n > 1e-6) & (ortho > 1e-6 * np.maximum(across_n, _EPS))
-    rotation = np.full((lm.batch, 3, 3), np.nan)
-    neck = np.full((lm.batch, 3), np.nan)
-    if valid.any():
-        frame = body_frame(sl[valid], sr[valid], hip[valid])
-        rotation[valid] = frame.rotation
-        neck[valid] = frame.origin
+    left = _y_up(np.asarray(lm.left_hand, dtype=np.float64))
+    right = _y_up(np.asarray(lm.right_hand, dtype=np.float64))
     face = None if lm.face is None else _y_up(np.asarray(lm.face, dtype=np.float64))
-    return _Prepared(pose, _y_up(np.asarray(lm.left_hand, dtype=np.float64)),
-                     _y_up(np.asarray(lm.right_hand, dtype=np.float64)), face, rotation, neck, valid)
+    if mirrored == "flip":  # spec §2.2: un-mirror a selfie image (x -> -x), labels kept
+        flip = np.array([-1.0, 1.0, 1.0])
+        pose, left, right = pose * flip, left * flip, right * flip
+        face = None if face is None else face * flip
+    sl, sr = pose[:, POSE_POINTS["shoulder_l"]], pose[:, POSE_POINTS["shoulder_r"]]
+    hl, hr = pose[:, POSE_POINTS["hip_l"]], pose[:, POSE_POINTS["hip_r"]]
+    vis = np.asarray(lm.pose_visibility, dtype=np.float64)
+    hips_seen = (vis[:, [POSE_POINTS["hip_l"], POSE_POINTS["hip_r"]]] >= visibility_threshold).all(-1)
+    rotation, quat, valid = _chest(sl, sr, hl, hr)
+    # spec §4.5: hips out of view (an upper-body shot) -> the pelvis is MediaPipe's guess:
+    # no body dims; the chest frame is the shoulder line and the guessed hip_mid → neck
+    # (world up where the hips are missing), i.e. an upright torso
+    upright = ~hips_seen | ~valid
+    if upright.any():
+        across = sl[upright] - sr[upright]
+        trunk = 0.5 * (sl[upright] + sr[upright]) - 0.5 * (hl[upright] + hr[upright])
+        trunk = np.where(np.isfinite(trunk).all(-1, keepdims=True), trunk, _EY)
+        x = _unit(across)
+        y = _unit(trunk - _dot(trunk, x)[:, None] * x)
+        ok_up = np.isfinite(x).all(-1) & np.isfinite(y).all(-1)
+        frame = np.stack([x, y, cross_unchecked(x, y)], axis=-1)
+        frame[~ok_up] = np.nan
+        rotation[upright] = frame
+        quat[upright] = np.nan
+        valid = valid.copy()
+        valid[upright] = ok_up
+    neck = np.where(valid[:, None], 0.5 * (sl + sr), np.nan)
+    body = np.full((lm.batch, 3), np.nan)
+    body_clamped = np.zeros(lm.batch, dtype=bool)
+    has_q = valid & np.isfinite(quat).all(-1)
+    if has_q.any():
+        body[has_q], body_clamped[has_q] = quat_to_body(quat[has_q])
+    # a selfie image whose x was flipped without swapping labels turns the head inside
+    # out: (ear_l − ear_r) × (nose − ear_mid) points up the chest instead of down (spec
+    # §2.2); swapped hand labels put each hand at the other pose wrist (spec §4.3)
+    ear_l, ear_r = pose[:, POSE_POINTS["ear_l"]], pose[:, POSE_POINTS["ear_r"]]
+    ahead = pose[:, POSE_POINTS["nose"]] - 0.5 * (ear_l + ear_r)
+    handed = cross_unchecked(_unit(ear_l - ear_r), _unit(ahead))
+    with np.errstate(invalid="ignore"):
+        inside_out = np.einsum("bi,bi->b", handed, rotation[:, :, 1]) > MIRROR_MIN_SINE
+    mirror_mask: Bool = np.asarray(valid & inside_out)
+    wrist_l, wrist_r = POSE_POINTS["wrist_l"], POSE_POINTS["wrist_r"]
+    if lm.pose_image is not None:  # each hand against both pose wrists, in the image plane
+        image = np.asarray(lm.pose_image, dtype=np.float64)[..., :2]
+        if mirrored == "flip":
+            image = image * np.array([-1.0, 1.0])
+
+        def nearer_other(hand: F64, own: int, other: int) -> Bool:
+            w = hand[:, 0, :2] * np.array([1.0, -1.0])  # back to image axes (x right, y down)
+            out: Bool = np.asarray(np.linalg.norm(w - image[:, other], axis=-1)
+                                   < SWAP_DISTANCE_RATIO * np.linalg.norm(w - image[:, own], axis=-1))
+            return out
+
+        other_l, other_r = nearer_other(left, wrist_l, wrist_r), nearer_other(right, wrist_r, wrist_l)
+        has_l, has_r = _hand_present(left), _hand_present(right)
+        swapped: Bool = np.asarray((has_l & has_r & other_l & other_r) | (has_l & ~has_r & other_l)
+                                   | (has_r & ~has_l & other_r))
+    else:  # both hands against the pose wrists' left-right order
+        across = _dot(left[:, 0] - right[:, 0], pose[:, wrist_l] - pose[:, wrist_r])
+        swapped = np.asarray(across < 0.0)
+    if swapped.any():
+        left, right = left.copy(), right.copy()
+        left[swapped], right[swapped] = right[swapped], left[swapped].copy()
+    return _Prepared(pose, left, right, face, rotation, neck, valid, body, quat, body_clamped, mirror_mask, swapped)
 
 
 def _to_body(points: F64, prep: _Prepared) -> F64:
@@ -286,12 +484,16 @@ HAND_LENGTH_RANGE: tuple[float, float] = (0.12, 0.26)
 def _calibrate(lm: HolisticLandmarks, prep: _Prepared, visibility_threshold: float,
                hand_length_range: tuple[float, float]) -> LandmarkCalibration:
     notes: list[str] = []
+    # the torso length is a chord of the bent spine: undo the bend of the trunk model
+    # (spec §4.5) so that a turned torso measures the upright length
     body = _to_body(prep.pose, prep)[prep.valid]
-    if body.shape[0] == 0:
-        raise UsageError("usage.calibration", "no frame has a body frame (shoulders and hips missing)")
     med = np.median(body, axis=0)  # (33, 3) robust body-frame sites
     shoulder_l, shoulder_r = med[POSE_POINTS["shoulder_l"]], med[POSE_POINTS["shoulder_r"]]
-    hip_mid = 0.5 * (med[POSE_POINTS["hip_l"]] + med[POSE_POINTS["hip_r"]])
+    neck_med = 0.5 * (shoulder_l + shoulder_r)
+    chord = np.linalg.norm(0.5 * (body[:, POSE_POINTS["shoulder_l"]] + body[:, POSE_POINTS["shoulder_r"]])
+                           - 0.5 * (body[:, POSE_POINTS["hip_l"]] + body[:, POSE_POINTS["hip_r"]]), axis=-1)
+    trunk = float(np.median(chord * _trunk_stretch(prep.quat[prep.valid])))
+    hip_mid = neck_med + np.array([0.0, -trunk, 0.0])  # the upright trunk below the neck
 
     # d_z: arm length = upper arm + forearm, which is the extended-arm length whatever the
     # elbow bend (spec §4.1: never measured from the animated pose itself).
@@ -352,33 +554,30 @@ def estimate_calibration(lm: HolisticLandmarks, *, visibility_threshold: float =
     (:func:`posewire.codec.calibration.units` reports them). Raises ``usage.calibration`` when no
     frame has a body frame.
     """
-    return _calibrate(lm, _prepare(lm), visibility_threshold, hand_length_range)
+    return _calibrate(lm, _prepare(lm, "report", visibility_threshold), visibility_threshold, hand_length_range)
 
 
 # ---------------------------------------------------------------------------- dims
 
 
 def _spread(prep: _Prepared, side: Side) -> tuple[F64, Bool]:
-    """Elbow spread angle (degrees, ``(B,)``) and a mask of degenerate frames (spec §4.1):
-    the elbow's offset from the shoulder→wrist axis, measured from the "down" pole (−Y
-    projected off the axis; −Z when the arm is vertical) toward lateral."""
+    """Elbow spread angle (degrees, ``(B,)``) and a mask of straight-arm frames (spec
+    §4.1 "Elbow spread", :func:`posewire.codec.elbow.spread_angle` in the chest frame)."""
     body = _to_body(prep.pose[:, [POSE_POINTS[f"shoulder_{side}"], POSE_POINTS[f"elbow_{side}"],
                                   POSE_POINTS[f"wrist_{side}"]]], prep)
     shoulder, elbow, wrist = body[:, 0], body[:, 1], body[:, 2]
-    axis = _unit(wrist - shoulder)
-    offset = (elbow - shoulder) - _dot(elbow - shoulder, axis)[:, None] * axis
-    down = np.array([0.0, -1.0, 0.0])
-    pole = down - _dot(np.broadcast_to(down, axis.shape), axis)[:, None] * axis
-    back = np.array([0.0, 0.0, -1.0])
-    pole_back = back - _dot(np.broadcast_to(back, axis.shape), axis)[:, None] * axis
-    vertical = np.linalg.norm(pole, axis=-1) < 0.1
-    pole = _unit(np.where(vertical[:, None], pole_back, pole))
-    lateral_dir = np.cross(axis, pole)
-    lateral_dir *= np.where(_dot(lateral_dir, np.broadcast_to(_LATERAL[side], axis.shape)) < 0, -1.0, 1.0)[:, None]
-    angle = np.degrees(np.arctan2(_dot(offset, lateral_dir), _dot(offset, pole)))
-    # a straight arm has no elbow direction: spread is undefined -> default 0, counted
-    straight = np.linalg.norm(offset, axis=-1) < 0.01
-    angle = np.where(straight & np.isfinite(angle), 0.0, angle)
+    axis = wrist - shoulder
+    offset = elbow - shoulder
+    ok = np.isfinite(axis).all(-1) & np.isfinite(offset).all(-1) & (np.linalg.norm(axis, axis=-1) > 1e-6)
+    angle = np.full(axis.shape[0], np.nan)
+    straight = np.zeros(axis.shape[0], dtype=bool)
+    if ok.any():
+        angle[ok] = spread_angle(axis[ok], offset[ok], side=side)
+        u = _unit(axis[ok])
+        perp = offset[ok] - _dot(offset[ok], u)[:, None] * u
+        # a straight arm has no elbow direction: spread is undefined -> default 0, counted
+        straight[ok] = np.linalg.norm(perp, axis=-1) < 0.01
+        angle[straight] = 0.0
     return angle, straight
 
 
@@ -399,10 +598,15 @@ def _head(prep: _Prepared) -> tuple[F64, Bool, Bool]:
     y = _unit(up - _dot(up, x)[:, None] * x)
     ok = present & np.isfinite(x).all(-1) & np.isfinite(y).all(-1)
     if ok.any():
-        face_rot = np.stack([x, y, np.cross(x, y)], axis=-1)[ok]
+        face_rot = np.stack([x, y, cross_unchecked(x, y)], axis=-1)[ok]
         rel = np.einsum("bji,bjk->bik", prep.rotation[ok], face_rot)
         out[ok], clamped[ok] = quat_to_head(from_matrix(rel))
     return out, clamped, ok
+
+
+#: Palm fallback frame of hand-only frames (no chest frame): the camera's y-up axes, i.e.
+#: the person assumed upright and squarely facing an unmirrored camera (spec §4.2).
+CAMERA_FALLBACK_ROTATION: F64 = np.eye(3)
 
 
 def landmarks_to_vectors(
@@ -410,23 +614,55 @@ def landmarks_to_vectors(
     *,
     calibration: LandmarkCalibration | None = None,
     visibility_threshold: float = 0.5,
+    mirrored: Literal["report", "flip"] = "report",
 ) -> LandmarkResult:
     """Pose vectors ``(B, N)`` from a batch of Holistic landmarks (module docstring).
 
     ``calibration`` defaults to :func:`estimate_calibration` on the same batch (a
-    recording calibrates itself). Dims of a part that is lost in a frame, or never
-    estimated, are NaN; every finite value is inside the registry bounds, and every clamp
-    is counted in ``report.clamped``.
+    recording calibrates itself; a batch without any body frame uses the reference
+    avatar's, noted). Dims of a part that is lost in a frame, or never estimated, are
+    NaN; every finite value is inside the registry bounds, and every clamp is counted in
+    ``report.clamped``. ``mirrored``: ``"report"`` counts frames whose nose lies behind
+    the chest (a selfie image whose x was flipped without swapping labels) in
+    ``report.degenerate["mirrored"]``; ``"flip"`` un-mirrors every point (x → −x) first.
     """
-    prep = _prepare(lm)
-    cal = calibration if calibration is not None else _calibrate(lm, prep, visibility_threshold, HAND_LENGTH_RANGE)
+    if mirrored not in ("report", "flip"):
+        raise UsageError("usage.bad_option", f"mirrored must be 'report' or 'flip', not {mirrored!r}")
+    prep = _prepare(lm, mirrored, visibility_threshold)
+    notes: list[str] = []
+    if calibration is not None:
+        cal = calibration
+    elif prep.valid.any():
+        cal = _calibrate(lm, prep, visibility_threshold, HAND_LENGTH_RANGE)
+    else:
+        cal = LandmarkCalibration(REFERENCE_CALIBRATION, units(REFERENCE_CALIBRATION),
+                                  ("no frame has a body (shoulders and hips): reference-avatar calibration, "
+                                   "arms and body not estimated",))
     batch = lm.batch
     vec = np.full((batch, N_DIMS), np.nan)
     extra_clamps: dict[str, Bool] = {}
     degenerate: dict[str, int] = {"body_frame": int((~prep.valid).sum())}
+    if prep.mirrored.any():
+        degenerate["mirrored"] = int(prep.mirrored.sum())
+        notes.append(f"mirrored input in {int(prep.mirrored.sum())} frame(s): the nose lies behind the chest "
+                     "(a selfie image?); pass mirrored='flip' to un-mirror")
+    if prep.swapped.any():
+        degenerate["hands_swapped"] = int(prep.swapped.sum())
+        notes.append(f"left/right hands swapped back in {int(prep.swapped.sum())} frame(s) (each hand lay at "
+                     "the other pose wrist)")
     tracked: dict[str, Bool] = {}
 
+    # spec §4.5: torso rotation relative to the pelvis, spine shares undone
+    body_ok = prep.valid & np.isfinite(prep.body).all(-1)
+    tracked["body"] = body_ok
+    if (prep.valid & ~body_ok).any():
+        degenerate["body_hips_not_visible"] = int((prep.valid & ~body_ok).sum())
+    for k, row_id in enumerate(("b_yaw", "b_pitch", "b_roll")):
+        vec[body_ok, _idx(row_id)] = prep.body[body_ok, k]
+
     body = _to_body(prep.pose, prep)
+    # hand-only frames: palm in the camera fallback frame (reported)
+    hand_rotation = np.where(prep.valid[:, None, None], prep.rotation, CAMERA_FALLBACK_ROTATION)
     for side in ("l", "r"):
         s: Side = side
         wrist_i = POSE_POINTS[f"wrist_{s}"]
@@ -442,13 +678,18 @@ def landmarks_to_vectors(
             degenerate[f"spread_straight_arm_{s}"] = int((straight & arm_ok).sum())
 
         hand = prep.right if s == "r" else prep.left
+        present = _hand_present(hand)
         # spec §4.2, §4.3: the hand maths shared with the VR producer (posewire.producers.hand)
-        dims = hand_dims(hand, prep.rotation, _hand_present(hand) & prep.valid, side=s)
-        present = dims.tracked
-        tracked[f"hand_{s}"] = present
+        dims = hand_dims(hand, hand_rotation, present, side=s)
+        tracked[f"hand_{s}"] = dims.tracked
         degenerate[f"palm_{s}"] = int(dims.degenerate.sum())
+        fallback = dims.tracked & ~prep.valid
+        if fallback.any():
+            degenerate[f"palm_camera_frame_{s}"] = int(fallback.sum())
+        if dims.roll_unobservable is not None and dims.roll_unobservable.any():
+            degenerate[f"thumb_roll_unobservable_{s}"] = int(dims.roll_unobservable.sum())
         for dim_id, values in dims.values.items():
-            vec[present, _idx(dim_id)] = values[present]
+            vec[dims.tracked, _idx(dim_id)] = values[dims.tracked]
         extra_clamps[f"w_q_{s}"] = dims.palm_clamped
 
     head, head_clamped, head_ok = _head(prep)
@@ -470,6 +711,8 @@ def landmarks_to_vectors(
             clamped[f"w_q_{s} (|v| > 0.98)"] = count
     if int(head_clamped.sum()):
         clamped["h_* (angle beyond max)"] = int(head_clamped.sum())
+    if int((prep.body_clamped & body_ok).sum()):
+        clamped["b_* (angle beyond max)"] = int((prep.body_clamped & body_ok).sum())
 
     states: dict[str, NDArray[np.str_]] = {}
     for part in TRACKING_PARTS:
@@ -479,7 +722,8 @@ def landmarks_to_vectors(
             states[part] = np.where(head_ok, "tracked", "lost")
         else:
             states[part] = np.full(batch, "not_estimated")
-    fractions = {part: float((s == "tracked").mean()) if batch else 0.0 for part, s in states.items()}
+    fractions = {part: float((st == "tracked").mean()) if batch else 0.0 for part, st in states.items()}
     report = LandmarkReport(frames=batch, tracked_fraction=fractions, clamped=clamped,
-                            fallback_axes=cal.units.fallback_axes, degenerate=degenerate, notes=cal.notes)
+                            fallback_axes=cal.units.fallback_axes, degenerate=degenerate,
+                            notes=(*cal.notes, *notes))
     return LandmarkResult(vectors=vec, tracking=states, calibration=cal, report=report)

@@ -5,7 +5,8 @@ File layout (checked on the real files in ``shared/data``): one body of shape
 ``(frames, people, points, 3)`` with a confidence ``(frames, people, points)``; the points
 are the components, in header order, ``POSE_LANDMARKS`` (33), ``FACE_LANDMARKS`` (468 or
 478), ``LEFT_HAND_LANDMARKS`` (21), ``RIGHT_HAND_LANDMARKS`` (21), ``POSE_WORLD_LANDMARKS``
-(33). ``pose_format.utils.holistic`` stores image landmarks as ``(x·W, y·H, z)`` and world
+(33; absent from reduced-Holistic files, whose world landmarks are then estimated from
+the image landmarks, noted). ``pose_format.utils.holistic`` stores image landmarks as ``(x·W, y·H, z)`` and world
 landmarks the same way, so here:
 
 * world metres = ``(x / W, y / H, z)`` (W, H = the header's video width and height);
@@ -24,14 +25,15 @@ from __future__ import annotations
 
 import importlib
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
 from posewire.codec.errors import UsageError
+from posewire.producers.filter import FilterResult, filter_vectors
 from posewire.producers.landmarks import (
     HolisticLandmarks,
     LandmarkResult,
@@ -42,6 +44,7 @@ from posewire.producers.recording import RecordedFrame, write_recording
 
 __all__ = [
     "COMPONENTS",
+    "REFERENCE_SHOULDER_WIDTH",
     "PoseFile",
     "RecordSummary",
     "pose_file_to_recording",
@@ -65,7 +68,8 @@ COMPONENTS: dict[str, tuple[int, ...]] = {
 class PoseFile:
     """A ``.pose`` file read into landmark arrays: ``landmarks`` (MediaPipe camera axes,
     NaN = missing), the pose image landmarks ``pose_image (B, 33, 3)`` in isotropic pixels,
-    ``fps``, video ``width``/``height`` in pixels, ``people`` in the file."""
+    ``fps``, video ``width``/``height`` in pixels, ``people`` in the file, ``notes`` on
+    what was estimated (a reduced-Holistic file without world landmarks)."""
 
     landmarks: HolisticLandmarks
     pose_image: F64
@@ -73,18 +77,21 @@ class PoseFile:
     width: int
     height: int
     people: int
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class RecordSummary:
     """What :func:`pose_file_to_recording` did: the conversion result (vectors, tracking,
-    calibration, report), fps, and the conversion time per frame in seconds."""
+    calibration, report; vectors filtered when asked), fps, the conversion time per frame
+    in seconds, and the filter's jitter report (``None`` unfiltered)."""
 
     result: LandmarkResult
     fps: float
     frames: int
     seconds_per_frame: float
     out_path: Path
+    filtered: FilterResult | None = None
 
 
 def _pose_format() -> Any:
@@ -135,22 +142,56 @@ def pose_to_landmarks(pose: Any) -> PoseFile:
         scaled: F64 = got[0] * np.array([1.0, 1.0, float(width)])  # isotropic pixels: z has x's scale
         return scaled
 
-    world_got = component("POSE_WORLD_LANDMARKS")
-    assert world_got is not None
-    world = world_got[0] / np.array([float(width), float(height), 1.0])  # undo (x·W, y·H)
+    notes: list[str] = []
     pose_image = image("POSE_LANDMARKS")
+    assert pose_image is not None
+    world_got = component("POSE_WORLD_LANDMARKS", required=False)
+    if world_got is not None:
+        world = world_got[0] / np.array([float(width), float(height), 1.0])  # undo (x·W, y·H)
+        visibility = world_got[1]
+    else:
+        # reduced Holistic layout: world landmarks estimated from the image landmarks
+        world, scale = _world_from_image(pose_image)
+        pose_conf = component("POSE_LANDMARKS")
+        assert pose_conf is not None
+        visibility = pose_conf[1]
+        notes.append("no POSE_WORLD_LANDMARKS (reduced Holistic layout): world landmarks estimated from the "
+                     f"image landmarks about the hip midpoint, {scale:.5f} m per pixel from a "
+                     f"{REFERENCE_SHOULDER_WIDTH} m shoulder width")
     left, right = image("LEFT_HAND_LANDMARKS"), image("RIGHT_HAND_LANDMARKS")
-    assert pose_image is not None and left is not None and right is not None
+    assert left is not None and right is not None
     landmarks = HolisticLandmarks(
         pose_world=world,
-        pose_visibility=world_got[1],
+        pose_visibility=visibility,
         left_hand=left,
         right_hand=right,
         face=image("FACE_LANDMARKS", required=False),
         hand_scale=image_to_world_scale(pose_image, world),
+        pose_image=pose_image,
     )
     return PoseFile(landmarks=landmarks, pose_image=pose_image, fps=float(pose.body.fps), width=width,
-                    height=height, people=people)
+                    height=height, people=people, notes=tuple(notes))
+
+
+#: Shoulder width (metres) that scales image landmarks into world ones when a file has no
+#: ``POSE_WORLD_LANDMARKS`` (the reference avatar's, spec §4.1); the dims do not depend on
+#: it (arm units scale with the person), only the metre figures in notes do.
+REFERENCE_SHOULDER_WIDTH = 0.36
+
+
+def _world_from_image(pose_image: F64) -> tuple[F64, float]:
+    """World-like pose landmarks ``(B, 33, 3)`` (metres, MediaPipe axes, origin at the hip
+    midpoint, else the shoulder midpoint) from isotropic image landmarks, and the scale."""
+    shoulders = np.linalg.norm(pose_image[:, 11] - pose_image[:, 12], axis=-1)
+    finite = shoulders[np.isfinite(shoulders) & (shoulders > 0)]
+    if finite.size == 0:
+        raise UsageError("usage.bad_option", "no POSE_WORLD_LANDMARKS and no frame with both shoulders: "
+                         "cannot estimate world landmarks")
+    scale = REFERENCE_SHOULDER_WIDTH / float(np.median(finite))
+    hips = 0.5 * (pose_image[:, 23] + pose_image[:, 24])
+    centre = np.where(np.isfinite(hips).all(-1, keepdims=True), hips, 0.5 * (pose_image[:, 11] + pose_image[:, 12]))
+    out: F64 = (pose_image - centre[:, None]) * scale
+    return out, scale
 
 
 def read_pose_file(path: str | Path) -> PoseFile:
@@ -165,17 +206,28 @@ def read_pose_file(path: str | Path) -> PoseFile:
 
 
 def pose_file_to_recording(
-    path: str | Path, out_path: str | Path, *, visibility_threshold: float = 0.5
+    path: str | Path, out_path: str | Path, *, visibility_threshold: float = 0.5, filter: bool = False,
+    mirrored: Literal["report", "flip"] = "report",
 ) -> RecordSummary:
     """Convert a ``.pose`` file into a posewire recording at ``out_path``: one frame per
     pose frame with the estimated dims and the tracking condition; the header carries
-    the calibration measured from the person (spec §4.1). Returns a summary."""
+    the calibration measured from the person (spec §4.1). ``filter=True`` smooths the
+    vectors with the One-Euro filter (:func:`posewire.producers.filter.filter_vectors`;
+    off by default for files) and reports the jitter before and after; ``mirrored`` as in
+    :func:`posewire.producers.landmarks.landmarks_to_vectors`. Returns a summary."""
     pose_file = read_pose_file(path)
     if pose_file.fps <= 0:
         raise UsageError("usage.bad_option", f"the .pose file has no frame rate ({pose_file.fps})", path=str(path))
     started = time.perf_counter()
-    result = landmarks_to_vectors(pose_file.landmarks, visibility_threshold=visibility_threshold)
+    result = landmarks_to_vectors(pose_file.landmarks, visibility_threshold=visibility_threshold, mirrored=mirrored)
+    if pose_file.notes:
+        result = replace(result, report=replace(result.report, notes=(*pose_file.notes, *result.report.notes)))
     elapsed = time.perf_counter() - started
+    filtered = None
+    if filter:
+        times = np.arange(result.vectors.shape[0]) / pose_file.fps
+        filtered = filter_vectors(result.vectors, times)
+        result = replace(result, vectors=filtered.vectors)
     frames = [
         RecordedFrame.from_vector(round(i / pose_file.fps * 1e6), result.vectors[i], result.conditions(i))
         for i in range(result.vectors.shape[0])
@@ -183,4 +235,4 @@ def pose_file_to_recording(
     write_recording(out_path, frames, calibration=result.calibration.calibration)
     batch = max(result.vectors.shape[0], 1)
     return RecordSummary(result=result, fps=pose_file.fps, frames=result.vectors.shape[0],
-                         seconds_per_frame=elapsed / batch, out_path=Path(out_path))
+                         seconds_per_frame=elapsed / batch, out_path=Path(out_path), filtered=filtered)

@@ -34,7 +34,8 @@ apart, so it is never used for a dim.
 ``g_thumb_roll`` (§4.3) comes from the ``thumb-metacarpal`` orientation when
 orientations are given (:func:`posewire.producers.hand.thumb_roll`; OpenXR joint axes: +Y out of
 the back of the finger, −Z along the bone toward the tip — WebXR uses the same axes),
-else it is the default 0 (seed 000 §4.3), noted in the report. Arm dims (``a_*``) are not
+else from the positions (the thumb's bend axis, :func:`posewire.producers.hand.finger_angles`);
+a thumb too straight to show it gets the default 0 (seed 000 §4.3), noted in the report. Arm dims (``a_*``) are not
 estimated here (NaN).
 """
 
@@ -388,7 +389,7 @@ def vr_hand_to_vector(
             roll_deg = thumb_roll(hand, dorsal, side=side)
         roll_missing = ~np.isfinite(roll_deg)
     else:
-        notes.append("g_thumb_roll: no joint orientations, default 0 (seed 000 §4.3)")
+        notes.append("g_thumb_roll: no joint orientations, estimated from the thumb's bend (spec §4.3)")
 
     with np.errstate(invalid="ignore", divide="ignore"):
         dims = hand_dims(hand, rotation, frame_present, side=side, thumb_roll_deg=roll_deg)
@@ -402,7 +403,11 @@ def vr_hand_to_vector(
         vec[ok, col] = values[ok]
         if count := int((tracked & ~ok).sum()):
             not_estimated[dim_id] = count
-    if ori is not None and (count := int((tracked & roll_missing).sum())):
+    unseen = dims.roll_unobservable if dims.roll_unobservable is not None else np.zeros(batch, dtype=bool)
+    if count := int((tracked & unseen).sum()):
+        notes.append(f"g_thumb_roll: thumb too straight to see its roll in {count} frame(s), default 0 "
+                     "(spec §4.3)")
+    if ori is not None and (count := int((tracked & roll_missing & ~unseen).sum())):
         notes.append(f"g_thumb_roll: not measurable in {count} frame(s) (thumb-metacarpal orientation or "
                      "thumb joints missing, or metacarpal opposite its rest direction), default 0 (seed 000 §4.3)")
 

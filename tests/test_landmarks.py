@@ -48,21 +48,26 @@ def rot_y(deg: float) -> F64:
 
 def right_hand(*, fold: float = 0.0, pip: float = 0.0, dip: float = 0.0, spread: float = 0.0) -> F64:
     """A right hand (21, 3) in its local frame = body frame at identity: fingers +Y,
-    palm normal +Z (forward), thumb +X. Fingers bend about +X toward +Z by the angles
-    (degrees); ``spread`` turns the index toward the thumb (−side)."""
+    palm normal +Z (forward), thumb +X. Each finger continues its metacarpal (wrist →
+    MCP) in the palm plane (side 0, spec §4.3) and bends about its own lateral axis
+    toward +Z by the angles (degrees); ``spread`` turns the index toward the thumb (−side)."""
     pts = np.zeros((21, 3))
     bases = {5: 0.022, 9: 0.0, 13: -0.02, 17: -0.038}
     for mcp, x in bases.items():
         pts[mcp] = (x, 0.09, 0.0)
-        direction = np.array([0.0, 1.0, 0.0])
+        direction = pts[mcp] / np.linalg.norm(pts[mcp])
         if mcp == 5 and spread:
             t = np.radians(spread)
-            direction = np.array([np.sin(t), np.cos(t), 0.0])
+            c, s_ = np.cos(t), np.sin(t)
+            direction = np.array([c * direction[0] + s_ * direction[1], -s_ * direction[0] + c * direction[1], 0.0])
+        lateral = np.cross(direction, [0.0, 0.0, 1.0])
         angle = 0.0
         for k, (bend, length) in enumerate(((fold, 0.045), (pip, 0.028), (dip, 0.022))):
             angle += bend
-            pts[mcp + k + 1] = pts[mcp + k] + length * (rot_x(angle) @ direction)
-    rest = np.array([1.0, 1.0, 0.0]) / np.sqrt(2.0)  # thumb at its 45° rest, in the palm plane
+            t = np.radians(angle)
+            bent = direction * np.cos(t) + np.cross(lateral, direction) * np.sin(t)
+            pts[mcp + k + 1] = pts[mcp + k] + length * bent
+    rest = np.array([0.6, 0.8, 0.0])  # thumb at its rest direction (spec §4.3), in the palm plane
     pts[1] = (0.02, 0.02, 0.0)
     for k in (2, 3, 4):
         pts[k] = pts[k - 1] + 0.035 * rest
@@ -230,7 +235,13 @@ def poses(draw: st.DrawFn) -> tuple[F64, F64, F64, F64, F64]:
     right = (right + rng.normal(0, 0.004, (21, 3))) @ rng_rotation(rng).T + pose[16]
     face = face_points(draw(st.floats(-60, 60)))
     face[[33, 263, 10, 152]] += rng.normal(0, 0.005, (4, 3))
-    return pose, left, right, face, rng_rotation(rng)
+    return pose, left, right, face, camera_rotation(rng)
+
+
+def camera_rotation(rng: np.random.Generator) -> F64:
+    """A camera yaw and pitch (no roll): world up stays in the body's sagittal plane,
+    which the pelvis frame of spec §4.5 assumes (level camera, upright pelvis)."""
+    return rot_y(rng.uniform(-180, 180)) @ rot_x(rng.uniform(-30, 30))
 
 
 def rng_rotation(rng: np.random.Generator) -> F64:
@@ -246,7 +257,7 @@ def rng_rotation(rng: np.random.Generator) -> F64:
 @given(poses())
 def test_mirror_law(sample: tuple[F64, F64, F64, F64, F64]) -> None:
     """Mirroring the landmarks across the sagittal plane and swapping sides gives
-    mirror(vector) (spec §3.2), whatever the camera orientation."""
+    mirror(vector) (spec §3.2), whatever the camera yaw and pitch."""
     pose, left, right, face, camera = sample
     lm = make(pose, left, right, face, rotation=camera, offset=np.array([0.1, 0.2, 2.0]))
     lm_m = make(pose[POSE_PERM] @ M, right @ M, left @ M, face[FACE_PERM] @ M, rotation=camera,

@@ -61,7 +61,7 @@ class HandPose:
     middle_side: float = 0.0  # + toward the pinky
     thumb_fold: float = 0.0
     thumb_side: float = 0.0
-    thumb_bend: tuple[float, float] = (0.0, 0.0)  # MCP, IP (unsigned)
+    thumb_bend: tuple[float, float] = (0.0, 0.0)  # MCP, IP (signed, + toward the fingers)
     thumb_roll: float = 0.0
 
 
@@ -84,28 +84,28 @@ def skeleton(pose: HandPose) -> tuple[dict[str, F64], F64]:
         lateral /= np.linalg.norm(lateral)
         sigma = np.radians(pose.middle_side if finger == "middle" else 0.0)
         phi = np.radians(pose.fold[k])
-        b1 = -np.sin(sigma) * lateral + np.cos(sigma) * (np.cos(phi) * m + np.sin(phi) * ez)
-        b2 = rot(lateral, pose.pip[k]) @ b1
-        b3 = rot(lateral, pose.dip[k]) @ b2
+        # spec §4.3: side turns the finger in the palm plane from its metacarpal (toward
+        # the pinky), fold and curl bend it about its own lateral axis d × Z
+        d = np.cos(sigma) * m - np.sin(sigma) * lateral
+        lat_d = np.cross(d, ez)
+        b1 = np.cos(phi) * d + np.sin(phi) * ez
+        b2 = rot(lat_d, pose.pip[k]) @ b1
+        b3 = rot(lat_d, pose.dip[k]) @ b2
         pts[f"{finger}_base"] = 0.3 * mcp
         pts[f"{finger}_mcp"] = mcp
         pts[f"{finger}_pip"] = mcp + PHALANGES[0] * b1
         pts[f"{finger}_dip"] = pts[f"{finger}_pip"] + PHALANGES[1] * b2
         pts[f"{finger}_tip"] = pts[f"{finger}_dip"] + PHALANGES[2] * b3
-    a = np.radians(45.0 + pose.thumb_fold)
-    s = np.radians(pose.thumb_side)
-    axis = np.array([np.cos(a) * np.cos(s), np.sin(a) * np.cos(s), np.sin(s)])
-    bend = np.cross(axis, ez) if abs(pose.thumb_side) < 80 else np.array([1.0, 0.0, 0.0])
+    # spec §4.3 thumb: R1 = R_Z(fold)·R_tx(side)·R_ty(roll) from the rest t_y, joints R_Z(bend)
+    t_y = np.array([0.6, 0.8, 0.0])
+    t_x = np.cross(t_y, ez)
+    r1 = rot(ez, pose.thumb_fold) @ rot(t_x, pose.thumb_side) @ rot(t_y, pose.thumb_roll)
+    axis = r1 @ t_y
     pts["thumb_cmc"] = np.array([0.02, 0.025, 0.0])
     pts["thumb_mcp"] = pts["thumb_cmc"] + 0.04 * axis
-    pts["thumb_ip"] = pts["thumb_mcp"] + 0.032 * (rot(bend, pose.thumb_bend[0]) @ axis)
-    pts["thumb_tip"] = pts["thumb_ip"] + 0.025 * (rot(bend, sum(pose.thumb_bend)) @ axis)
-    # zero roll: the back of the hand (-Z) carried by the shortest arc rest -> axis (posewire.producers.hand)
-    rest = np.array([1.0, 1.0, 0.0]) / np.sqrt(2.0)
-    swing_axis = np.cross(rest, axis)
-    swing = np.eye(3) if np.linalg.norm(swing_axis) < 1e-12 else rot(
-        swing_axis, np.degrees(np.arccos(np.clip(rest @ axis, -1, 1))))
-    dorsal = rot(axis, pose.thumb_roll) @ (swing @ np.array([0.0, 0.0, -1.0]))
+    pts["thumb_ip"] = pts["thumb_mcp"] + 0.032 * (r1 @ rot(ez, pose.thumb_bend[0]) @ t_y)
+    pts["thumb_tip"] = pts["thumb_ip"] + 0.025 * (r1 @ rot(ez, sum(pose.thumb_bend)) @ t_y)
+    dorsal = r1 @ np.array([0.0, 0.0, -1.0])
     return pts, dorsal
 
 
@@ -230,8 +230,14 @@ def test_thumb_roll_default_zero_without_orientations_and_xyzw_order() -> None:
     body, dorsal = to_body(POSE, side="r", orientation=HAND_ORIENTATION, wrist=WRIST_R)
     pos, ori = openxr_joints(body, dorsal)
     out = vr_hand_to_vector(pos, side="r")
-    assert out.vectors[0, col("g_thumb_roll_r")] == 0.0
-    assert any("g_thumb_roll" in n for n in out.report.notes)
+    # spec §4.3: without orientations the roll comes from the bent thumb's positions
+    assert out.vectors[0, col("g_thumb_roll_r")] == pytest.approx(POSE.thumb_roll / 45, abs=1e-9)
+    assert any("g_thumb_roll" in n and "positions" not in n for n in out.report.notes)
+    straight = HandPose(thumb_roll=12.0)  # a straight thumb shows no roll: default 0, reported
+    body0, dorsal0 = to_body(straight, side="r", orientation=HAND_ORIENTATION, wrist=WRIST_R)
+    out0 = vr_hand_to_vector(openxr_joints(body0, dorsal0)[0], side="r")
+    assert out0.vectors[0, col("g_thumb_roll_r")] == 0.0
+    assert any("too straight" in n for n in out0.report.notes)
     xyzw = vr_hand_to_vector(pos, side="r", orientations=ori[..., [1, 2, 3, 0]], quaternion_order="xyzw")
     wxyz = vr_hand_to_vector(pos, side="r", orientations=ori)
     np.testing.assert_allclose(xyzw.vectors, wxyz.vectors, atol=1e-12)
@@ -380,10 +386,10 @@ def test_flat_right_hand_palm_forward_fingers_up_is_identity_in_openxr_space() -
     for finger in FINGERS:
         for kind in ("curl", "fold"):
             assert vec[col(f"g_{finger}_{kind}_r")] == pytest.approx(0.0, abs=1e-12)
-    # side is measured from the hand's Y-Z plane (spec §4.3, posewire.producers.hand): the straight
-    # middle finger reads 0, the fanned ones their fan angle (index toward the thumb: −)
-    assert vec[col("g_middle_side_r")] == pytest.approx(0.0, abs=1e-12)
-    assert vec[col("g_index_side_r")] == pytest.approx(-np.degrees(np.arctan2(0.022, 0.090)) / 20, abs=1e-9)
+    # side is measured from each finger's metacarpal (spec §4.3): fingers continuing their
+    # metacarpals read 0, fanned as they are
+    for finger in FINGERS[1:]:
+        assert vec[col(f"g_{finger}_side_r")] == pytest.approx(0.0, abs=1e-12)
     assert out.tracking["hand_r"][0] == "tracked"
     assert any("OpenXR" in n for n in out.report.notes)
     # the palm turned toward the user's left (+X body = −X_xr): 90° about +Y -> (0, 0.707107, 0) (spec §3.3)

@@ -1,0 +1,219 @@
+"""Temporal filtering of pose vectors: a per-dim One-Euro filter (issue 7; spec §3.1).
+
+The One-Euro filter (Casiez, Roussel, Vogel, CHI 2012) is a low-pass filter whose cutoff
+rises with speed: steady values are smoothed hard (little jitter), fast moves pass with
+little lag. Per step with time step ``dt`` (seconds):
+
+    α(fc) = 1 / (1 + 1 / (2π · fc · dt))
+    d̂ = α(d_cutoff) · (x − x̂_prev) / dt + (1 − α(d_cutoff)) · d̂_prev     (smoothed speed)
+    fc = min_cutoff + beta · |d̂|
+    x̂ = α(fc) · x + (1 − α(fc)) · x̂_prev
+
+Here ``x`` is a normalized dim (unit 1 = the registry max), so ``beta`` is in seconds
+per normalized unit. The palm is filtered as a rotation, not per component: the stored
+vector part of each hand (spec §4.2) is made a unit quaternion (``w`` rebuilt), the speed
+is its angular speed (radians / s), and the filtered rotation is the slerp from the
+previous one toward the new one by ``α(fc)`` (shortest arc), stored back with ``w ≥ 0``.
+
+A NaN value (dim not estimated in that frame) passes through as NaN and restarts that
+dim's filter, so a hand that reappears is not dragged from where it was lost.
+
+Defaults (:data:`DEFAULT_PARAMS`, per registry group; chosen on the real MediaPipe
+recordings at 25–30 fps, see ``benchmarks/fidelity_bench.py``): fingers
+``min_cutoff 0.5 Hz, beta 0.1``; palm ``1.0 Hz, beta 0.3 s/rad``; arm, head, body
+``1.5 Hz, beta 0.5``; face and mouth ``3.0 Hz, beta 1.0`` (expressions are fast);
+``d_cutoff`` 1 Hz everywhere. Live sources filter by default; files on request
+(:func:`filter_vectors`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from posewire.codec.errors import UsageError
+from posewire.codec.registry import REGISTRY
+from posewire.codec.vector import N_DIMS
+
+__all__ = ["DEFAULT_PARAMS", "FilterResult", "OneEuroParams", "VectorFilter", "filter_vectors", "group_jitter",
+           "jitter"]
+
+F64 = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class OneEuroParams:
+    """One-Euro parameters: ``min_cutoff`` (Hz), ``beta`` (s per normalized unit; for the
+    palm s per radian), ``d_cutoff`` (Hz) of the speed estimate."""
+
+    min_cutoff: float = 1.0
+    beta: float = 0.5
+    d_cutoff: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not (self.min_cutoff > 0 and self.d_cutoff > 0 and self.beta >= 0):
+            raise UsageError("usage.bad_option", f"One-Euro parameters must be positive: {self}")
+
+
+#: Parameters per registry group (module docstring).
+DEFAULT_PARAMS: Mapping[str, OneEuroParams] = {
+    "fingers": OneEuroParams(0.5, 0.1),
+    "palm": OneEuroParams(1.0, 0.3),
+    "arm": OneEuroParams(1.5, 0.5),
+    "head": OneEuroParams(1.5, 0.5),
+    "body": OneEuroParams(1.5, 0.5),
+    "face": OneEuroParams(3.0, 1.0),
+    "mouth": OneEuroParams(3.0, 1.0),
+}
+
+_PALM = np.array([[REGISTRY.index(f"w_q{a}_{s}") for a in "xyz"] for s in ("l", "r")])
+_SCALAR = np.array([d.index for d in REGISTRY.dimensions if d.row.group != "palm"])
+
+
+def _alpha(cutoff: F64 | float, dt: float) -> F64:
+    out: F64 = 1.0 / (1.0 + 1.0 / (2.0 * np.pi * np.asarray(cutoff) * dt))
+    return out
+
+
+class VectorFilter:
+    """Streaming One-Euro filter over full-width vectors ``(N,)`` (module docstring).
+
+    ``params`` maps registry group -> :class:`OneEuroParams` (missing groups use
+    :data:`DEFAULT_PARAMS`). Call with the frame time in seconds (strictly increasing)
+    and the vector; returns the filtered vector (NaN where the input is NaN).
+    """
+
+    def __init__(self, *, params: Mapping[str, OneEuroParams] | None = None) -> None:
+        chosen = {**DEFAULT_PARAMS, **(params or {})}
+        unknown = set(chosen).difference(DEFAULT_PARAMS)
+        if unknown:
+            raise UsageError("usage.bad_option", f"unknown filter groups {sorted(unknown)}")
+        group = [d.row.group for d in REGISTRY.dimensions]
+        self._min = np.array([chosen[g].min_cutoff for g in group])[_SCALAR]
+        self._beta = np.array([chosen[g].beta for g in group])[_SCALAR]
+        self._dcut = np.array([chosen[g].d_cutoff for g in group])[_SCALAR]
+        palm = chosen["palm"]
+        self._palm = palm
+        self._x = np.full(_SCALAR.size, np.nan)
+        self._dx = np.zeros(_SCALAR.size)
+        self._q = np.full((2, 4), np.nan)
+        self._dq = np.zeros(2)
+        self._t: float | None = None
+
+    def __call__(self, t: float, vector: ArrayLike) -> F64:
+        v = np.asarray(vector, dtype=np.float64)
+        if v.shape != (N_DIMS,):
+            raise UsageError("usage.shape", f"vector must have shape ({N_DIMS},), got {v.shape}")
+        out = v.copy()
+        if self._t is not None and not t > self._t:
+            raise UsageError("usage.bad_option", f"frame times must increase ({t} after {self._t})")
+        dt = None if self._t is None else t - self._t
+        self._t = t
+        # scalar dims
+        x = v[_SCALAR]
+        fresh = np.isfinite(x) & ~np.isfinite(self._x)
+        if dt is None:
+            new = x
+            self._dx = np.zeros_like(x)
+        else:
+            dx = np.where(fresh, 0.0, (x - self._x) / dt)
+            a_d = _alpha(self._dcut, dt)
+            self._dx = np.where(np.isfinite(dx), a_d * dx + (1.0 - a_d) * self._dx, 0.0)
+            a = _alpha(self._min + self._beta * np.abs(self._dx), dt)
+            new = np.where(fresh, x, a * x + (1.0 - a) * self._x)
+        self._x = np.where(np.isfinite(x), new, np.nan)
+        out[_SCALAR] = self._x
+        # palms: rotations
+        for k in range(2):
+            p = v[_PALM[k]]
+            if not np.isfinite(p).all():
+                self._q[k] = np.nan
+                out[_PALM[k]] = np.nan
+                continue
+            q = np.concatenate([[np.sqrt(max(0.0, 1.0 - float(p @ p)))], p])
+            q /= np.linalg.norm(q)
+            prev = self._q[k]
+            if dt is None or not np.isfinite(prev).all():
+                self._q[k], self._dq[k] = q, 0.0
+                out[_PALM[k]] = p
+                continue
+            if q @ prev < 0.0:
+                q = -q
+            angle = 2.0 * np.arccos(min(1.0, abs(float(q @ prev))))
+            ad_palm = float(_alpha(self._palm.d_cutoff, dt))
+            self._dq[k] = ad_palm * angle / dt + (1.0 - ad_palm) * self._dq[k]
+            a_palm = float(_alpha(self._palm.min_cutoff + self._palm.beta * self._dq[k], dt))
+            self._q[k] = _slerp(prev, q, a_palm)
+            r = self._q[k] if self._q[k][0] >= 0 else -self._q[k]
+            out[_PALM[k]] = r[1:]
+        return out
+
+
+def _slerp(a: F64, b: F64, t: float) -> F64:
+    dot = float(np.clip(a @ b, -1.0, 1.0))
+    theta = np.arccos(dot)
+    if theta < 1e-9:
+        out: F64 = a + t * (b - a)
+    else:
+        out = (np.sin((1.0 - t) * theta) * a + np.sin(t * theta) * b) / np.sin(theta)
+    res: F64 = out / np.linalg.norm(out)
+    return res
+
+
+@dataclass(frozen=True)
+class FilterResult:
+    """:func:`filter_vectors` output: the filtered ``vectors (B, N)`` and, per registry
+    group, the median frame-to-frame change (normalized units per frame; palm: radians per
+    frame) ``before`` and ``after`` filtering (the jitter report)."""
+
+    vectors: F64
+    jitter_before: Mapping[str, float]
+    jitter_after: Mapping[str, float]
+
+
+def filter_vectors(vectors: ArrayLike, times: ArrayLike, *,
+                   params: Mapping[str, OneEuroParams] | None = None) -> FilterResult:
+    """Filter a recording ``(B, N)`` with frame times ``(B,)`` in seconds (strictly
+    increasing) through one :class:`VectorFilter`, with the jitter report."""
+    vec = np.asarray(vectors, dtype=np.float64)
+    t = np.asarray(times, dtype=np.float64)
+    if vec.ndim != 2 or vec.shape[1] != N_DIMS or t.shape != (vec.shape[0],):
+        raise UsageError("usage.shape", f"vectors (B, {N_DIMS}) and times (B,) expected, got {vec.shape}, {t.shape}")
+    f = VectorFilter(params=params)
+    out = np.stack([f(float(ti), row) for ti, row in zip(t, vec, strict=True)]) if vec.shape[0] else vec.copy()
+    return FilterResult(out, group_jitter(vec), group_jitter(out))
+
+
+def group_jitter(vectors: ArrayLike) -> dict[str, float]:
+    """Median frame-to-frame change per registry group of a series ``(B, N)`` (palm: the
+    angle between consecutive palm rotations, radians); groups never present are left out."""
+    vec = np.asarray(vectors, dtype=np.float64)
+    out: dict[str, float] = {}
+    for group in DEFAULT_PARAMS:
+        if group == "palm":
+            angles = []
+            for k in range(2):
+                p = vec[:, _PALM[k]]
+                w = np.sqrt(np.maximum(0.0, 1.0 - (p * p).sum(-1)))
+                q = np.concatenate([w[:, None], p], axis=-1)
+                dot = np.abs((q[1:] * q[:-1]).sum(-1))
+                angles.append(2.0 * np.arccos(np.minimum(1.0, dot)))
+            change = np.concatenate(angles)
+        else:
+            idx = [d.index for d in REGISTRY.dimensions if d.row.group == group]
+            change = jitter(vec[:, idx]).ravel()
+        change = change[np.isfinite(change)]
+        if change.size:
+            out[group] = float(np.median(change))
+    return out
+
+
+def jitter(values: ArrayLike) -> F64:
+    """Frame-to-frame change ``|x[t+1] − x[t]|`` ``(B−1, K)`` of a series ``(B, K)``, NaN
+    where either frame is NaN (the jitter figures of the benchmark)."""
+    arr = np.asarray(values, dtype=np.float64)
+    out: F64 = np.abs(np.diff(arr, axis=0))
+    return out

@@ -1,0 +1,85 @@
+"""One-Euro filter of pose vectors (posewire.producers.filter): laws and the jitter report."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from posewire.codec.errors import UsageError
+from posewire.codec.registry import REGISTRY
+from posewire.codec.vector import DEFAULTS, N_DIMS
+from posewire.producers.filter import OneEuroParams, VectorFilter, filter_vectors
+
+PALM_R = [REGISTRY.index(f"w_q{a}_r") for a in "xyz"]
+FINGER = REGISTRY.index("g_index_curl_r")
+
+
+@settings(max_examples=40)
+@given(st.floats(-1, 1), st.floats(0.01, 0.2), st.integers(2, 30))
+def test_a_constant_signal_passes_unchanged(value: float, dt: float, frames: int) -> None:
+    # law: a steady value is a fixed point of the filter (no lag, no bias)
+    vec = np.tile(DEFAULTS, (frames, 1))
+    vec[:, FINGER] = value
+    out = filter_vectors(vec, np.arange(frames) * dt).vectors
+    np.testing.assert_allclose(out, vec, atol=1e-12)
+
+
+@settings(max_examples=40)
+@given(st.integers(0, 2**32 - 1))
+def test_output_stays_between_the_inputs_and_palm_stays_a_rotation(seed: int) -> None:
+    # laws: each filtered scalar is a convex mix of the previous output and the input, so
+    # it stays within the range of the inputs so far; the palm stays a unit rotation
+    rng = np.random.default_rng(seed)
+    vec = np.tile(DEFAULTS, (30, 1))
+    vec[:, FINGER] = rng.uniform(-1, 1, 30)
+    palm = rng.normal(size=(30, 3))
+    vec[:, PALM_R] = 0.9 * palm / np.linalg.norm(palm, axis=-1, keepdims=True) * rng.uniform(0, 1, (30, 1))
+    out = filter_vectors(vec, np.cumsum(rng.uniform(0.01, 0.1, 30))).vectors
+    for k in range(30):
+        assert vec[: k + 1, FINGER].min() - 1e-12 <= out[k, FINGER] <= vec[: k + 1, FINGER].max() + 1e-12
+    assert (np.linalg.norm(out[:, PALM_R], axis=-1) <= 1.0 + 1e-12).all()
+
+
+def test_noise_is_reduced_and_reported() -> None:
+    rng = np.random.default_rng(1)
+    vec = np.tile(DEFAULTS, (200, 1))
+    fingers = [d.index for d in REGISTRY.dimensions if d.row.group == "fingers"]
+    vec[:, fingers] = 0.3 + rng.normal(0, 0.05, (200, len(fingers)))
+    vec[:, PALM_R] = np.array([0.2, 0.1, 0.3]) + rng.normal(0, 0.03, (200, 3))
+    res = filter_vectors(vec, np.arange(200) / 30.0)
+    assert res.jitter_after["fingers"] < 0.4 * res.jitter_before["fingers"]
+    assert res.jitter_after["palm"] < 0.5 * res.jitter_before["palm"]
+    assert abs(np.mean(res.vectors[50:, FINGER]) - 0.3) < 0.02  # no bias
+
+
+def test_nan_passes_and_restarts_the_dim() -> None:
+    f = VectorFilter()
+    v = DEFAULTS.copy()
+    v[FINGER] = 0.8
+    f(0.0, v)
+    lost = v.copy()
+    lost[FINGER] = np.nan
+    lost[PALM_R] = np.nan
+    out = f(0.04, lost)
+    assert np.isnan(out[FINGER]) and np.isnan(out[PALM_R]).all()
+    back = v.copy()
+    back[FINGER] = -0.5
+    assert f(0.08, back)[FINGER] == -0.5  # not dragged from where it was lost
+
+
+def test_bad_input_is_a_usage_error() -> None:
+    with pytest.raises(UsageError) as e:
+        OneEuroParams(min_cutoff=0.0)
+    assert e.value.code == "usage.bad_option"
+    f = VectorFilter()
+    f(1.0, DEFAULTS)
+    with pytest.raises(UsageError):
+        f(1.0, DEFAULTS)  # time must increase
+    with pytest.raises(UsageError):
+        f(2.0, np.zeros(N_DIMS - 1))
+    with pytest.raises(UsageError):
+        VectorFilter(params={"legs": OneEuroParams()})
+    with pytest.raises(UsageError):
+        filter_vectors(np.zeros((3, N_DIMS)), np.arange(2))
