@@ -68,7 +68,7 @@ from posewire.codec.calibration import (
 from posewire.codec.conditions import Conditions
 from posewire.codec.elbow import spread_angle
 from posewire.codec.errors import UsageError
-from posewire.codec.euler import quat_to_body, quat_to_head
+from posewire.codec.euler import BODY_MAX_DEG, quat_to_body, quat_to_euler, quat_to_head
 from posewire.codec.quaternion import (
     cross_unchecked,
     from_matrix,
@@ -81,6 +81,7 @@ from posewire.codec.vector import LOWER, N_DIMS, UPPER
 from posewire.producers.hand import HAND_POINTS, finger_angles, hand_dims
 
 __all__ = [
+    "BODY_PLAUSIBLE",
     "CAMERA_FALLBACK_ROTATION",
     "FACE_POINTS",
     "HAND_LENGTH_RANGE",
@@ -248,6 +249,7 @@ class _Prepared:
     body_clamped: Bool
     mirrored: Bool  # (B,) the nose lies behind the chest frame (spec §2.2)
     swapped: Bool  # (B,) the two hands were swapped back (at the other pose wrist)
+    body_implausible: Bool  # (B,) torso rotation far out of range: hips misplaced
 
 
 _EX = np.array([1.0, 0.0, 0.0])
@@ -352,6 +354,10 @@ def _chest(sl: F64, sr: F64, hl: F64, hr: F64) -> tuple[F64, F64, Bool]:
     return chest, quat, ok
 
 
+#: Torso angles beyond this multiple of the registry maxima (b_yaw 45°, b_pitch and
+#: b_roll 30°) mark the hips as misplaced: no body dims, upright chest frame (reported).
+BODY_PLAUSIBLE = 1.5
+_IDENTITY_Q = np.array([1.0, 0.0, 0.0, 0.0])
 #: A frame is mirrored when ``unit(ear_l − ear_r) × unit(nose − ear_mid)`` has more than
 #: this component along the chest's +Y (a real head gives about −1; any head turn under
 #: 90° keeps it negative).
@@ -375,6 +381,13 @@ def _prepare(lm: HolisticLandmarks, mirrored: str = "report", visibility_thresho
     vis = np.asarray(lm.pose_visibility, dtype=np.float64)
     hips_seen = (vis[:, [POSE_POINTS["hip_l"], POSE_POINTS["hip_r"]]] >= visibility_threshold).all(-1)
     rotation, quat, valid = _chest(sl, sr, hl, hr)
+    # a torso turned far beyond the registry range relative to the pelvis means the hips
+    # are misplaced (occluded, cropped): treated like hips out of view, reported
+    implausible = np.zeros(lm.batch, dtype=bool)
+    if valid.any():
+        angles = np.stack(quat_to_euler(np.where(valid[:, None], quat, _IDENTITY_Q)), axis=-1)
+        implausible = valid & hips_seen & (np.abs(angles) > BODY_PLAUSIBLE * BODY_MAX_DEG).any(-1)
+    hips_seen = hips_seen & ~implausible
     # spec §4.5: hips out of view (an upper-body shot) -> the pelvis is MediaPipe's guess:
     # no body dims; the chest frame is the shoulder line and the guessed hip_mid → neck
     # (world up where the hips are missing), i.e. an upright torso
@@ -429,7 +442,8 @@ def _prepare(lm: HolisticLandmarks, mirrored: str = "report", visibility_thresho
     if swapped.any():
         left, right = left.copy(), right.copy()
         left[swapped], right[swapped] = right[swapped], left[swapped].copy()
-    return _Prepared(pose, left, right, face, rotation, neck, valid, body, quat, body_clamped, mirror_mask, swapped)
+    return _Prepared(pose, left, right, face, rotation, neck, valid, body, quat, body_clamped, mirror_mask, swapped,
+                     implausible)
 
 
 def _to_body(points: F64, prep: _Prepared) -> F64:
@@ -655,8 +669,12 @@ def landmarks_to_vectors(
     # spec §4.5: torso rotation relative to the pelvis, spine shares undone
     body_ok = prep.valid & np.isfinite(prep.body).all(-1)
     tracked["body"] = body_ok
-    if (prep.valid & ~body_ok).any():
-        degenerate["body_hips_not_visible"] = int((prep.valid & ~body_ok).sum())
+    if (prep.valid & ~body_ok & ~prep.body_implausible).any():
+        degenerate["body_hips_not_visible"] = int((prep.valid & ~body_ok & ~prep.body_implausible).sum())
+    if prep.body_implausible.any():
+        degenerate["body_implausible"] = int(prep.body_implausible.sum())
+        notes.append(f"torso turned beyond {BODY_PLAUSIBLE}x the body maxima against the hips in "
+                     f"{int(prep.body_implausible.sum())} frame(s): hips taken as misplaced, body not estimated")
     for k, row_id in enumerate(("b_yaw", "b_pitch", "b_roll")):
         vec[body_ok, _idx(row_id)] = prep.body[body_ok, k]
 
