@@ -1,0 +1,77 @@
+"""`posewire view`: the viewer's HTTP server (routes, no path escapes, the relay hint)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+
+import pytest
+
+from posewire.codec.wire import REGISTRY_HASH8
+from posewire.viewer import ViewerConfig, ViewerServer, avatar_description
+
+
+def get(url: str) -> tuple[int, bytes, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as resp:
+            return resp.status, resp.read(), resp.headers.get("Content-Type", "")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read(), ""
+
+
+def test_view_command_serves_the_page_and_refuses_paths_outside_its_roots() -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "posewire.cli", "view", "--stream", "alice", "--url",
+                             "ws://127.0.0.1:9999", "--port", "0", "--no-browser"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        hint = proc.stdout.readline()
+        url = first.rsplit(" ", 1)[-1].strip()
+        assert url.startswith("http://127.0.0.1:") and "'alice'" in first
+        origin = url.rstrip("/")
+        assert f"--allow-origin {origin}" in hint
+        status, body, ctype = get(url)
+        assert status == 200 and b"importmap" in body and ctype.startswith("text/html")
+        config = json.loads(get(url + "config.json")[1])
+        assert config == {"relay": "ws://127.0.0.1:9999", "stream": "alice", "token": None,
+                          "registry_version": config["registry_version"],
+                          "registry_hash": REGISTRY_HASH8.hex()}
+        status, body, ctype = get(url + "js/posewire/codec.mjs")
+        assert status == 200 and ctype.startswith("text/javascript") and b"export" in body
+        assert get(url + "node_modules/@pixiv/three-vrm/lib/three-vrm.module.js")[0] == 200
+        for bad in ("js/../pyproject.toml", "js/%2e%2e/pyproject.toml", "node_modules/three/../../package.json",
+                    "node_modules/playwright-core/package.json", "js/node_modules/three/package.json",
+                    "schemas/registry.schema.json", "nothing"):
+            assert get(url + bad)[0] == 404, bad
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    assert proc.returncode == 0
+
+
+def test_avatar_description_is_the_mannequin_in_canonical_names() -> None:
+    desc = avatar_description()
+    assert desc["names"][0] == "root" and desc["avatar_names"][1] == "Pelvis"
+    assert desc["names"][desc["avatar_names"].index("R_Shoulder")] == "upperarm_r"
+    assert set(desc["sites"]) == {"middle_tip_l", "middle_tip_r"}
+    assert all(p < j for j, p in enumerate(desc["parents"]) if j)
+    with ViewerServer(ViewerConfig("ws://x", "s"), port=0) as server:
+        status, body, ctype = get(server.url + "avatar/mannequin.glb")
+        assert status == 200 and body[:4] == b"glTF" and ctype == "model/gltf-binary"
+        server.config = ViewerConfig("ws://y", "t")
+        assert json.loads(get(server.url + "config.json")[1])["relay"] == "ws://y"
+        assert server.origins == (server.url.rstrip("/"), f"http://localhost:{server.url.rsplit(':', 1)[1][:-1]}")
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT"])
+def test_only_get(method: str) -> None:
+    with ViewerServer(ViewerConfig("ws://x", "s"), port=0) as server:
+        req = urllib.request.Request(server.url, method=method, data=b"x")
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(req, timeout=10)
+        assert err.value.code in (405, 501)
