@@ -195,6 +195,9 @@ async def test_viewer_in_chromium_matches_the_python_decoder(tmp_path: Path) -> 
                                        screenshot=str(shots / "vrm_dropped.png"))
                     check_vrm(v, raised)
                     assert not a["page_errors"], a["page_errors"]
+                    # everything came from loopback: the page and its libraries from the
+                    # viewer, the stream from the relay (no CDN at run time)
+                    assert set(v["origins"]) == {viewer.origin, relay.url.rstrip("/")}, v["origins"]
                 finally:
                     if proc.returncode is None and proc.stdin is not None:
                         proc.stdin.write(b'{"quit": true}\n')

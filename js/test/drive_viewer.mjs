@@ -30,6 +30,9 @@ const page = context.pages()[0] ?? (await context.newPage());
 const errors = [];
 page.on('pageerror', (e) => errors.push(String(e)));
 page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+const origins = new Set(); // every origin the page fetched from (no CDN: loopback only)
+page.on('request', (r) => { if (!r.url().startsWith('blob:') && !r.url().startsWith('data:')) origins.add(new URL(r.url()).origin); });
+page.on('websocket', (ws) => origins.add(new URL(ws.url()).origin));
 const out = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
 
 try {
@@ -79,7 +82,7 @@ async function capture(cmd) {
       box: [b[0] * sx, b[1] * sy, b[2] * sx, b[3] * sy], grid: { w: W, h: H, lum } };
   });
   if (cmd.screenshot) await page.screenshot({ path: cmd.screenshot });
-  return { ...state, page_errors: errors };
+  return { ...state, page_errors: errors, origins: [...origins] };
 }
 
 const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
