@@ -40,6 +40,7 @@ generate: install
 bench: install
 	$(BIN)/python benchmarks/wire_bench.py
 	$(BIN)/python benchmarks/relay_bench.py
+	$(BIN)/python benchmarks/decode_bench.py
 	$(BIN)/python benchmarks/inference_bench.py
 
 clean:
