@@ -168,6 +168,7 @@ async def run_demo(recording: Path, *, frames: int = 0, speed: float = 1.0, port
             producer = asyncio.create_task(publish() if webcam is None else publish_webcam())
             async with Subscriber(relay.url, STREAM, merge=True) as sub:
                 last_line = time.monotonic()
+                printed = ""
                 while True:
                     try:
                         frame = await asyncio.wait_for(sub.recv(), 0.5 if producer.done() else 5.0)
@@ -181,14 +182,16 @@ async def run_demo(recording: Path, *, frames: int = 0, speed: float = 1.0, port
                     if webcam is not None:
                         summary.frames_sent = summary.frames_received
                     if time.monotonic() - last_line >= 2.0:
-                        out(summary.line())
+                        printed = summary.line()
+                        out(printed)
                         last_line = time.monotonic()
                     if producer.done() and summary.frames_received >= summary.frames_sent:
                         break
             await producer
     finally:
         viewer.stop()
-    out(summary.line())
+    if summary.line() != printed:
+        out(summary.line())
     return summary
 
 
