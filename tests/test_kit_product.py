@@ -120,6 +120,20 @@ def test_broken_adapters_are_failed_naming_the_rule(
     assert all(r.why for r in failed)
 
 
+def test_a_missing_should_is_non_strict_not_failed() -> None:
+    # a consumer that rescales |v| > 1 (MUST) but does not clamp to 0.98 (SHOULD, spec §3.3)
+    def no_clamp(inp: dict[str, Any], out: Any) -> Any:
+        return operations()["palm.reconstruct"]({"v": inp["v"], "clamp": None})
+
+    execute = builtin_executor(_broken("palm.decode", no_clamp))
+    results = [run_case(c, execute, f) for f, c in CASES if c["op"] == "palm.decode"
+               and c["input"]["side"] == "r"]
+    verdicts = {r.id: r.verdict for r in results}
+    assert verdicts["decode-near-w-zero"] == verdicts["decode-near-w-zero-oblique"] == "NON-STRICT"
+    assert verdicts["decode-over-one"] == "FAILED"  # its MUST part holds, the clamp does not
+    assert exit_status([r for r in results if r.level == "SHOULD"]) == 0
+
+
 # ---------------------------------------------------------------- relay suite
 
 

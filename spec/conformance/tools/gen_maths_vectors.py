@@ -46,6 +46,8 @@ palm = []
 
 def case(lst, id_, op, rule, inp, expect=None, error=None, tol=1e-9):
     c = {"id": id_, "op": op, "rule": rule, "input": inp}
+    if rule == R_CLAMP:  # the consumer's 0.98 clamp is a SHOULD (§3.3): NON-STRICT if missing
+        c["level"] = "SHOULD"
     if error:
         c["expect_error"] = error
     else:
