@@ -457,7 +457,7 @@ class Relay:
                  hello_timeout: float = 3.0, hello_rate: float = 50.0, hello_burst: int = 200,
                  ping_interval: float | None = DEFAULT_PING_INTERVAL,
                  ping_timeout: float | None = DEFAULT_PING_TIMEOUT,
-                 send_window: int = 32,
+                 send_window: int = 64,
                  status_every: float | None = None, status_file: TextIO | None = None,
                  send_buffer: int | None = 16384, close_timeout: float = 2.0) -> None:
         if token is None and not no_auth and not is_loopback(host):
