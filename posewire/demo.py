@@ -9,7 +9,7 @@ It starts, on loopback:
    --webcam``); otherwise the repository's real signer recording
    (``tests/data/holistic_signer.pose``, a MediaPipe Holistic capture converted on the fly by
    :func:`posewire.producers.poseformat.pose_file_to_recording`; MIT, see
-   ``tests/data/LICENSE-signer.md``), looped at its own frame rate — or any
+   ``tests/data/LICENSE-pose-recording.txt``), looped at its own frame rate — or any
    ``--recording`` (``.pose`` or a posewire ``.jsonl`` recording);
 4. a Python subscriber that decodes every frame for the same mannequin (bones by IK/FK,
    ARKit face weights, spec §4.1–§4.7) and prints a status line: frames, fps, wire

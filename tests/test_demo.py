@@ -21,7 +21,8 @@ def fetch(url: str) -> bytes:
 def test_the_default_recording_is_the_real_signer() -> None:
     _header, frames = load_recording(DEFAULT_RECORDING)
     assert DEFAULT_RECORDING.suffix == ".pose" and len(frames) == 47
-    assert (DEFAULT_RECORDING.parent / "LICENSE-signer.md").read_text().count("MIT License") == 1
+    licence = (DEFAULT_RECORDING.parent / "LICENSE-pose-recording.txt").read_text()
+    assert licence.count("Copyright (c) 2021 Amit Moryossef") == 1
 
 
 async def test_demo_serves_the_viewer_while_it_plays_and_loops() -> None:

@@ -11,7 +11,7 @@ from posewire.cli import build_parser, main
 from posewire.producers.recording import read_recording
 
 ROOT = Path(__file__).resolve().parents[1]
-POSE = ROOT / "tests" / "data" / "holistic_signer.pose"  # MIT, see LICENSE-signer.md
+POSE = ROOT / "tests" / "data" / "holistic_signer.pose"  # MIT, see LICENSE-pose-recording.txt
 
 
 def test_exactly_one_source_is_required(capsys: pytest.CaptureFixture[str]) -> None:
