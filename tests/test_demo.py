@@ -42,7 +42,8 @@ async def test_demo_serves_the_viewer_while_it_plays_and_loops() -> None:
     assert config["stream"] == "demo" and config["relay"].startswith("ws://127.0.0.1:")
     assert len(json.loads(pages["avatar/skeleton.json"])["names"]) == 55
     assert summary.frames_sent == 60  # 47 frames, looped
-    assert 50 <= summary.frames_received <= 60
+    # the subscriber yields the newest state: under load some frames are coalesced
+    assert 10 <= summary.frames_received <= 60
     assert 100 < sum(summary.wire_bytes) / len(summary.wire_bytes) <= 250
     assert any(line.startswith("viewer: http://127.0.0.1:") for line in lines)
     assert lines[-1].startswith("60 frames sent,")
