@@ -233,6 +233,10 @@ class LiveEncoder:
         states = {part: str(s[0]) for part, s in result.tracking.items()}
         for key, count in result.report.clamped.items():
             self.report.clamped[key] += count
+        for key, count in result.report.degenerate.items():  # never silent (e.g. mirrored frames)
+            if count and key != "body_frame":  # no body frame: already in the tracking states
+                hint = " (selfie frames? use --mirrored)" if key == "mirrored" else ""
+                self.report.notes[f"landmark encoder: {key}{hint}"] += count
 
         for side in ("l", "r"):
             if states[f"hand_{side}"] != "tracked" and obs.hand_source[side] != "none":
