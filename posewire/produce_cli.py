@@ -124,10 +124,11 @@ def live_frames(source: FrameSource, estimator: MediaPipeEstimator, encoder: Liv
     """Source frames -> observations -> encoded frames, one at a time."""
     for frame in source:
         obs = estimator.process(frame.rgb, timestamp_ms=frame.t_us // 1000 if estimator.mode == "video" else None)
-        yield LiveItem(frame, obs, encoder.encode(obs))
+        yield LiveItem(frame, obs, encoder.encode(obs, t_us=frame.t_us))
 
 
 def _open_live(args: argparse.Namespace) -> tuple[FrameSource, MediaPipeEstimator, LiveEncoder]:
+    from posewire.producers.filter import VectorFilter
     from posewire.producers.live import LiveEncoder
     from posewire.producers.mediapipe_source import MediaPipeEstimator, load_mediapipe
     from posewire.producers.sources import ImageFolderSource, VideoSource, WebcamSource
@@ -147,7 +148,10 @@ def _open_live(args: argparse.Namespace) -> tuple[FrameSource, MediaPipeEstimato
     except BaseException:
         source.close()
         raise
-    return source, estimator, LiveEncoder(face_expected=not args.no_face)
+    # smoothing (One-Euro, posewire.producers.filter): on for streams, off for independent photos
+    smooth = args.filter if args.filter is not None else args.images is None
+    return source, estimator, LiveEncoder(face_expected=not args.no_face,
+                                          smoothing=VectorFilter() if smooth else None)
 
 
 def _summary(encoder: LiveEncoder, sent: int, seconds: float, where: str) -> str:
@@ -449,6 +453,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     live.add_argument("--no-hands", action="store_true", help="skip the HandLandmarker fallback (hand-only route)")
     live.add_argument("--model-complexity", type=int, default=1, choices=(0, 1), help="Holistic pose model")
     live.add_argument("--fps", type=float, default=1.0, help="nominal frame rate of --images (timestamps)")
+    live.add_argument("--filter", action=argparse.BooleanOptionalAction, default=None,
+                      help="One-Euro smoothing of the values (default: on for --webcam/--video, "
+                           "off for --images)")
     live.add_argument("--count", type=int, default=0, help="stop after N frames (0: all)")
     live.add_argument("--verbose", action="store_true",
                       help="show the native libraries' log lines (MediaPipe, TFLite, OpenCV)")

@@ -3,8 +3,9 @@ one pose vector, its tracking condition, and the performer's calibration (spec �
 
 :class:`LiveEncoder` joins the pieces, each owned by its module:
 
-* arm, palm, finger (and body, when the landmark encoder estimates it) dims:
-  :func:`posewire.producers.landmarks.landmarks_to_vectors` on a batch of one frame;
+* arm, palm, finger and body dims: :func:`posewire.producers.landmarks.landmarks_to_vectors`
+  on a batch of one frame (a hand seen without a body keeps palm, in its camera fallback
+  frame, and fingers: the hand-only route);
 * head from the facial transformation matrix: its rotation is handed to the landmark
   encoder as the four face points of its head frame (eye corners ±X, forehead/chin ±Y), so
   the head goes through the landmark encoder's own head maths and body frame (spec §4.4);
@@ -29,7 +30,6 @@ from __future__ import annotations
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field, fields
-from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -39,9 +39,8 @@ from posewire.codec.conditions import Conditions
 from posewire.codec.errors import UsageError
 from posewire.codec.morph import FACE_DIM_INDICES
 from posewire.codec.registry import REGISTRY
-from posewire.codec.vector import LOWER, UPPER
 from posewire.producers.face import blendshape_dims, head_from_face_matrix, iris_gaze, rotation_part
-from posewire.producers.hand import hand_dims
+from posewire.producers.filter import VectorFilter
 from posewire.producers.landmarks import (
     FACE_POINTS,
     MEDIAPIPE_TO_Y_UP,
@@ -177,11 +176,16 @@ class LiveEncoder:
 
     ``calibration``: a fixed calibration (no live estimate) or None for
     :class:`LiveCalibration`; ``face_expected``: FaceLandmarker runs, so a frame without
-    blendshapes is ``lost`` for face/mouth rather than ``not_estimated``.
+    blendshapes is ``lost`` for face/mouth rather than ``not_estimated``; ``smoothing``: a
+    :class:`posewire.producers.filter.VectorFilter` (the landmark encoder's per-dim
+    One-Euro filter, quaternion-aware for the palm) applied to every encoded vector, or
+    None for raw values; with it, :meth:`encode` needs the frame time ``t_us``.
     """
 
     def __init__(self, *, calibration: LandmarkCalibration | None = None, face_expected: bool = True,
-                 visibility_threshold: float = 0.5, live: LiveCalibration | None = None) -> None:
+                 visibility_threshold: float = 0.5, live: LiveCalibration | None = None,
+                 smoothing: VectorFilter | None = None) -> None:
+        self.smoothing = smoothing
         self.fixed = calibration
         self.live = None if calibration is not None else (live or LiveCalibration(
             visibility_threshold=visibility_threshold))
@@ -194,27 +198,11 @@ class LiveEncoder:
         """The calibration in use (None before any body was seen)."""
         return self.fixed if self.fixed is not None else (None if self.live is None else self.live.current)
 
-    def _fingers_without_body(self, lm: HolisticLandmarks, side: Literal["l", "r"], vec: F64) -> None:
-        """Finger dims of a hand seen without a body frame (the hand-only route).
-
-        Curl, fold and side are angles inside the hand's own frame (spec §4.3), so any
-        world frame gives them: the camera's is used. The palm (§4.2) is relative to the
-        body and stays NaN here unless the landmark encoder gives it.
-        """
-        points = (lm.left_hand if side == "l" else lm.right_hand) @ MEDIAPIPE_TO_Y_UP
-        dims = hand_dims(points, np.eye(3)[None], np.ones(1, dtype=bool), side=side)
-        for dim_id, values in dims.values.items():
-            index = REGISTRY.index(dim_id)
-            if REGISTRY.dimensions[index].row.group != "fingers" or not np.isfinite(values[0]):
-                continue
-            value = float(np.clip(values[0], LOWER[index], UPPER[index]))
-            if value != float(values[0]):
-                self.report.clamped[dim_id] += 1
-            vec[index] = value
-        self.report.notes["a hand without a body: fingers only, no palm frame"] += 1
-
-    def encode(self, obs: Observation) -> EncodedFrame:
-        """Encode one observation (module docstring)."""
+    def encode(self, obs: Observation, *, t_us: int | None = None) -> EncodedFrame:
+        """Encode one observation (module docstring); ``t_us``: the frame time, required
+        (strictly increasing) when smoothing."""
+        if self.smoothing is not None and t_us is None:
+            raise UsageError("usage.bad_option", "smoothing needs the frame time t_us", path="t_us")
         start = time.perf_counter()
         lm = obs.landmarks
         changed = None if self.live is None else self.live.update(lm)
@@ -237,11 +225,6 @@ class LiveEncoder:
             if count and key != "body_frame":  # no body frame: already in the tracking states
                 hint = " (selfie frames? use --mirrored)" if key == "mirrored" else ""
                 self.report.notes[f"landmark encoder: {key}{hint}"] += count
-
-        for side in ("l", "r"):
-            if states[f"hand_{side}"] != "tracked" and obs.hand_source[side] != "none":
-                self._fingers_without_body(lm, side, vec)
-                states[f"hand_{side}"] = "tracked"
 
         if obs.blendshapes is not None:
             face, clipped = blendshape_dims(obs.blendshapes)
@@ -274,6 +257,8 @@ class LiveEncoder:
         for note in obs.notes:
             self.report.notes[note] += 1
 
+        if self.smoothing is not None and t_us is not None:
+            vec = self.smoothing(t_us / 1e6, vec)
         tracked = tuple(p for p, s in states.items() if s == "tracked")
         conditions = Conditions(tracking={p: s for p, s in states.items() if s != "tracked"})
         self.report.frames += 1

@@ -189,6 +189,21 @@ def test_face_tracking_conditions_and_unobservable_dims(seen: dict[str, Observat
     assert np.isnan(_value(hand_only.vector, "m_smile_l"))
 
 
+def test_smoothing_follows_the_one_euro_filter(seen: dict[str, Observation]) -> None:
+    from posewire.producers.filter import VectorFilter
+
+    smooth = LiveEncoder(smoothing=VectorFilter())
+    raw = LiveEncoder()
+    first = smooth.encode(seen["astronaut.jpg"], t_us=0)  # smiling
+    second = smooth.encode(seen["grace_hopper.jpg"], t_us=33_333)  # not smiling, one frame later
+    a = _value(raw.encode(seen["astronaut.jpg"]).vector, "m_smile_l")
+    g = _value(raw.encode(seen["grace_hopper.jpg"]).vector, "m_smile_l")
+    assert _value(first.vector, "m_smile_l") == pytest.approx(a)
+    assert g < _value(second.vector, "m_smile_l") < a  # pulled toward the previous frame
+    with pytest.raises(UsageError):
+        smooth.encode(seen["astronaut.jpg"])  # smoothing needs the frame time
+
+
 def test_selfie_mirror_is_undone_before_inference() -> None:
     # the handedness model is sure of this photo (0.99 un-mirrored, 0.96 mirrored)
     flipped = np.ascontiguousarray(_rgb("Back_Projection_Theory0.jpg")[:, ::-1])
