@@ -136,13 +136,14 @@ def test_an_open_hand_has_low_curls(seen: dict[str, Observation]) -> None:
             assert abs(curl) < 0.3, (name, finger, curl)
 
 
-def test_the_hand_only_route_gives_finger_dims(seen: dict[str, Observation]) -> None:
+def test_the_hand_only_route_gives_palm_and_finger_dims(seen: dict[str, Observation]) -> None:
     frame = LiveEncoder().encode(seen["handSrc.jpg"])  # no body in the photo
     assert "hand_r" in frame.tracked and "hand_l" not in frame.tracked
     for finger in ("index", "middle", "ring", "pinky"):
         assert abs(_value(frame.vector, f"g_{finger}_curl_r")) < 0.3
     assert np.isnan(_value(frame.vector, "g_index_curl_l"))
     assert np.isnan(_value(frame.vector, "a_x_r"))  # no shoulders: no arm position
+    assert np.isfinite(_value(frame.vector, "w_qx_r"))  # palm in the encoder's camera fallback frame
 
 
 def test_arms_and_a_profile_head_from_a_photographer(seen: dict[str, Observation]) -> None:
