@@ -37,11 +37,16 @@ test: install lint
 generate: install
 	$(BIN)/posewire generate
 
-bench: install
+# the kalidokit peer of benchmarks/fidelity_bench.py, pinned by the committed lock file
+benchmarks/js/node_modules/.package-lock.json: benchmarks/js/package.json benchmarks/js/package-lock.json
+	cd benchmarks/js && $(NPM) ci --no-audit --no-fund
+
+bench: install benchmarks/js/node_modules/.package-lock.json
 	$(BIN)/python benchmarks/wire_bench.py
 	$(BIN)/python benchmarks/relay_bench.py
 	$(BIN)/python benchmarks/decode_bench.py
 	$(BIN)/python benchmarks/inference_bench.py
+	$(BIN)/python benchmarks/fidelity_bench.py
 
 clean:
-	rm -rf $(VENV) tests/gltf/node_modules js/node_modules
+	rm -rf $(VENV) tests/gltf/node_modules js/node_modules benchmarks/js/node_modules

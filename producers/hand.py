@@ -99,6 +99,8 @@ THUMB_SIDE_AXIS: F64 = cross_unchecked(THUMB_REST, np.array([0.0, 0.0, 1.0]))
 #: the roll is then sent as 0 and counted (spec §4.3).
 THUMB_ROLL_MIN_CURL_DEG = 8.0
 _EPS = 1e-9
+_MCP, _PIP, _DIP, _TIP = (np.array(c) for c in zip(*FINGER_CHAINS.values(), strict=True))
+_XY = np.array([1.0, 1.0, 0.0])
 _ANGLE_DEG = {d.id: float(d.row.angle_deg) for d in REGISTRY.dimensions if d.row.angle_deg is not None}
 
 
@@ -205,38 +207,43 @@ def finger_angles(hand: F64, *, side: Side) -> dict[str, F64]:
     basis = _local_basis(hand, side)
     local = _to_canonical(basis, hand - hand[:, :1], side)
     out: dict[str, F64] = {}
-    for name, (mcp, pip, dip, tip) in FINGER_CHAINS.items():
-        meta = local[:, mcp]
-        b1, b2, b3 = local[:, pip] - local[:, mcp], local[:, dip] - local[:, pip], local[:, tip] - local[:, dip]
-        # a missing distal joint (VR) leaves the finger's direction to the joints present
-        segs = np.nan_to_num(np.stack([b1, b2, b3], axis=1)[..., :2])
-        mxx = (segs[..., 0] ** 2).sum(-1)
-        myy = (segs[..., 1] ** 2).sum(-1)
-        mxy = (segs[..., 0] * segs[..., 1]).sum(-1)
-        theta = 0.5 * np.arctan2(2.0 * mxy, mxx - myy)
-        d = np.stack([np.cos(theta), np.sin(theta), np.zeros_like(theta)], axis=-1)
-        d = d * np.where(d[:, 0] * meta[:, 0] + d[:, 1] * meta[:, 1] < 0.0, -1.0, 1.0)[:, None]
-        # the bend axis of the two distal joints is the finger's lateral axis exactly; it
-        # barely moves when the palm normal is a little off (a curved real palm), where the
-        # projected direction of a folded finger swings: weight each by how well it is seen
-        length = np.nansum(np.linalg.norm(np.stack([b1, b2, b3], axis=1), axis=-1), axis=1)
-        u1, u2, u3 = _unit(b1), _unit(b2), _unit(b3)
-        bend = np.nan_to_num(cross_unchecked(u1, u2)) + np.nan_to_num(cross_unchecked(u2, u3))
-        lateral_pca = np.stack([d[:, 1], -d[:, 0], np.zeros_like(theta)], axis=-1)  # d × Z
-        bend = bend * np.where(_dot(bend, lateral_pca) < 0.0, -1.0, 1.0)[:, None]
-        spread_len = np.sqrt(0.5 * (mxx + myy) + np.sqrt((0.5 * (mxx - myy)) ** 2 + mxy**2))
-        weight = spread_len / np.where(length > _EPS, length, np.nan)
-        lateral = (bend + (2.0 * weight)[:, None] * lateral_pca) * np.array([1.0, 1.0, 0.0])
-        # a straight finger along the palm normal shows no direction: side 0 (its metacarpal)
-        flat = np.linalg.norm(lateral, axis=-1) < 1e-9
-        lateral = np.where(flat[:, None], cross_unchecked(meta, np.array([0.0, 0.0, 1.0])), lateral)
-        lateral = _unit(lateral)
-        d = np.stack([-lateral[:, 1], lateral[:, 0], np.zeros_like(theta)], axis=-1)  # Z × lateral
-        alpha = np.arctan2(-meta[:, 0], meta[:, 1])
-        gamma = np.arctan2(-d[:, 0], d[:, 1])
-        out[f"g_{name}_side"] = np.degrees(np.angle(np.exp(1j * (gamma - alpha))))
-        out[f"g_{name}_fold"] = np.degrees(_signed_angle(d, b1, lateral))
-        out[f"g_{name}_curl"] = np.degrees(0.5 * (_signed_angle(b1, b2, lateral) + _signed_angle(b2, b3, lateral)))
+    # the four fingers at once: (B, 4, 3)
+    meta = local[:, _MCP]
+    b1, b2, b3 = local[:, _PIP] - meta, local[:, _DIP] - local[:, _PIP], local[:, _TIP] - local[:, _DIP]
+    # a missing distal joint (VR) leaves the finger's direction to the joints present
+    segs = np.nan_to_num(np.stack([b1, b2, b3], axis=2)[..., :2])  # (B, 4, 3, 2)
+    mxx = (segs[..., 0] ** 2).sum(-1)
+    myy = (segs[..., 1] ** 2).sum(-1)
+    mxy = (segs[..., 0] * segs[..., 1]).sum(-1)
+    theta = 0.5 * np.arctan2(2.0 * mxy, mxx - myy)
+    zeros = np.zeros_like(theta)
+    d = np.stack([np.cos(theta), np.sin(theta), zeros], axis=-1)
+    d = d * np.where(d[..., 0] * meta[..., 0] + d[..., 1] * meta[..., 1] < 0.0, -1.0, 1.0)[..., None]
+    # the bend axis of the two distal joints is the finger's lateral axis exactly; it barely
+    # moves when the palm normal is a little off (a curved real palm), where the projected
+    # direction of a folded finger swings: weight each by how well it is seen
+    n1, n2, n3 = (np.sqrt((b * b).sum(-1)) for b in (b1, b2, b3))
+    length = np.nan_to_num(n1) + np.nan_to_num(n2) + np.nan_to_num(n3)
+    u1, u2, u3 = (b / np.where(n > _EPS, n, np.nan)[..., None] for b, n in ((b1, n1), (b2, n2), (b3, n3)))
+    bend = np.nan_to_num(cross_unchecked(u1, u2)) + np.nan_to_num(cross_unchecked(u2, u3))
+    lateral_pca = np.stack([d[..., 1], -d[..., 0], zeros], axis=-1)  # d × Z
+    bend = bend * np.where(_dot(bend, lateral_pca) < 0.0, -1.0, 1.0)[..., None]
+    spread_len = np.sqrt(0.5 * (mxx + myy) + np.sqrt((0.5 * (mxx - myy)) ** 2 + mxy**2))
+    weight = spread_len / np.where(length > _EPS, length, np.nan)
+    lateral = (bend + (2.0 * weight)[..., None] * lateral_pca) * _XY
+    # a straight finger along the palm normal shows no direction: side 0 (its metacarpal)
+    flat = (lateral * lateral).sum(-1) < 1e-18
+    lateral = np.where(flat[..., None], np.stack([meta[..., 1], -meta[..., 0], zeros], axis=-1), lateral)
+    lateral = lateral / np.sqrt((lateral * lateral).sum(-1, keepdims=True))
+    d = np.stack([-lateral[..., 1], lateral[..., 0], zeros], axis=-1)  # Z × lateral
+    turn = np.arctan2(-d[..., 0], d[..., 1]) - np.arctan2(-meta[..., 0], meta[..., 1])
+    side = np.degrees(np.mod(turn + np.pi, 2.0 * np.pi) - np.pi)
+    fold = np.degrees(_signed_angle(d, b1, lateral))
+    curl = np.degrees(0.5 * (_signed_angle(b1, b2, lateral) + _signed_angle(b2, b3, lateral)))
+    for k, name in enumerate(FINGER_CHAINS):
+        out[f"g_{name}_side"] = side[:, k]
+        out[f"g_{name}_fold"] = fold[:, k]
+        out[f"g_{name}_curl"] = curl[:, k]
     t1, t2, t3, t4 = (local[:, i] for i in THUMB_CHAIN)
     a1, a2, a3 = _unit(t2 - t1), _unit(t3 - t2), _unit(t4 - t3)
     fold, side_t, e1, e2 = _thumb_swing(a1)

@@ -273,18 +273,23 @@ def _trunk_direction(q: F64) -> F64:
     return _unit(_trunk_vector(q))
 
 
+_TRUNK_W = np.array([length for length, _ in TRUNK_MODEL])
+_TRUNK_C = np.array([share for _, share in TRUNK_MODEL])
+
+
 def _trunk_vector(q: F64) -> F64:
-    """hip_mid → neck ``(B, 3)`` (metres of the model) turned by ``q (B, 4)``."""
+    """hip_mid → neck ``(B, 3)`` (metres of the model) turned by ``q (B, 4)``: the sum of
+    ``w_k · R(u, C_k·θ)·e_y`` by Rodrigues, ``(u, θ)`` the axis and angle of ``q``."""
     v = q[:, 1:]
-    sin_half = np.linalg.norm(v, axis=-1)
-    axis = v / np.where(sin_half > 0, sin_half, 1.0)[:, None]
-    angle = 2.0 * np.arctan2(sin_half, q[:, 0])
-    total = np.zeros_like(v)
-    for length, share in TRUNK_MODEL:
-        half = 0.5 * share * angle
-        qs = np.concatenate([np.cos(half)[:, None], np.sin(half)[:, None] * axis], axis=-1)
-        total += length * rotate_unchecked(qs, np.broadcast_to(_EY, v.shape))
-    return total
+    sin_half = np.sqrt((v * v).sum(-1))
+    a = v / np.where(sin_half > 0, sin_half, 1.0)[:, None]
+    phi = (2.0 * np.arctan2(sin_half, q[:, 0]))[:, None] * _TRUNK_C
+    s_cos = np.cos(phi) @ _TRUNK_W
+    s_sin = np.sin(phi) @ _TRUNK_W
+    a_cross_y = np.stack([-a[:, 2], np.zeros_like(s_cos), a[:, 0]], axis=-1)
+    out: F64 = (s_cos[:, None] * _EY + s_sin[:, None] * a_cross_y
+                + (a[:, 1] * (_TRUNK_W.sum() - s_cos))[:, None] * a)
+    return out
 
 
 def _signed_about(u: F64, v: F64, axis: F64) -> F64:
@@ -294,9 +299,10 @@ def _signed_about(u: F64, v: F64, axis: F64) -> F64:
     return out
 
 
-def _chest(sl: F64, sr: F64, hl: F64, hr: F64) -> tuple[F64, F64, Bool]:
+def _chest(sl: F64, sr: F64, hl: F64, hr: F64, wanted: Bool) -> tuple[F64, F64, Bool]:
     """Chest axes ``(B, 3, 3)`` (world columns), torso rotation ``Q (B, 4)`` relative to
-    the pelvis frame, and the valid mask (spec §4.5 "Estimating the body dims").
+    the pelvis frame, and the valid mask (spec §4.5 "Estimating the body dims"), solved
+    only for the rows ``wanted`` (hips visible).
 
     Pelvis frame: X = hip_l − hip_r made horizontal, Y = world up, Z = X × Y (upright
     pelvis, level camera). ``Q`` is the rotation with ``Q·e_x`` = the shoulder line
@@ -308,7 +314,7 @@ def _chest(sl: F64, sr: F64, hl: F64, hr: F64) -> tuple[F64, F64, Bool]:
     x_p = x_p - x_p[:, 1:2] * _EY
     across = sl - sr
     trunk = 0.5 * (sl + sr) - 0.5 * (hl + hr)
-    ok = (np.isfinite(x_p).all(-1) & np.isfinite(across).all(-1) & (np.linalg.norm(x_p, axis=-1) > 1e-6)
+    ok = (wanted & np.isfinite(x_p).all(-1) & np.isfinite(across).all(-1) & (np.linalg.norm(x_p, axis=-1) > 1e-6)
           & (np.linalg.norm(across, axis=-1) > 1e-6) & (np.linalg.norm(cross_unchecked(across, trunk), axis=-1) > 1e-9))
     quat = np.full((batch, 4), np.nan)
     chest = np.full((batch, 3, 3), np.nan)
@@ -342,6 +348,8 @@ def _chest(sl: F64, sr: F64, hl: F64, hr: F64) -> tuple[F64, F64, Bool]:
     psi1 = psi0 + f0 / share
     f1 = miss(psi1)
     for _ in range(6):
+        if not (np.abs(f1) > 1e-13).any():
+            break
         denom = f1 - f0
         step = np.where(np.abs(denom) > 1e-15, f1 * (psi1 - psi0) / np.where(np.abs(denom) > 1e-15, denom, 1.0), 0.0)
         psi0, f0 = psi1, f1
@@ -380,7 +388,7 @@ def _prepare(lm: HolisticLandmarks, mirrored: str = "report", visibility_thresho
     hl, hr = pose[:, POSE_POINTS["hip_l"]], pose[:, POSE_POINTS["hip_r"]]
     vis = np.asarray(lm.pose_visibility, dtype=np.float64)
     hips_seen = (vis[:, [POSE_POINTS["hip_l"], POSE_POINTS["hip_r"]]] >= visibility_threshold).all(-1)
-    rotation, quat, valid = _chest(sl, sr, hl, hr)
+    rotation, quat, valid = _chest(sl, sr, hl, hr, hips_seen)  # frames without hips: below
     # a torso turned far beyond the registry range relative to the pelvis means the hips
     # are misplaced (occluded, cropped): treated like hips out of view, reported
     implausible = np.zeros(lm.batch, dtype=bool)
@@ -718,11 +726,8 @@ def landmarks_to_vectors(
     finite = np.isfinite(vec)
     out_of_range = finite & ((vec < LOWER) | (vec > UPPER))
     vec = np.where(out_of_range, np.clip(vec, LOWER, UPPER), vec)
-    clamped: dict[str, int] = {}
-    for d in REGISTRY.dimensions:
-        count = int(out_of_range[:, d.index].sum())
-        if count:
-            clamped[d.id] = count
+    counts = out_of_range.sum(axis=0)
+    clamped: dict[str, int] = {REGISTRY.dimensions[i].id: int(counts[i]) for i in np.flatnonzero(counts)}
     for s in ("l", "r"):
         count = int(extra_clamps[f"w_q_{s}"].sum())
         if count:

@@ -142,3 +142,14 @@ def test_relay_fan_out_smoke() -> None:
     assert level.frames_lost_total == counters["drops"] + 3 * counters["rate_limited"]
     assert level.latency_samples == 3 * 120 - level.frames_lost_total
     assert memory["rss_at_end_mb"] > 0
+
+
+def test_fidelity_bench_quick_run_prints_every_table(capsys: pytest.CaptureFixture[str]) -> None:
+    bench = _load("fidelity_bench")
+    bench.round_trip_table(40)
+    bench.real_recordings()
+    out = capsys.readouterr().out
+    assert "| hand position (mm) | 0.00 / 0.00 |" in out  # zero noise: exact
+    assert "holistic_signer.pose" in out and "kalidokit" in out
+    for group in bench.GROUPS:
+        assert f"| {group} |" in out
