@@ -237,11 +237,11 @@ def finger_angles(hand: F64, *, side: Side) -> dict[str, F64]:
     lateral = lateral / np.sqrt((lateral * lateral).sum(-1, keepdims=True))
     d = np.stack([-lateral[..., 1], lateral[..., 0], zeros], axis=-1)  # Z × lateral
     turn = np.arctan2(-d[..., 0], d[..., 1]) - np.arctan2(-meta[..., 0], meta[..., 1])
-    side = np.degrees(np.mod(turn + np.pi, 2.0 * np.pi) - np.pi)
+    side_deg = np.degrees(np.mod(turn + np.pi, 2.0 * np.pi) - np.pi)
     fold = np.degrees(_signed_angle(d, b1, lateral))
     curl = np.degrees(0.5 * (_signed_angle(b1, b2, lateral) + _signed_angle(b2, b3, lateral)))
     for k, name in enumerate(FINGER_CHAINS):
-        out[f"g_{name}_side"] = side[:, k]
+        out[f"g_{name}_side"] = side_deg[:, k]
         out[f"g_{name}_fold"] = fold[:, k]
         out[f"g_{name}_curl"] = curl[:, k]
     t1, t2, t3, t4 = (local[:, i] for i in THUMB_CHAIN)

@@ -387,7 +387,7 @@ def _prepare(lm: HolisticLandmarks, mirrored: str = "report", visibility_thresho
     sl, sr = pose[:, POSE_POINTS["shoulder_l"]], pose[:, POSE_POINTS["shoulder_r"]]
     hl, hr = pose[:, POSE_POINTS["hip_l"]], pose[:, POSE_POINTS["hip_r"]]
     vis = np.asarray(lm.pose_visibility, dtype=np.float64)
-    hips_seen = (vis[:, [POSE_POINTS["hip_l"], POSE_POINTS["hip_r"]]] >= visibility_threshold).all(-1)
+    hips_seen: Bool = np.asarray((vis[:, [POSE_POINTS["hip_l"], POSE_POINTS["hip_r"]]] >= visibility_threshold).all(-1))
     rotation, quat, valid = _chest(sl, sr, hl, hr, hips_seen)  # frames without hips: below
     # a torso turned far beyond the registry range relative to the pelvis means the hips
     # are misplaced (occluded, cropped): treated like hips out of view, reported
