@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,7 +45,9 @@ from posewire.transport import (
     DEFAULT_PING_TIMEOUT,
     Backoff,
     ClientLink,
+    LinkClosedError,
     RelayError,
+    RelayUrls,
     check_liveness,
     client_tls_context,
     retry_connect,
@@ -81,6 +85,8 @@ class Subscriber:
     """Async consumer client of one stream (spec §5.3), an async iterator of
     :class:`SubscribedFrame` (the newest state, never a backlog).
 
+    ``url``: the relay, or several relays of one cluster (a list or comma-separated;
+    the next is used when one fails or its link drops, spec §5.7.1).
     ``merge``: yield the merged latest state of every dim instead of the dims carried
     since the previous item. ``ca_file``: PEM file to verify a ``wss://`` relay with.
     ``ping_interval`` / ``ping_timeout``: keepalive in seconds (None: off).
@@ -90,7 +96,8 @@ class Subscriber:
     ``reconnect`` is off.
     """
 
-    def __init__(self, url: str, stream: str, *, token: str | None = None, merge: bool = False,
+    def __init__(self, url: str | Sequence[str], stream: str, *, token: str | None = None,
+                 merge: bool = False,
                  client: str = "posewire-subscriber", reconnect: bool = True,
                  backoff_initial: float = 0.05, backoff_max: float = 5.0,
                  max_retries: int | None = None, open_timeout: float = 5.0,
@@ -98,7 +105,7 @@ class Subscriber:
                  ping_interval: float | None = DEFAULT_PING_INTERVAL,
                  ping_timeout: float | None = DEFAULT_PING_TIMEOUT) -> None:
         check_liveness(ping_interval, ping_timeout)
-        self.url = url
+        self.urls = RelayUrls(url)
         self.stream = stream
         self.token = token
         self.merge = merge
@@ -107,7 +114,7 @@ class Subscriber:
         self.backoff = Backoff(initial=backoff_initial, maximum=backoff_max)
         self.max_retries = max_retries
         self.open_timeout = open_timeout
-        self.tls = client_tls_context(url, ca_file)
+        self._tls = {u: client_tls_context(u, ca_file) for u in self.urls.urls}
         self.ping_interval = ping_interval
         self.ping_timeout = ping_timeout
         #: Latest calibration and condition state of the stream (spec §5.5–5.6).
@@ -153,15 +160,29 @@ class Subscriber:
         return frame
 
     @property
+    def url(self) -> str:
+        """The relay in use (or tried next)."""
+        return self.urls.current
+
+    @property
+    def tls(self) -> ssl.SSLContext | None:
+        """The TLS context for :attr:`url` (None for ``ws://``)."""
+        return self._tls[self.url]
+
+    @property
     def connected(self) -> bool:
         """True while the link is open."""
         return self._link is not None and self._link.is_open
 
     async def _open_once(self) -> None:
-        self._link = await ClientLink.open(
-            self.url, self.stream, role="consumer", token=self.token,
-            client=self.client, open_timeout=self.open_timeout, max_size=2**20,
-            tls=self.tls, ping_interval=self.ping_interval, ping_timeout=self.ping_timeout)
+        try:
+            self._link = await ClientLink.open(
+                self.url, self.stream, role="consumer", token=self.token,
+                client=self.client, open_timeout=self.open_timeout, max_size=2**20,
+                tls=self.tls, ping_interval=self.ping_interval, ping_timeout=self.ping_timeout)
+        except (RelayError, LinkClosedError):
+            self.urls.advance()  # spec §5.7.1: the next relay of the cluster
+            raise
         if self._ever_connected:
             self.reconnects += 1
         self._ever_connected = True
@@ -197,6 +218,7 @@ class Subscriber:
                         return
                     if isinstance(closed, RelayError) and (closed.fatal or not self.reconnect):
                         raise closed from None
+                    self.urls.advance()  # the link dropped: try the next relay first
                     continue
                 for msg in link.feed(data):  # RelayError on an error message
                     if isinstance(msg, Frame):
@@ -208,6 +230,7 @@ class Subscriber:
                     elif isinstance(msg, Bye):
                         await link.ws.close()
                         link.conn.connection_closed()
+                        self.urls.advance()
         except (RelayError, UsageError) as exc:
             if not self._closed:
                 self._error = exc

@@ -63,14 +63,23 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     logging.getLogger("websockets").setLevel(logging.WARNING)  # no per-connection lines
     token = None if args.no_auth else (args.token or os.environ.get("POSEWIRE_TOKEN") or None)
     try:
+        broker = None
+        if args.broker:  # spec §5.7.1
+            from .cluster import Broker
+
+            broker = Broker(args.broker)
         relay = Relay(args.host, args.port, token=token, no_auth=args.no_auth,
                       max_fps=args.max_fps, max_bytes=args.max_bytes,
-                      status_every=args.status_every or None, **serve_options(args))
+                      status_every=args.status_every or None, broker=broker,
+                      **serve_options(args))
     except UsageError as exc:
         print(f"posewire serve: {exc.message}", file=sys.stderr)
         return 2
     try:
         asyncio.run(relay.run())
+    except UsageError as exc:  # e.g. the broker does not answer
+        print(f"posewire serve: {exc.message}", file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"posewire serve: cannot listen on {args.host}:{args.port}: {exc}",
               file=sys.stderr)
@@ -174,6 +183,8 @@ def _add_net_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     p.add_argument("--status-every", type=float, default=5.0,
                    help="seconds between status lines on stderr (0: off)")
     add_serve_options(p)
+    p.add_argument("--broker", metavar="nats://HOST:PORT",
+                   help="share streams with the other relays on this NATS server (spec §5.7.1)")
     p.set_defaults(func=_cmd_serve)
 
     p = sub.add_parser("consume", help="subscribe to a stream and print or record frames")

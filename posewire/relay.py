@@ -38,7 +38,9 @@ Example (in-process, e.g. from a test)::
         print(relay.stats.frames_in)
 
 A message broker linking relays hooks in with :meth:`Relay.fan_out` (messages from
-elsewhere to local consumers) and :attr:`Relay.publish_hooks` (local producers' messages).
+elsewhere to local consumers) and :attr:`Relay.publish_hooks` (local producers' messages);
+``broker=`` (:class:`posewire.cluster.Broker`) also admits producers and consumers
+cluster-wide (spec §5.7.1).
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import count
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Literal, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TextIO, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -102,6 +104,9 @@ from posewire.transport import (
     check_liveness,
     server_tls_context,
 )
+
+if TYPE_CHECKING:
+    from posewire.cluster import Broker
 
 __all__ = [
     "ConsumerInfo",
@@ -444,6 +449,8 @@ class Relay:
       acknowledged one before the relay holds only its newest frame.
     * ``status_every`` — seconds between status lines on ``status_file`` (0/None: off);
       ``send_buffer`` — kernel send buffer per connection in bytes (None: OS default).
+    * ``broker`` — a :class:`posewire.cluster.Broker`: share the streams with the relays
+      on the same NATS server (spec §5.7.1).
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = 8765, *, token: str | None = None,
@@ -459,7 +466,8 @@ class Relay:
                  ping_timeout: float | None = DEFAULT_PING_TIMEOUT,
                  send_window: int = 64,
                  status_every: float | None = None, status_file: TextIO | None = None,
-                 send_buffer: int | None = 16384, close_timeout: float = 2.0) -> None:
+                 send_buffer: int | None = 16384, close_timeout: float = 2.0,
+                 broker: Broker | None = None) -> None:
         if token is None and not no_auth and not is_loopback(host):
             # spec §5.8: auth is on by default beyond loopback
             raise UsageError("usage.bad_option",
@@ -515,6 +523,7 @@ class Relay:
         #: hold before its frames go through the latest-wins mailbox (spec §5.7)
         self._write_limit = max(4096, 2 * self.limits.max_message_bytes)
         self.close_timeout = close_timeout
+        self.broker = broker
         self.stats = RelayStats()
         self._streams: dict[str, _Stream] = {}
         self._clients: set[_Client] = set()
@@ -559,8 +568,10 @@ class Relay:
         self.max_per_address = min(self.max_per_address, self.max_connections)
 
     async def start(self) -> None:
-        """Bind and start serving."""
+        """Bind and start serving (after connecting to the broker, if any)."""
         self._fit_descriptor_limit()
+        if self.broker is not None:
+            await self.broker.start(self)
         conn_class = type("RelayConnection", (_RelayConnection,), {"relay": self})
         self._server = await serve(
             self._handle, self.host, self._requested_port,
@@ -599,6 +610,8 @@ class Relay:
                 conn.transport.abort()
         if self._server is not None:
             await self._server.wait_closed()
+        if self.broker is not None:
+            await self.broker.close()
         if self._status_task is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._status_task
@@ -694,7 +707,7 @@ class Relay:
                 f"drops={st.drops} rate_limited={st.rate_limited} errors={st.errors} "
                 f"stale={st.stale} connections={self._admitted} refused={st.refused} "
                 f"evicted={st.evicted} origin_refused={st.origin_refused} "
-                f"replaced={st.replaced}")
+                f"replaced={st.replaced}" + ("" if self.broker is None else self.broker.status()))
 
     async def _status_loop(self, every: float) -> None:
         out = self.status_file or sys.stderr
@@ -939,6 +952,27 @@ class Relay:
             s = self._streams[stream] = _Stream(stream)
         return self._deliver(s, message, encode(message) if data is None else data)
 
+    def late_join_state(self, stream: str) -> list[tuple[str, bytes]]:
+        """``[(kind, bytes)]``: what a late joiner of ``stream`` gets now (spec §5.7;
+        kinds ``cal``, ``cond``, ``f``); ``[]`` for an unknown stream."""
+        s = self._streams.get(stream)
+        return [] if s is None else [(kind, item[1]) for kind, item in s.late_join()]
+
+    def restart_sequence(self, stream: str) -> None:
+        """A new producer took ``stream`` elsewhere: its frames are numbered from its
+        own start, not checked against the previous producer's (spec §5.7.1)."""
+        s = self._streams.get(stream)
+        if s is not None:
+            s.sequence = SequenceTracker()
+
+    async def evict_producer(self, stream: str, reason: str) -> None:
+        """Close the local producer of ``stream`` with ``decode.state`` (spec §5.7.1: its
+        cluster lease was taken)."""
+        s = self._streams.get(stream)
+        for client in list(s.producers if s is not None else ()):
+            await self._fail(client, client.conn.fail(DecodeError("decode.state", reason,
+                                                                  path="s")))
+
     def _deliver(self, stream: _Stream, msg: Message, data: bytes) -> bool:
         """One data message into ``stream``: its state, then its consumers."""
         if isinstance(msg, Frame):
@@ -1027,6 +1061,11 @@ class Relay:
             self._window_ping(consumer)
 
     async def _attach(self, client: _Client, hello: Hello) -> None:
+        if self.broker is not None and not await self.broker.admit(client.session, hello):
+            # spec §5.7.1: one producer per stream across the cluster
+            await self._fail(client, client.conn.fail(DecodeError(
+                "decode.state", "the stream has a producer on another relay", path="s")))
+            return
         await client.ws.send(client.conn.accept(client.session))
         self._welcomed(client.ws)
         client.role = "producer" if hello.role == "producer" else "consumer"
@@ -1075,6 +1114,8 @@ class Relay:
     def _detach(self, client: _Client) -> None:
         self._clients.discard(client)
         self._welcomed(client.ws)
+        if self.broker is not None:
+            self.broker.detach(client.session)
         if client.mailbox is not None:
             client.mailbox.close()
         for task in (client.sender, client.pinging):

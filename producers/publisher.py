@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -50,7 +51,9 @@ from posewire.transport import (
     DEFAULT_PING_TIMEOUT,
     Backoff,
     ClientLink,
+    LinkClosedError,
     RelayError,
+    RelayUrls,
     check_liveness,
     client_tls_context,
     retry_connect,
@@ -113,7 +116,9 @@ def _wire_calibration(cal: AvatarCalibration | None) -> Calibration | None:
 class Publisher:
     """Async producer client of one stream (spec §5.3).
 
-    ``url``: the relay (``ws://host:port`` or ``wss://…``); ``stream``: the stream name;
+    ``url``: the relay (``ws://host:port`` or ``wss://…``), or several relays of one
+    cluster (a list or comma-separated; the next is used when one fails or its link
+    drops, spec §5.7.1); ``stream``: the stream name;
     ``token``: the relay's auth token; ``calibration``: the avatar's measurements (spec
     §4.1), sent after every (re)connect. ``ca_file``: PEM file to verify a ``wss://``
     relay with (default: the system store). ``ping_interval`` / ``ping_timeout``:
@@ -123,7 +128,7 @@ class Publisher:
     at most ``max_retries`` attempts in a row, None = forever).
     """
 
-    def __init__(self, url: str, stream: str, *, token: str | None = None,
+    def __init__(self, url: str | Sequence[str], stream: str, *, token: str | None = None,
                  calibration: AvatarCalibration | None = None,
                  client: str = "posewire-publisher", reconnect: bool = True,
                  backoff_initial: float = 0.05, backoff_max: float = 5.0,
@@ -135,7 +140,7 @@ class Publisher:
         check_liveness(ping_interval, ping_timeout)
         if not 0 < send_timeout < 3600:
             raise UsageError("usage.bad_option", "send_timeout must be positive", path="send_timeout")
-        self.url = url
+        self.urls = RelayUrls(url)
         self.stream = stream
         self.token = token
         self.calibration = _wire_calibration(calibration)
@@ -146,7 +151,7 @@ class Publisher:
         self.bytes_sent = 0
         self.max_retries = max_retries
         self.open_timeout = open_timeout
-        self.tls = client_tls_context(url, ca_file)
+        self._tls = {u: client_tls_context(u, ca_file) for u in self.urls.urls}
         self.ping_interval = ping_interval
         self.ping_timeout = ping_timeout
         self.send_timeout = send_timeout
@@ -173,6 +178,16 @@ class Publisher:
         await self.close()
 
     @property
+    def url(self) -> str:
+        """The relay in use (or tried next)."""
+        return self.urls.current
+
+    @property
+    def tls(self) -> ssl.SSLContext | None:
+        """The TLS context for :attr:`url` (None for ``ws://``)."""
+        return self._tls[self.url]
+
+    @property
     def connected(self) -> bool:
         """True while the link is open."""
         return self._link is not None and self._link.is_open
@@ -192,11 +207,15 @@ class Publisher:
 
     async def _open(self) -> None:
         self._error = None
-        link = await ClientLink.open(self.url, self.stream, role="producer", token=self.token,
-                                     client=self.client, open_timeout=self.open_timeout,
-                                     max_size=2**20, tls=self.tls,
-                                     ping_interval=self.ping_interval,
-                                     ping_timeout=self.ping_timeout)
+        try:
+            link = await ClientLink.open(self.url, self.stream, role="producer", token=self.token,
+                                         client=self.client, open_timeout=self.open_timeout,
+                                         max_size=2**20, tls=self.tls,
+                                         ping_interval=self.ping_interval,
+                                         ping_timeout=self.ping_timeout)
+        except (RelayError, LinkClosedError):
+            self.urls.advance()  # spec §5.7.1: the next relay of the cluster
+            raise
         try:
             async with asyncio.timeout(self.send_timeout):
                 if self.calibration is not None:
@@ -243,6 +262,7 @@ class Publisher:
         try:
             await self._drop_link(keep_reconnect=True)
             self.reconnects += 1
+            self.urls.advance()  # the link dropped: try the next relay first
             await self.connect()
         except RelayError as exc:
             self._error = exc  # reported by the next send

@@ -11,6 +11,7 @@ from posewire.transport.client import (
     ClientLink,
     LinkClosedError,
     RelayError,
+    RelayUrls,
     retry_connect,
 )
 from posewire.transport.tls import (
@@ -29,6 +30,7 @@ __all__ = [
     "ClientLink",
     "LinkClosedError",
     "RelayError",
+    "RelayUrls",
     "check_liveness",
     "client_tls_context",
     "retry_connect",

@@ -5,7 +5,8 @@ One :class:`ClientLink` is one websocket to a relay driven by a sans-I/O
 :class:`posewire.codec.protocol.Connection` (spec §5.10): it connects with the ``posewire.v1``
 subprotocol (spec §5.1), sends the hello, waits for the welcome (spec §5.3) and turns
 an error message or a close into :class:`RelayError` / :class:`LinkClosedError`.
-:class:`Backoff` is the exponential reconnect schedule both clients use.
+:class:`Backoff` is the exponential reconnect schedule both clients use;
+:class:`RelayUrls` the relays they may use, in turn (spec §5.7.1).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import random
 import ssl
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -41,6 +42,7 @@ __all__ = [
     "ClientLink",
     "LinkClosedError",
     "RelayError",
+    "RelayUrls",
     "retry_connect",
 ]
 
@@ -105,6 +107,29 @@ class Backoff:
     def reset(self) -> None:
         """Back to the initial delay."""
         self.attempt = 0
+
+
+class RelayUrls:
+    """The relays a client may use (spec §5.7.1): one URL, or several relays of one
+    cluster (a list, or one string with commas). The client uses :attr:`current`
+    and moves to the next one (:meth:`advance`) when a connect fails or the link
+    drops, so a client of a relay that died goes on on another."""
+
+    def __init__(self, urls: str | Sequence[str]) -> None:
+        items = urls.split(",") if isinstance(urls, str) else list(urls)
+        self.urls: tuple[str, ...] = tuple(u.strip() for u in items if u.strip())
+        if not self.urls:
+            raise UsageError("usage.bad_option", "at least one relay URL is needed", path="url")
+        self._index = 0
+
+    @property
+    def current(self) -> str:
+        """The URL to use now."""
+        return self.urls[self._index]
+
+    def advance(self) -> None:
+        """Move to the next URL (wrapping around)."""
+        self._index = (self._index + 1) % len(self.urls)
 
 
 async def retry_connect(open_once: Callable[[], Awaitable[None]], *, backoff: Backoff,

@@ -1,0 +1,571 @@
+"""Relays that share streams over NATS (``posewire serve --broker nats://HOST:PORT``, spec §5.7.1).
+
+A :class:`Broker` is one relay's link to a NATS server (the ``nats-py`` client). Three
+things travel through it:
+
+* **live messages** — every message of a local producer that the relay accepted
+  (calibration, conditions, frames) is published, as the producer's bytes, on the
+  stream's subject ``<prefix>.s.<stream>`` (the relay's :attr:`~posewire.relay.Relay.publish_hooks`).
+  A relay subscribes to a stream's subject while it has local consumers of it and hands
+  what arrives to its local fan-out (:meth:`~posewire.relay.Relay.fan_out`). The NATS
+  connection uses ``no_echo``, so a relay never receives its own messages; NATS keeps
+  the order of one connection's messages, which gives the per-stream order of spec
+  §5.7.1. The first message after a producer took the stream carries the header
+  ``Posewire-Producer``: the other relays then restart the stream's sequence check.
+* **late-join state** — the stream's latest calibration, condition state and full
+  frame (what a late joiner gets, spec §5.7) in the JetStream key-value bucket
+  ``<prefix>_state`` (keys ``<stream>.cal|cond|f``), written by the producer's relay: one
+  writer, the newest state only, at most every ``state_interval`` seconds, never in the
+  producer's path. A relay whose first consumer of a stream arrives subscribes, then
+  reads the stored state once, before that consumer's welcome.
+* **one producer per stream** — a lease in the bucket ``<prefix>_lease`` (key
+  ``<stream>``), created with a revision check (``create`` fails while another relay
+  holds it), renewed every ``lease_ttl / 3`` s by a revision-checked update, deleted when
+  the producer leaves; the bucket's ``max_age`` (= ``lease_ttl``) expires the lease of a
+  relay that died. A relay that finds its lease taken (cut off for longer than the
+  lease) closes its producer with ``decode.state``.
+
+Faults: the client reconnects to NATS forever (every ``reconnect_wait`` s) and re-sends
+its subscriptions; meanwhile the relay serves its own clients, and its producers'
+messages for the cluster are dropped and counted, never queued (latest wins). On
+reconnect it republishes each local stream's calibration and conditions and rewrites
+its state. Stream names (``[A-Za-z0-9._-]``) become subject tokens and keys with ``.``
+written as ``=``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import secrets
+from collections import deque
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import nats
+import nats.errors
+import nats.js.errors
+from nats.aio.client import Client as NatsClient
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+from nats.js import JetStreamContext
+from nats.js.kv import KeyValue
+
+from posewire.codec.errors import DecodeError, UsageError
+from posewire.codec.wire import Calibration, ConditionsMessage, Frame, Hello, Message, decode
+
+__all__ = [
+    "PRODUCER_HEADER",
+    "STATE_KINDS",
+    "Broker",
+    "BrokerStats",
+    "ClusterHost",
+    "stream_token",
+]
+
+log = logging.getLogger("posewire.cluster")
+
+#: The late-join state kept in the key-value store, in delivery order (spec §5.7).
+STATE_KINDS: tuple[str, ...] = ("cal", "cond", "f")
+#: NATS header on the first message of a stream's new producer.
+PRODUCER_HEADER = "Posewire-Producer"
+
+_PREFIX_RE = re.compile(r"[A-Za-z0-9_-]{1,32}")
+#: Errors of the NATS client and of the loop meaning "the broker did not answer".
+_BROKER_ERRORS = (nats.errors.Error, TimeoutError, OSError)
+#: Messages waiting for the NATS client at most (it takes them at once while connected).
+_OUTBOX = 1024
+#: Largest message a relay may pass on (spec §5.8 upper bound of ``max_bytes``).
+_MAX_BYTES = 2**20
+
+
+def stream_token(stream: str) -> str:
+    """The subject token and key of a stream name (``.`` → ``=``; reversible because
+    ``=`` is not allowed in a stream name, spec §5.3)."""
+    return stream.replace(".", "=")
+
+
+def _kind(msg: Message) -> str | None:
+    if isinstance(msg, Frame):
+        return "f"
+    if isinstance(msg, Calibration):
+        return "cal"
+    if isinstance(msg, ConditionsMessage):
+        return "cond"
+    return None
+
+
+class ClusterHost(Protocol):
+    """What a relay offers its broker (implemented by :class:`posewire.relay.Relay`)."""
+
+    publish_hooks: list[Callable[[str, Message, bytes], None]]
+
+    def fan_out(self, stream: str, message: Message, data: bytes | None = None) -> bool:
+        """A message of another relay's producer, to the local consumers."""
+
+    def late_join_state(self, stream: str) -> list[tuple[str, bytes]]:
+        """``[(kind, bytes)]``: what a late joiner of ``stream`` gets now."""
+
+    def restart_sequence(self, stream: str) -> None:
+        """A new producer took ``stream``: its sequence numbers start afresh."""
+
+    async def evict_producer(self, stream: str, reason: str) -> None:
+        """Close the local producer of ``stream``."""
+
+
+@dataclass
+class BrokerStats:
+    """Counters of one relay's broker link (part of the relay's status line)."""
+
+    published: int = 0
+    publish_dropped: int = 0
+    received: int = 0
+    received_bad: int = 0
+    state_writes: int = 0
+    state_errors: int = 0
+    leases_refused: int = 0
+    leases_lost: int = 0
+    disconnects: int = 0
+    reconnects: int = 0
+
+
+class _Lease:
+    __slots__ = ("key", "revision", "session", "task")
+
+    def __init__(self, key: str, session: str, revision: int) -> None:
+        self.key = key
+        self.session = session
+        self.revision = revision
+        self.task: asyncio.Task[None] | None = None
+
+
+class Broker:
+    """One relay's link to NATS (see the module docstring); the relay drives it
+    (``Relay(..., broker=Broker("nats://127.0.0.1:4222"))``).
+
+    ``servers``: ``nats://host:port`` (or ``tls://``; several comma-separated or as a
+    list; user, password or token in the URL as NATS allows). ``prefix``: subject
+    prefix and bucket name stem, so several clusters can share one NATS server.
+    ``lease_ttl``: seconds a producer lease lives without renewal (how long a stream
+    stays locked after its relay died). ``state_interval``: least seconds between two
+    writes of a stream's state. ``request_timeout``: seconds any broker request may take.
+    ``reconnect_wait``: seconds between reconnect tries.
+    """
+
+    def __init__(self, servers: str | Sequence[str], *, prefix: str = "posewire",
+                 lease_ttl: float = 5.0, state_interval: float = 0.1,
+                 request_timeout: float = 1.0, reconnect_wait: float = 0.25) -> None:
+        urls = [u.strip() for u in (servers.split(",") if isinstance(servers, str) else servers)]
+        if not urls or not all(u.startswith(("nats://", "tls://")) for u in urls):
+            raise UsageError("usage.bad_option",
+                             "the broker must be nats://HOST:PORT (or tls://…), comma-separated",
+                             path="broker")
+        if not _PREFIX_RE.fullmatch(prefix):
+            raise UsageError("usage.bad_option", "the prefix must match [A-Za-z0-9_-]{1,32}",
+                             path="prefix")
+        if not 0.5 <= lease_ttl <= 3600:
+            raise UsageError("usage.bad_option", "lease_ttl must be in [0.5, 3600] s",
+                             path="lease_ttl")
+        for name, value in (("state_interval", state_interval),
+                            ("request_timeout", request_timeout),
+                            ("reconnect_wait", reconnect_wait)):
+            if not 0 < value <= 60:
+                raise UsageError("usage.bad_option", f"{name} must be in (0, 60] s", path=name)
+        self.servers = urls
+        self.prefix = prefix
+        self.lease_ttl = float(lease_ttl)
+        self.state_interval = float(state_interval)
+        self.request_timeout = float(request_timeout)
+        self.reconnect_wait = float(reconnect_wait)
+        #: Identifies this relay in the leases it holds.
+        self.relay_id = secrets.token_hex(6)
+        self.stats = BrokerStats()
+        self._nc: NatsClient | None = None
+        self._host: ClusterHost | None = None
+        self._state_kv: KeyValue | None = None
+        self._lease_kv: KeyValue | None = None
+        # consumers: subscriptions, local consumers per stream, kinds seen live
+        self._subs: dict[str, Subscription] = {}
+        self._users: dict[str, int] = {}
+        self._joined: dict[str, str] = {}  # consumer session -> stream
+        self._live: dict[str, set[str]] = {}
+        self._joins: dict[str, asyncio.Task[list[tuple[str, bytes]]]] = {}
+        # producers: leases by stream, stream by session, streams whose next message
+        # announces a new producer, releases under way
+        self._leases: dict[str, _Lease] = {}
+        self._lease_of: dict[str, str] = {}
+        self._fresh: set[str] = set()
+        self._releasing: dict[str, asyncio.Task[None]] = {}
+        # outgoing messages and state to write
+        self._outbox: deque[tuple[str, bytes, dict[str, str] | None]] = deque()
+        self._out_wake = asyncio.Event()
+        self._dirty: dict[str, None] = {}  # streams whose state changed (ordered set)
+        self._written: dict[str, bytes] = {}  # key -> bytes last written
+        self._state_wake = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._loops: list[asyncio.Task[None]] = []
+        self._closing = False
+
+    # ------------------------------------------------------------ lifecycle
+
+    @property
+    def connected(self) -> bool:
+        """True while the link to NATS is up."""
+        return self._nc is not None and self._nc.is_connected
+
+    async def start(self, host: ClusterHost) -> None:
+        """Connect and make sure both buckets exist; raises :class:`UsageError`
+        ``usage.state`` when no server answers."""
+        self._host = host
+        try:
+            # the client retries a first connect forever too: bounded here
+            self._nc = await asyncio.wait_for(nats.connect(
+                self.servers, name=f"posewire-relay-{self.relay_id}", no_echo=True,
+                allow_reconnect=True, max_reconnect_attempts=-1,
+                reconnect_time_wait=self.reconnect_wait,
+                connect_timeout=max(1, round(self.request_timeout * 2)),
+                disconnected_cb=self._on_disconnected, reconnected_cb=self._on_reconnected,
+                error_cb=self._on_error), max(1.0, 3 * self.request_timeout))
+            await self._ensure_buckets()
+        except _BROKER_ERRORS as exc:
+            if self._nc is not None:
+                with contextlib.suppress(*_BROKER_ERRORS):
+                    await self._nc.close()
+            raise UsageError("usage.state", f"cannot reach the broker {', '.join(self.servers)}: "
+                             f"{exc or type(exc).__name__}", path="broker") from None
+        host.publish_hooks.append(self._on_local)
+        self._loops = [asyncio.create_task(self._send_loop(), name="posewire-broker-send"),
+                       asyncio.create_task(self._state_loop(), name="posewire-broker-state")]
+
+    async def close(self) -> None:
+        """Give the leases back, stop, close the NATS link (idempotent)."""
+        if self._closing:
+            return
+        self._closing = True
+        if self._host is not None and self._on_local in self._host.publish_hooks:
+            self._host.publish_hooks.remove(self._on_local)
+        for stream, lease in list(self._leases.items()):
+            self._release(stream, lease)
+        if self._tasks:  # releases and unsubscribes under way
+            await asyncio.wait(list(self._tasks), timeout=self.request_timeout)
+        tasks = [*self._loops, *self._tasks, *self._joins.values()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self._nc is not None:
+            with contextlib.suppress(*_BROKER_ERRORS):
+                await self._nc.close()
+
+    async def _ensure_buckets(self) -> None:
+        assert self._nc is not None
+        js = self._nc.jetstream(timeout=self.request_timeout)
+        self._state_kv = await self._bucket(js, f"{self.prefix}_state", ttl=None)
+        self._lease_kv = await self._bucket(js, f"{self.prefix}_lease", ttl=self.lease_ttl)
+
+    @staticmethod
+    async def _bucket(js: JetStreamContext, name: str, ttl: float | None) -> KeyValue:
+        try:
+            return await js.key_value(name)
+        except nats.js.errors.BucketNotFoundError:
+            pass
+        try:  # relays may race to create it: the same config is accepted twice
+            return await js.create_key_value(bucket=name, history=1, ttl=ttl)
+        except nats.js.errors.BadRequestError:
+            return await js.key_value(name)
+
+    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
+        task = asyncio.create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _on_disconnected(self) -> None:
+        if self._closing:
+            return
+        self.stats.disconnects += 1
+        log.warning("broker: disconnected from NATS; serving local clients only")
+
+    async def _on_reconnected(self) -> None:
+        # the client has re-sent the subscriptions; the server may have lost its store
+        self.stats.reconnects += 1
+        log.warning("broker: reconnected to NATS")
+        self._spawn(self._resume(), "posewire-broker-resume")
+
+    async def _resume(self) -> None:
+        with contextlib.suppress(*_BROKER_ERRORS):
+            await self._ensure_buckets()
+        if self._host is None:
+            return
+        for stream in list(self._leases):
+            for kind, data in self._host.late_join_state(stream):
+                if kind != "f":  # stateful messages the others may have missed
+                    self._queue(stream, data)
+            self._written = {k: v for k, v in self._written.items()
+                             if not k.startswith(stream_token(stream) + ".")}
+            self._mark(stream)
+
+    async def _on_error(self, exc: Exception) -> None:
+        log.debug("broker: %s", exc)
+
+    def status(self) -> str:
+        """Status-line fields (appended to the relay's)."""
+        st = self.stats
+        return (f" broker={'up' if self.connected else 'down'} cluster_out={st.published}"
+                f" cluster_in={st.received} cluster_dropped={st.publish_dropped}"
+                f" leases={len(self._leases)}")
+
+    # ------------------------------------------------------------ the relay's hooks
+
+    async def admit(self, session: str, hello: Hello) -> bool:
+        """Called by the relay before it welcomes a client. A producer takes the
+        stream's cluster-wide lease (False: another relay holds it, or the broker does
+        not answer: one producer per stream is kept over availability). A consumer
+        subscribes the relay to the stream (its first one: the stored state is loaded
+        into the relay first). True when the client may be welcomed."""
+        if hello.role == "producer":
+            return await self._acquire(hello.stream, session)
+        self._joined[session] = hello.stream
+        await self._join(hello.stream)
+        return True
+
+    def detach(self, session: str) -> None:
+        """Called by the relay when a client is gone (admitted or not)."""
+        held = self._lease_of.pop(session, None)
+        if held is not None:
+            lease = self._leases.get(held)
+            if lease is not None and lease.session == session:
+                self._release(held, lease)
+        joined = self._joined.pop(session, None)
+        if joined is not None:
+            self._leave(joined)
+
+    # ------------------------------------------------------------ live messages
+
+    def _subject(self, stream: str) -> str:
+        return f"{self.prefix}.s.{stream_token(stream)}"
+
+    def _on_local(self, stream: str, msg: Message, data: bytes) -> None:
+        """A local producer's accepted message: publish it, note the state changed."""
+        self._queue(stream, data)
+        self._mark(stream)
+
+    def _queue(self, stream: str, data: bytes) -> None:
+        if not self.connected:
+            self.stats.publish_dropped += 1  # latest wins: never queued for later
+            return
+        headers = None
+        if stream in self._fresh:
+            self._fresh.discard(stream)
+            lease = self._leases.get(stream)
+            headers = {PRODUCER_HEADER: f"{self.relay_id} {lease.session if lease else ''}"}
+        if len(self._outbox) >= _OUTBOX:
+            self._outbox.popleft()
+            self.stats.publish_dropped += 1
+        self._outbox.append((self._subject(stream), data, headers))
+        self._out_wake.set()
+
+    async def _send_loop(self) -> None:
+        """Hand the outbox to the NATS client in order (it buffers and flushes)."""
+        while True:
+            await self._out_wake.wait()
+            self._out_wake.clear()
+            nc = self._nc
+            assert nc is not None
+            while self._outbox:
+                subject, data, headers = self._outbox.popleft()
+                try:
+                    await nc.publish(subject, data, headers=headers)
+                    self.stats.published += 1
+                except _BROKER_ERRORS:
+                    self.stats.publish_dropped += 1
+
+    async def _on_remote(self, stream: str, msg: Msg) -> None:
+        self.stats.received += 1
+        host = self._host
+        if host is None or stream not in self._subs:
+            return  # no local consumer left
+        try:
+            message = decode(msg.data, max_size=_MAX_BYTES)
+        except DecodeError:
+            self.stats.received_bad += 1
+            return
+        kind = _kind(message)
+        if kind is None:
+            self.stats.received_bad += 1
+            return
+        if msg.headers and PRODUCER_HEADER in msg.headers:
+            host.restart_sequence(stream)  # a new producer numbers from its own start
+        self._live.setdefault(stream, set()).add(kind)
+        host.fan_out(stream, message, msg.data)
+
+    async def _join(self, stream: str) -> None:
+        self._users[stream] = self._users.get(stream, 0) + 1
+        task = self._joins.get(stream)
+        if task is None or (task.done() and (task.cancelled() or task.exception() is not None)):
+            task = self._joins[stream] = asyncio.create_task(self._subscribe(stream),
+                                                             name=f"posewire-join-{stream}")
+            first = True
+        else:
+            first = False
+        try:
+            stored = await asyncio.wait_for(asyncio.shield(task), self.request_timeout)
+        except _BROKER_ERRORS:
+            return  # served without the stored state; subscribed on reconnect
+        if first and self._host is not None:
+            seen = self._live.get(stream, set())
+            for kind, data in stored:
+                if kind in seen:
+                    continue  # newer, live
+                with contextlib.suppress(DecodeError):
+                    self._host.fan_out(stream, decode(data, max_size=_MAX_BYTES), data)
+
+    async def _subscribe(self, stream: str) -> list[tuple[str, bytes]]:
+        """Subscribe (flushed: live from now on), then read the stored state."""
+        nc = self._nc
+        assert nc is not None
+        if stream not in self._subs:
+            async def on_msg(msg: Msg) -> None:
+                await self._on_remote(stream, msg)
+
+            self._live.pop(stream, None)
+            self._subs[stream] = await nc.subscribe(self._subject(stream), cb=on_msg)
+            await nc.flush(max(1, round(self.request_timeout)))
+        out: list[tuple[str, bytes]] = []
+        kv = self._state_kv
+        if kv is None:
+            return out
+        token = stream_token(stream)
+        for kind in STATE_KINDS:
+            try:
+                entry = await kv.get(f"{token}.{kind}")
+            except nats.js.errors.KeyNotFoundError:
+                continue
+            if entry.value:
+                out.append((kind, entry.value))
+        return out
+
+    def _leave(self, stream: str) -> None:
+        users = self._users.get(stream, 0) - 1
+        if users > 0:
+            self._users[stream] = users
+            return
+        self._users.pop(stream, None)
+        self._joins.pop(stream, None)
+        self._live.pop(stream, None)
+        sub = self._subs.pop(stream, None)
+        if sub is not None:
+            self._spawn(self._unsubscribe(sub), f"posewire-leave-{stream}")
+
+    @staticmethod
+    async def _unsubscribe(sub: Subscription) -> None:
+        with contextlib.suppress(*_BROKER_ERRORS):
+            await sub.unsubscribe()
+
+    # ------------------------------------------------------------ late-join state
+
+    def _mark(self, stream: str) -> None:
+        self._dirty[stream] = None
+        self._state_wake.set()
+
+    async def _state_loop(self) -> None:
+        """The single writer: the newest state of each changed stream, one request at a
+        time, a round at most every ``state_interval``; failures are retried."""
+        while True:
+            await self._state_wake.wait()
+            self._state_wake.clear()
+            streams, self._dirty = list(self._dirty), {}
+            for stream in streams:
+                if self._host is None:
+                    break
+                for kind, data in self._host.late_join_state(stream):
+                    key = f"{stream_token(stream)}.{kind}"
+                    if self._written.get(key) == data:
+                        continue
+                    kv = self._state_kv
+                    try:
+                        if kv is None or not self.connected:
+                            raise nats.errors.ConnectionReconnectingError
+                        await kv.put(key, data)
+                    except _BROKER_ERRORS:
+                        self.stats.state_errors += 1
+                        self._mark(stream)  # again, with the newest state then
+                        await asyncio.sleep(self.reconnect_wait)
+                        break
+                    self._written[key] = data
+                    self.stats.state_writes += 1
+            await asyncio.sleep(self.state_interval)
+
+    # ------------------------------------------------------------ one producer per stream
+
+    async def _acquire(self, stream: str, session: str) -> bool:
+        kv = self._lease_kv
+        if kv is None or self._closing:
+            return False
+        releasing = self._releasing.get(stream)
+        if releasing is not None:  # our previous producer's lease is being given back
+            with contextlib.suppress(*_BROKER_ERRORS, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(releasing), self.request_timeout)
+        key = stream_token(stream)
+        try:
+            revision = await asyncio.wait_for(kv.create(key, f"{self.relay_id} {session}".encode()),
+                                              self.request_timeout)
+        except _BROKER_ERRORS:  # held elsewhere (KeyWrongLastSequenceError) or no answer
+            self.stats.leases_refused += 1
+            return False
+        lease = self._leases[stream] = _Lease(key, session, revision)
+        self._lease_of[session] = stream
+        self._fresh.add(stream)
+        lease.task = self._spawn(self._renew(stream, lease), f"posewire-lease-{stream}")
+        return True
+
+    async def _renew(self, stream: str, lease: _Lease) -> None:
+        value = f"{self.relay_id} {lease.session}".encode()
+        while True:
+            await asyncio.sleep(self.lease_ttl / 3)
+            kv = self._lease_kv
+            if kv is None:
+                continue
+            try:
+                lease.revision = await asyncio.wait_for(
+                    kv.update(lease.key, value, last=lease.revision), self.request_timeout)
+                continue
+            except nats.js.errors.KeyWrongLastSequenceError:
+                pass  # expired while we were cut off, or taken: try to take it again
+            except _BROKER_ERRORS:
+                continue  # the broker is away: keep serving, retry
+            try:
+                lease.revision = await asyncio.wait_for(kv.create(lease.key, value),
+                                                        self.request_timeout)
+                continue
+            except nats.js.errors.KeyWrongLastSequenceError:
+                break  # another relay's producer holds the stream now
+            except _BROKER_ERRORS:
+                continue
+        self.stats.leases_lost += 1
+        if self._leases.get(stream) is lease:
+            del self._leases[stream]
+        self._lease_of.pop(lease.session, None)
+        log.warning("broker: the producer lease of %r was taken by another relay", stream)
+        if self._host is not None:
+            await self._host.evict_producer(stream, "another relay holds this stream's producer")
+
+    def _release(self, stream: str, lease: _Lease) -> None:
+        if self._leases.get(stream) is lease:
+            del self._leases[stream]
+        self._fresh.discard(stream)
+        if lease.task is not None:
+            lease.task.cancel()
+        task = self._spawn(self._delete_lease(lease), f"posewire-release-{stream}")
+        self._releasing[stream] = task
+        task.add_done_callback(lambda t: self._releasing.pop(stream, None)
+                               if self._releasing.get(stream) is t else None)
+
+    async def _delete_lease(self, lease: _Lease) -> None:
+        kv = self._lease_kv
+        if kv is not None and self.connected:
+            with contextlib.suppress(*_BROKER_ERRORS):
+                await asyncio.wait_for(kv.delete(lease.key, last=lease.revision),
+                                       self.request_timeout)

@@ -1,0 +1,406 @@
+"""Relays sharing streams over a real NATS server (spec §5.7.1, posewire/cluster.py).
+
+Every test starts Debian's ``nats-server -js`` on loopback with a temporary store
+(``.ci/run`` installs it); relays run in-process, except in the end-to-end test, where
+three ``posewire serve --broker`` processes are started and one is killed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import itertools
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from types import ModuleType
+
+import nats
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from netutil import RawClient, open_raw, wait_for
+
+from posewire.cluster import Broker, stream_token
+from posewire.codec.conditions import conditions_from_obj
+from posewire.codec.errors import UsageError
+from posewire.codec.registry import REGISTRY
+from posewire.codec.vector import DEFAULTS, N_DIMS
+from posewire.codec.wire import Calibration, ConditionsMessage, ErrorMessage, Frame, decode, encode
+from posewire.consumers.subscriber import Subscriber
+from posewire.producers.publisher import Publisher
+from posewire.relay import Relay
+from posewire.transport import RelayError, RelayUrls
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "cluster_bench.py"
+
+
+def _bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("_bench_cluster", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+cluster_bench = _bench()
+pytestmark = pytest.mark.skipif(cluster_bench.nats_server_binary() is None,
+                                reason="nats-server is not installed (.ci/run installs it)")
+
+
+@pytest.fixture
+def nats_server(tmp_path: Path) -> Iterator[object]:
+    server = cluster_bench.NatsServer(tmp_path / "nats").start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+async def cluster(nats_server: object) -> AsyncIterator[list[Relay]]:
+    """Two in-process relays on one NATS server (short lease for the lease tests)."""
+    url = nats_server.url  # type: ignore[attr-defined]
+    relays = [Relay("127.0.0.1", 0, broker=Broker(url, lease_ttl=1.0, state_interval=0.02))
+              for _ in range(2)]
+    for r in relays:
+        await r.start()
+    try:
+        yield relays
+    finally:
+        for r in relays:
+            await r.close()
+
+
+def _frame(seq: int, **dims: float) -> Frame:
+    values = DEFAULTS.copy()
+    values[REGISTRY.index("h_yaw")] = 0.001 * (seq % 500)
+    for key, value in dims.items():
+        values[REGISTRY.index(key)] = value
+    return Frame(seq, 1_700_000_000_000_000 + seq, values)
+
+
+async def _recv_bytes(client: RawClient, n: int, timeout: float = 5.0) -> list[bytes]:
+    out: list[bytes] = []
+    async with asyncio.timeout(timeout):
+        while len(out) < n:
+            data = await client.ws.recv()
+            assert isinstance(data, bytes)
+            out.append(data)
+    return out
+
+
+# ---------------------------------------------------------------- unit-level laws
+
+
+_STREAM_NAMES = st.text(alphabet="ABCabcxyz019._-", min_size=1, max_size=64)
+
+
+@given(_STREAM_NAMES, _STREAM_NAMES)
+def test_stream_token_is_one_subject_token_and_injective(a: str, b: str) -> None:
+    ta, tb = stream_token(a), stream_token(b)
+    assert "." not in ta and "*" not in ta and ">" not in ta and " " not in ta
+    assert ta.replace("=", ".") == a  # reversible
+    assert (ta == tb) == (a == b)
+
+
+def test_relay_urls_rotate_and_validate() -> None:
+    urls = RelayUrls("ws://a:1, ws://b:2,ws://c:3")
+    seen = [urls.current]
+    for _ in range(3):
+        urls.advance()
+        seen.append(urls.current)
+    assert seen == ["ws://a:1", "ws://b:2", "ws://c:3", "ws://a:1"]
+    assert RelayUrls(["ws://x:1"]).urls == ("ws://x:1",)
+    with pytest.raises(UsageError) as err:
+        RelayUrls(" , ")
+    assert err.value.code == "usage.bad_option"
+
+
+@pytest.mark.parametrize("kwargs", [{"servers": "ws://127.0.0.1:4222"},
+                                    {"servers": "nats://h:1", "prefix": "a.b"},
+                                    {"servers": "nats://h:1", "lease_ttl": 0.1}])
+def test_broker_options_are_checked(kwargs: dict[str, object]) -> None:
+    with pytest.raises(UsageError) as err:
+        Broker(**kwargs)  # type: ignore[arg-type]
+    assert err.value.code == "usage.bad_option"
+
+
+async def test_unreachable_broker_fails_start_with_a_clear_error(tmp_path: Path) -> None:
+    port = cluster_bench._free_port()
+    relay = Relay("127.0.0.1", 0, broker=Broker(f"nats://127.0.0.1:{port}", request_timeout=0.3))
+    t0 = time.monotonic()
+    with pytest.raises(UsageError) as err:
+        await relay.start()
+    assert err.value.code == "usage.state" and "cannot reach the broker" in err.value.message
+    assert time.monotonic() - t0 < 10
+    done = subprocess.run([sys.executable, "-m", "posewire.cli", "serve", "--port", "0",
+                           "--broker", f"nats://127.0.0.1:{port}"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "cannot reach the broker" in done.stderr
+
+
+# ---------------------------------------------------------------- in-process cluster
+
+
+async def test_late_joiner_on_a_cold_relay_gets_state_from_the_store(cluster: list[Relay]) -> None:
+    a, b = cluster
+    prod = await open_raw(a.url, "producer", "cold.1")
+    cal = Calibration(0.19, 0.50, 0.56, 0.36)
+    cond = ConditionsMessage(conditions_from_obj({"tracking": {"face": "lost"}}), 5)
+    await prod.send(cal)
+    await prod.send(cond)
+    full = _frame(0, a_y_r=0.4)
+    await prod.send(full)
+    mask = np.zeros(N_DIMS, dtype=bool)
+    mask[REGISTRY.index("m_jaw")] = True
+    partial = Frame(1, full.timestamp_us + 1, np.where(mask, 0.5, np.nan))
+    await prod.send(partial)
+    assert a.broker is not None
+    # the state is written (one round, then the next, throttled)
+    await wait_for(lambda: a.broker is not None and a.broker.stats.state_writes >= 3, timeout=5)
+    await asyncio.sleep(0.1)
+    await wait_for(lambda: a.broker is not None and not a.broker._dirty, timeout=5)
+    late = await open_raw(b.url, "consumer", "cold.1")
+    got = await _recv_bytes(late, 3)
+    assert got[0] == encode(cal)  # the producer's bytes
+    msg = decode(got[1])
+    assert isinstance(msg, ConditionsMessage) and msg.conditions == cond.conditions
+    last = decode(got[2])
+    assert isinstance(last, Frame) and last.seq == 1 and last.is_full
+    expected = decode(encode(full)).values.copy()  # quantized on the wire (spec §5.4)
+    expected[mask] = decode(encode(partial)).values[mask]
+    np.testing.assert_allclose(last.values, expected, atol=1e-9)
+    # and live frames follow, the producer's bytes
+    nxt = _frame(2)
+    await prod.send(nxt)
+    assert await _recv_bytes(late, 1) == [encode(nxt)]
+
+
+async def test_one_producer_per_stream_across_the_cluster(cluster: list[Relay],
+                                                          nats_server: object) -> None:
+    a, b = cluster
+    first = await open_raw(a.url, "producer", "solo")
+    await first.send(_frame(0))
+    second = await open_raw(b.url, "producer", "solo", welcome=False)
+    closed = await second.until_closed()
+    assert closed.code == 4013 and closed.error is not None and closed.error.code == "decode.state"
+    # the lease is renewed: still refused after several lease lifetimes
+    await asyncio.sleep(2.5)
+    third = await open_raw(b.url, "producer", "solo", welcome=False)
+    assert (await third.until_closed()).code == 4013
+    # the producer leaves: the lease is given back and the stream is free on any relay
+    await first.ws.close()
+    await wait_for(lambda: a.broker is not None and not a.broker._leases, timeout=3)
+    await asyncio.sleep(0.2)
+    fourth = await open_raw(b.url, "producer", "solo")
+    await fourth.send(_frame(1))
+    # a lease taken from under a relay (a partition longer than the lease): its producer
+    # is closed with decode.state when it next renews
+    nc = await nats.connect(nats_server.url)  # type: ignore[attr-defined]
+    try:
+        kv = await nc.jetstream().key_value("posewire_lease")
+        await kv.purge("solo")
+        await kv.create("solo", b"another relay")
+        closed = await fourth.until_closed()
+    finally:
+        await nc.close()
+    assert closed.code == 4013 and closed.error is not None and closed.error.code == "decode.state"
+    assert b.broker is not None and b.broker.stats.leases_lost == 1
+
+
+async def test_lease_of_a_relay_cut_off_expires(cluster: list[Relay]) -> None:
+    a, b = cluster
+    prod = await open_raw(a.url, "producer", "cut")
+    await prod.send(_frame(0))
+    assert a.broker is not None and a.broker._nc is not None
+    await a.broker._nc.close()  # relay A loses NATS for good (its producer stays local)
+    t0 = time.monotonic()
+    while True:
+        other = await open_raw(b.url, "producer", "cut", welcome=False)
+        msg = await other.recv()
+        if not isinstance(msg, ErrorMessage):
+            break
+        assert time.monotonic() - t0 < 4.0, "the lease did not expire"
+        await asyncio.sleep(0.2)
+    assert time.monotonic() - t0 >= 0.5  # it was held, then expired (lease_ttl = 1 s)
+
+
+async def test_bad_bytes_from_the_broker_disturb_nothing(cluster: list[Relay],
+                                                          nats_server: object) -> None:
+    a, b = cluster
+    cons = await open_raw(b.url, "consumer", "noisy")
+    prod = await open_raw(a.url, "producer", "noisy")
+    nc = await nats.connect(nats_server.url)  # type: ignore[attr-defined]
+    try:
+        for junk in (b"\xc1", b"", encode(_frame(0))[:-3], b"\x81\xa1t\xa1f"):
+            await nc.publish("posewire.s.noisy", junk)
+        await nc.flush()
+    finally:
+        await nc.close()
+    await wait_for(lambda: b.broker is not None and b.broker.stats.received_bad == 4, timeout=3)
+    good = _frame(7)
+    await prod.send(good)
+    assert await _recv_bytes(cons, 1) == [encode(good)]
+
+
+async def test_nats_restart_relays_resubscribe_and_local_fanout_goes_on(
+        cluster: list[Relay], nats_server: object) -> None:
+    a, b = cluster
+    server = nats_server
+    local = await open_raw(a.url, "consumer", "restart")
+    remote = await open_raw(b.url, "consumer", "restart")
+    prod = await open_raw(a.url, "producer", "restart")
+    seq = 0
+
+    async def send() -> bytes:
+        nonlocal seq
+        data = encode(_frame(seq))
+        seq += 1
+        await prod.ws.send(data)
+        return data
+
+    first = await send()
+    assert await _recv_bytes(local, 1) == [first]
+    assert await _recv_bytes(remote, 1) == [first]
+    server.stop()  # type: ignore[attr-defined]
+    await wait_for(lambda: a.broker is not None and not a.broker.connected, timeout=5)
+    during = await send()  # the relay without its broker still serves its own consumers
+    assert await _recv_bytes(local, 1) == [during]
+    assert a.broker is not None and a.broker.stats.publish_dropped >= 1
+    server.start()  # type: ignore[attr-defined]
+    await wait_for(lambda: all(r.broker is not None and r.broker.connected for r in cluster),
+                   timeout=10)
+    # frames reach the other relay again (it re-subscribed); the seq jump is the loss
+    async with asyncio.timeout(10):
+        while True:
+            data = await send()
+            assert await _recv_bytes(local, 1) == [data]
+            try:
+                async with asyncio.timeout(0.3):
+                    got = await _recv_bytes(remote, 1)
+            except TimeoutError:
+                continue
+            msg = decode(got[0])
+            if isinstance(msg, Frame):
+                assert msg.seq <= seq - 1
+                break
+
+
+async def test_publisher_moves_to_the_next_relay_when_its_relay_goes(cluster: list[Relay]) -> None:
+    a, b = cluster
+    sub = Subscriber(b.url, "moving", backoff_initial=0.02)
+    await sub.connect()
+    pub = Publisher([a.url, b.url], "moving", backoff_initial=0.02, backoff_max=0.2,
+                    calibration=None)
+    await pub.connect()
+    seqs: list[int] = []
+
+    async def read() -> None:
+        async for frame in sub:
+            seqs.append(frame.seq)
+
+    reader = asyncio.create_task(read())
+    try:
+        for _ in range(5):
+            await pub.send_frame({"h_yaw": 0.1})
+            await asyncio.sleep(0.01)
+        await wait_for(lambda: len(seqs) == 5)
+        await a.close()  # relay A goes away (bye): the producer's lease is given back
+        sent = 0
+        async with asyncio.timeout(5):
+            while sent < 5:
+                try:
+                    await pub.send_frame({"h_yaw": 0.2})
+                    sent += 1
+                except RelayError as exc:  # reconnecting meanwhile (spec §5.8): not sent
+                    assert not exc.fatal
+                await asyncio.sleep(0.01)
+        await wait_for(lambda: len(seqs) >= 9, timeout=5)
+        assert pub.url == b.url and pub.reconnects == 1
+        assert seqs[:5] == [0, 1, 2, 3, 4] and seqs[-1] == 9 and seqs == sorted(seqs)
+    finally:
+        reader.cancel()
+        await asyncio.gather(reader, return_exceptions=True)
+        await pub.close()
+        await sub.close()
+
+
+# ---------------------------------------------------------------- three relay processes
+
+
+@pytest.fixture
+def three_relays(nats_server: object) -> Iterator[list[object]]:
+    relays = cluster_bench.start_relays(3, broker=nats_server.url)  # type: ignore[attr-defined]
+    try:
+        yield relays
+    finally:
+        for r in relays:
+            r.stop()
+
+
+async def test_three_relays_every_frame_in_order_and_failover(three_relays: list[object]) -> None:
+    a, b, c = (r.url for r in three_relays)  # type: ignore[attr-defined]
+    stream = "signer.live"
+    raw = [await open_raw(u, "consumer", stream) for u in (b, b, c, c)]
+    subs = [Subscriber([b, c], stream, backoff_initial=0.02, backoff_max=0.2) for _ in range(3)]
+    for s in subs:
+        await s.connect()
+    prod = await open_raw(a, "producer", stream)
+    cal = Calibration(0.19, 0.50, 0.56, 0.36)
+    n = 90
+    receiving = [asyncio.create_task(_recv_bytes(client, n + 1, timeout=10)) for client in raw]
+    sent = [encode(cal)]
+    await prod.ws.send(sent[0])
+    for seq in range(n):
+        data = encode(_frame(seq, a_x_r=0.01 * (seq % 50)))
+        sent.append(data)
+        await prod.ws.send(data)
+        await asyncio.sleep(0.01)  # 100 Hz, below the relay's rate limit
+    for got in await asyncio.gather(*receiving):  # every frame, in order, the producer's bytes
+        assert got == sent
+
+    # the subscribers on B: kill B, they go on on C
+    got: list[list[tuple[float, str, int]]] = [[] for _ in subs]
+
+    async def read(i: int) -> None:
+        async for frame in subs[i]:
+            got[i].append((time.monotonic(), subs[i].url, frame.seq))
+
+    readers = [asyncio.create_task(read(i)) for i in range(len(subs))]
+
+    async def produce() -> None:
+        seq = n
+        while True:
+            await prod.ws.send(encode(_frame(seq)))
+            seq += 1
+            await asyncio.sleep(1 / 60)
+
+    producing = asyncio.create_task(produce())
+    try:
+        await wait_for(lambda: all(any(u == b for _, u, _ in g) for g in got), timeout=5)
+        t_kill = time.monotonic()
+        three_relays[1].kill()  # type: ignore[attr-defined]
+        await wait_for(lambda: all(any(t > t_kill and u == c for t, u, _ in g) for g in got),
+                       timeout=5)
+        moved = [min(t for t, u, _ in g if t > t_kill and u == c) - t_kill for g in got]
+        print(f"moved to C after {', '.join(f'{m:.3f}' for m in moved)} s")
+        assert max(moved) < 2.0, moved
+        await asyncio.sleep(0.3)
+        for g in got:  # in order on C, after the late-join frame
+            on_c = [s for t, u, s in g if u == c and t > t_kill]
+            assert len(on_c) >= 5 and all(y > x for x, y in itertools.pairwise(on_c[1:]))
+        assert all(s.reconnects == 1 and s.calibration == cal for s in subs)
+    finally:
+        producing.cancel()
+        for t in readers:
+            t.cancel()
+        await asyncio.gather(producing, *readers, return_exceptions=True)
+        for s in subs:
+            await s.close()
+        for client in [*raw, prod]:
+            client.ws.transport.abort()
