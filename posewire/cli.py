@@ -166,7 +166,7 @@ def _add_net_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
     from .net_options import add_client_options, add_serve_options
 
-    url_help = "relay URL"
+    url_help = "relay URL (several relays of one cluster: comma-separated)"
     token_help = "auth token (default: $POSEWIRE_TOKEN)"
 
     p = sub.add_parser("serve", help="run the websocket relay (spec §5.7)")

@@ -565,7 +565,15 @@ class Broker:
 
     async def _delete_lease(self, lease: _Lease) -> None:
         kv = self._lease_kv
-        if kv is not None and self.connected:
-            with contextlib.suppress(*_BROKER_ERRORS):
-                await asyncio.wait_for(kv.delete(lease.key, last=lease.revision),
+        if kv is None or not self.connected:
+            return  # it expires
+        try:
+            await asyncio.wait_for(kv.delete(lease.key, last=lease.revision), self.request_timeout)
+            return
+        except _BROKER_ERRORS:
+            pass  # e.g. a renewal cancelled in flight went through: a newer revision
+        with contextlib.suppress(*_BROKER_ERRORS):
+            entry = await asyncio.wait_for(kv.get(lease.key), self.request_timeout)
+            if entry.value == f"{self.relay_id} {lease.session}".encode() and entry.revision:
+                await asyncio.wait_for(kv.delete(lease.key, last=entry.revision),
                                        self.request_timeout)

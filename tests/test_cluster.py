@@ -291,6 +291,27 @@ async def test_nats_restart_relays_resubscribe_and_local_fanout_goes_on(
                 break
 
 
+async def test_a_new_producer_numbers_from_its_own_start_on_every_relay(cluster: list[Relay]) -> None:
+    a, b = cluster
+    cons = await open_raw(b.url, "consumer", "renumbered")
+    first = await open_raw(a.url, "producer", "renumbered")
+    sent = [encode(_frame(seq)) for seq in range(40)]
+    receiving = asyncio.create_task(_recv_bytes(cons, len(sent)))
+    for data in sent:
+        await first.ws.send(data)
+        await asyncio.sleep(0.005)
+    assert await receiving == sent
+    await first.ws.close()
+    # a new producer (here on the same relay) starts again at 0: not stale on relay B
+    second = await open_raw(a.url, "producer", "renumbered")
+    again = [encode(_frame(seq, m_jaw=0.3)) for seq in range(5)]
+    receiving = asyncio.create_task(_recv_bytes(cons, len(again)))
+    for data in again:
+        await second.ws.send(data)
+    assert await receiving == again
+    assert b.stats.stale == 0
+
+
 async def test_publisher_moves_to_the_next_relay_when_its_relay_goes(cluster: list[Relay]) -> None:
     a, b = cluster
     sub = Subscriber(b.url, "moving", backoff_initial=0.02)
