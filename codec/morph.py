@@ -1,21 +1,25 @@
 """Face and mouth dims <-> the 52 ARKit blendshape weights (spec §4.6, §4.7).
 
 Every face/mouth row names, per direction, the ARKit channels it drives and a gain
-(registry rows). The mapping is linear per direction and is held here as two
-precomputed ``(52, K)`` gain matrices over the ``K`` face/mouth dims, built once at
-import from :mod:`posewire.codec.registry`:
+(registry rows): gain 1 for the channel's one PRIMARY (dim, direction), a gain < 1 for
+a SECONDARY recruitment (spec §4.7: the extremes reach yawn, kiss, bared teeth). The
+mapping is linear per direction and is held here as two precomputed ``(52, K)`` gain
+matrices over the ``K`` face/mouth dims, built once at import from
+:mod:`posewire.codec.registry`:
 
-* dims -> weights (consumer, spec §4.6): ``w_c = g·max(n, 0)`` for a positive channel,
-  ``g·max(-n, 0)`` for a negative one; weights clipped to ``[0, 1]`` and the clip
-  reported.
-* weights -> dims (producer, spec §4.6): per dim, ``p = Σ g·w / Σ g²`` over its positive
-  channels (least squares), ``m`` likewise over its negative channels, ``n = p - m``
-  clipped to ``[-1, 1]``; a direction without channels contributes 0.
+* dims -> weights (consumer, spec §4.6): ``w_c = Σ g·max(n, 0)`` over the positive
+  drives of ``c`` plus ``Σ g·max(-n, 0)`` over its negative drives; weights clipped to
+  ``[0, 1]`` and the clip reported.
+* weights -> dims (producer, spec §4.6): joint least squares over all (dim, direction)
+  columns, ``(p, m) = G⁺ w`` with the precomputed pseudo-inverse ``G⁺`` of the
+  ``(52, 2K)`` gain matrix, then ``p, m`` clipped to ``≥ 0`` and ``n = p - m`` clipped
+  to ``[-1, 1]``; a direction without channels solves to 0.
 
-Every ARKit channel is driven by exactly one (dim, direction) (spec §4.6), so the
-round trip dims -> weights -> dims is exact for in-range dims with gains ≤ 1 — in the
-directions that have channels (a negative value of a dim whose negative direction has
-no channel, e.g. ``f_squint``, is not representable in ARKit and comes back as 0).
+The used columns of ``G`` are linearly independent (checked at import), so the round
+trip dims -> weights -> dims is exact (to rounding) for in-range dims whenever no
+channel clipped — in the directions that have channels (a negative value of a dim whose
+negative direction has no channel, e.g. ``f_squint``, is not representable in ARKit and
+comes back as 0).
 
 Weights are dimensionless in ``[0, 1]``; arrays are float64, batch first, the last axis
 in :data:`posewire.codec.registry.ARKIT_CHANNELS` order (52) or registry order (``N``).
@@ -43,6 +47,8 @@ __all__ = [
     "NEGATIVE_GAINS",
     "N_ARKIT",
     "POSITIVE_GAINS",
+    "SECONDARY_DRIVERS",
+    "SOLVE_ROUNDING",
     "WeightReport",
     "arkit_array_to_dict",
     "arkit_dict_to_array",
@@ -68,40 +74,91 @@ FACE_DIM_INDICES: NDArray[np.intp] = np.array(
 
 
 def _gain_tables() -> tuple[NDArray[np.float64], NDArray[np.float64],
-                            tuple[tuple[str, int], ...]]:
+                            tuple[tuple[str, int], ...],
+                            tuple[tuple[tuple[str, int, float], ...], ...]]:
     positive = np.zeros((N_ARKIT, FACE_DIM_INDICES.size))
     negative = np.zeros((N_ARKIT, FACE_DIM_INDICES.size))
-    drivers: list[list[tuple[str, int]]] = [[] for _ in ARKIT_CHANNELS]
+    primary: list[list[tuple[str, int]]] = [[] for _ in ARKIT_CHANNELS]
+    secondary: list[list[tuple[str, int, float]]] = [[] for _ in ARKIT_CHANNELS]
     for k, index in enumerate(FACE_DIM_INDICES):
         dim = DIMENSIONS[int(index)]
         for direction, table in ((1, positive), (-1, negative)):
             for channel in dim.channels(direction):
                 c = ARKIT_INDEX[channel.name]  # KeyError = registry typo
+                if table[c, k] != 0.0 or not 0.0 < channel.gain <= 1.0:
+                    raise RuntimeError(f"{dim.id} {direction:+d}: bad channel {channel}")
                 table[c, k] = channel.gain
-                drivers[c].append((dim.id, direction))
-    # spec §4.6: every channel is driven by exactly one (dim, direction)
-    bad = [ARKIT_CHANNELS[c] for c, who in enumerate(drivers) if len(who) != 1]
+                if channel.gain == 1.0:
+                    primary[c].append((dim.id, direction))
+                else:
+                    secondary[c].append((dim.id, direction, channel.gain))
+    # spec §4.6: every channel has exactly one primary (dim, direction), gain 1
+    bad = [ARKIT_CHANNELS[c] for c, who in enumerate(primary) if len(who) != 1]
     if bad:
-        raise RuntimeError(f"ARKit channels not driven exactly once: {bad}")
-    return positive, negative, tuple(who[0] for who in drivers)
+        raise RuntimeError(f"ARKit channels without exactly one primary driver: {bad}")
+    return (positive, negative, tuple(who[0] for who in primary),
+            tuple(tuple(who) for who in secondary))
 
 
 #: ``POSITIVE_GAINS[c, k]``: gain of channel ``c`` on the positive part of face dim ``k``
-#: (``k`` indexes :data:`FACE_DIM_INDICES`); :data:`NEGATIVE_GAINS` likewise.
-#: :data:`CHANNEL_DRIVERS` ``[c]`` is the one ``(dim id, direction ±1)`` driving ``c``.
-POSITIVE_GAINS, NEGATIVE_GAINS, CHANNEL_DRIVERS = _gain_tables()
+#: (``k`` indexes :data:`FACE_DIM_INDICES`), primary (1) or secondary (< 1);
+#: :data:`NEGATIVE_GAINS` likewise.
+#: :data:`CHANNEL_DRIVERS` ``[c]`` is the one PRIMARY ``(dim id, direction ±1)`` of ``c``
+#: (gain 1); :data:`SECONDARY_DRIVERS` ``[c]`` the ``(dim id, direction, gain < 1)``
+#: triples that recruit ``c`` as well (spec §4.7), in registry order.
+POSITIVE_GAINS, NEGATIVE_GAINS, CHANNEL_DRIVERS, SECONDARY_DRIVERS = _gain_tables()
+
+#: ``(52, 2K)``: the positive columns of every face dim, then the negative columns.
+_GAINS = np.hstack([POSITIVE_GAINS, NEGATIVE_GAINS])
 
 
-def _least_squares(gains: NDArray[np.float64]) -> NDArray[np.float64]:
-    # spec §4.6: p_k = Σ_c g_ck·w_c / Σ_c g_ck², 0 for a direction without channels
-    norm = (gains**2).sum(axis=0)
-    solve: NDArray[np.float64] = np.zeros_like(gains)
-    np.divide(gains, norm, out=solve, where=norm > 0)
+def _pseudo_inverse(gains: NDArray[np.float64]) -> NDArray[np.float64]:
+    # spec §4.6: joint least squares over all (dim, direction) columns; a column without
+    # channels solves to 0. The used columns must be independent (exact round trip).
+    used = np.flatnonzero(np.abs(gains).sum(axis=0) > 0)
+    if np.linalg.matrix_rank(gains[:, used]) != used.size:
+        raise RuntimeError("face/mouth (dim, direction) columns are linearly dependent")
+    solve = np.zeros((gains.shape[1], gains.shape[0]))
+    solve[used] = np.linalg.pinv(gains[:, used])
     return solve
 
 
-_POSITIVE_SOLVE = _least_squares(POSITIVE_GAINS)
-_NEGATIVE_SOLVE = _least_squares(NEGATIVE_GAINS)
+#: The pseudo-inverse's rounding (spec §4.6): a solved part ``p`` or ``m`` up to
+#: ``SOLVE_ROUNDING`` is 0 (so zero weights give exact zeros), and a solved ``|n|`` up to
+#: ``1 + SOLVE_ROUNDING`` is clipped to ±1 without a report.
+SOLVE_ROUNDING = 1e-12
+
+#: ``(52, 2K)`` transposed pseudo-inverse: ``weights @ _SOLVE`` = (p..., m...).
+_SOLVE = np.ascontiguousarray(_pseudo_inverse(_GAINS).T)
+
+
+def _drive_tables() -> tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.intp],
+                             NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    k = FACE_DIM_INDICES.size
+    prim_col = np.array([list(FACE_DIM_INDICES).index(_DIM_INDEX[d]) + (0 if s > 0 else k)
+                         for d, s in CHANNEL_DRIVERS], dtype=np.intp)
+    sec = [(c, np.intp(col)) for c in range(N_ARKIT)
+           for col in np.flatnonzero((_GAINS[c] != 0.0) & (_GAINS[c] < 1.0))]
+    sec_col = np.array([col for _, col in sec], dtype=np.intp)
+    scatter = np.zeros((len(sec), N_ARKIT))
+    for row, (c, _) in enumerate(sec):
+        scatter[row, c] = 1.0
+    return (prim_col % k, np.where(prim_col < k, 1.0, -1.0), sec_col % k,
+            np.where(sec_col < k, 1.0, -1.0), _GAINS[[c for c, _ in sec], sec_col], scatter)
+
+
+_DIM_INDEX = {d.id: d.index for d in DIMENSIONS}
+_PRIM_K, _PRIM_SIGN, _SEC_K, _SEC_SIGN, _SEC_GAIN, _SEC_SCATTER = _drive_tables()
+
+
+def _drive(face: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Raw (unclipped) weights ``(..., 52)`` of finite face/mouth values ``(..., K)``:
+    the primary drive of each channel (one gather, gain 1) plus its secondary drives
+    (spec §4.6). The one kernel of :func:`dims_to_arkit` and the mouthing fast path."""
+    raw = np.maximum(face[..., _PRIM_K] * _PRIM_SIGN, 0.0)
+    if _SEC_K.size:
+        raw += (np.maximum(face[..., _SEC_K] * _SEC_SIGN, 0.0) * _SEC_GAIN) @ _SEC_SCATTER
+    return raw
 
 
 def _mirror_permutation() -> NDArray[np.intp]:
@@ -242,8 +299,9 @@ def dims_to_arkit(
             code = "usage.not_finite" if not finite[where] else "usage.out_of_range"
             raise UsageError(code, f"{dim.id} = {float(face[where])!r}", path=dim.id)
     face = np.where(finite, face, 0.0)
-    # spec §4.6: positive part through positive channels, negative part through negative
-    raw = np.maximum(face, 0.0) @ POSITIVE_GAINS.T + np.maximum(-face, 0.0) @ NEGATIVE_GAINS.T
+    # spec §4.6: positive part through positive channels, negative part through negative,
+    # the primary and secondary drives of a channel summed
+    raw = _drive(face)
     weights = np.clip(raw, 0.0, 1.0)
     nonfinite_channels = (~finite).astype(np.float64) @ (POSITIVE_GAINS + NEGATIVE_GAINS).T > 0
     clipped = (raw != weights) | nonfinite_channels
@@ -274,10 +332,15 @@ def arkit_to_dims(
         raise UsageError("usage.shape", f"into {base.shape} does not fit weights {arr.shape}",
                          path="into") from exc
     out = np.array(np.broadcast_to(base, shape), dtype=np.float64)
-    # spec §4.6: n = p - m, each direction solved on its own channels
-    solved = arr @ _POSITIVE_SOLVE - arr @ _NEGATIVE_SOLVE
+    # spec §4.6: (p, m) = G⁺ w jointly, p, m ≥ 0, n = p - m clipped to [-1, 1]
+    parts = arr @ _SOLVE
+    parts = np.where(parts > SOLVE_ROUNDING, parts, 0.0)
+    k = FACE_DIM_INDICES.size
+    solved = parts[..., :k] - parts[..., k:]
     clipped_face = np.clip(solved, -1.0, 1.0)
     out[..., FACE_DIM_INDICES] = clipped_face
     dims_clipped = np.zeros(out.shape, dtype=bool)
-    dims_clipped[..., FACE_DIM_INDICES] = clipped_face != solved
+    # a solve past ±1 by rounding only (|n| ≤ 1 + SOLVE_ROUNDING) is
+    # clipped silently; a real overshoot is reported (spec §4.6)
+    dims_clipped[..., FACE_DIM_INDICES] = np.abs(solved) > 1.0 + SOLVE_ROUNDING
     return out, WeightReport(report.clamped, report.replaced, dims_clipped)

@@ -31,7 +31,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .conditions import MOUTHING_SUM_TOLERANCE
 from .errors import UsageError
-from .morph import dims_to_arkit
+from .morph import FACE_DIM_INDICES, _drive, dims_to_arkit
 from .registry import DIMENSIONS, MOUTHING_SEED_TABLE, REGISTRY, VISEMES
 from .vector import N_DIMS, as_vector
 
@@ -224,27 +224,11 @@ def mouthing_to_arkit(vector: ArrayLike, shares: ArrayLike) -> MouthingMorphs:
 
 
 # -- fast kernel for already-validated inputs (posewire.consumers.face) ---------------------------
-# Every ARKit channel is driven by exactly one (dim, direction) with a gain in [0, 1]
-# (posewire.codec.morph), so dims_to_arkit's two matrix products reduce to one gather per
-# channel: w_c = g_c · max(s_c · n_k, 0), the same products and sums (the other terms are
-# exact zeros).
-def _channel_tables() -> tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64],
-                               NDArray[np.intp], NDArray[np.intp]]:
-    from .morph import FACE_DIM_INDICES, NEGATIVE_GAINS, POSITIVE_GAINS
-    both = POSITIVE_GAINS + NEGATIVE_GAINS
-    k = both.argmax(axis=1)
-    rows = np.arange(both.shape[0])
-    if ((both != 0.0).sum(axis=1) != 1).any() or (both < 0.0).any():
-        raise RuntimeError("ARKit channels must have one non-negative gain each")
-    sign = np.where(POSITIVE_GAINS[rows, k] > 0.0, 1.0, -1.0)
-    src = FACE_DIM_INDICES[k]
-    mouth_pos = {int(d): i for i, d in enumerate(MOUTH_DIM_INDICES)}
-    chans = np.array([c for c in rows if int(src[c]) in mouth_pos], dtype=np.intp)
-    ks = np.array([mouth_pos[int(src[c])] for c in chans], dtype=np.intp)
-    return src, sign, both[rows, k], chans, ks
-
-
-_CH_SRC, _CH_SIGN, _CH_GAIN, _CH_MOUTH, _CH_MOUTH_K = _channel_tables()
+# The same drive kernel as dims_to_arkit (posewire.codec.morph._drive: one gather for the
+# primary driver of every channel plus the secondary recruitments, spec §4.6/§4.7), fed with
+# the face dims of the vector and the mouth deltas in place of the mouth dims.
+_FACE_MOUTH_K = np.array([list(FACE_DIM_INDICES).index(int(d)) for d in MOUTH_DIM_INDICES],
+                         dtype=np.intp)
 _BASELINE_MOUTH = np.ascontiguousarray(BASELINE_TABLE[:, MOUTH_DIM_INDICES])
 
 
@@ -260,10 +244,10 @@ def _valid_mouthing_arkit(
     # mouthing_delta: opposite directions iff the signs multiply to -1 (exact)
     opposite = np.sign(authored) * np.sign(baseline) < 0.0
     delta = authored * np.where(opposite, magnitude, 1.0 - magnitude)
-    src = vec[..., _CH_SRC]
-    if src.shape[:-1] != delta.shape[:-1]:
-        shape = np.broadcast_shapes(src.shape[:-1], delta.shape[:-1])
-        src = np.array(np.broadcast_to(src, (*shape, src.shape[-1])))
-    src[..., _CH_MOUTH] = delta[..., _CH_MOUTH_K]
-    raw = np.maximum(src * _CH_SIGN, 0.0) * _CH_GAIN
+    face = vec[..., FACE_DIM_INDICES]
+    if face.shape[:-1] != delta.shape[:-1]:
+        shape = np.broadcast_shapes(face.shape[:-1], delta.shape[:-1])
+        face = np.array(np.broadcast_to(face, (*shape, face.shape[-1])))
+    face[..., _FACE_MOUTH_K] = delta
+    raw = _drive(face)
     return np.minimum(raw, 1.0), raw > 1.0

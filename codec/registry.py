@@ -82,6 +82,9 @@ VISEMES: tuple[str, ...] = (
 class Channel:
     """One ARKit morph channel driven by one direction of a dim, with its gain.
 
+    Gain 1 marks the channel's PRIMARY driver (exactly one (dim, direction) per ARKit
+    channel); a gain in ``(0, 1)`` is a SECONDARY recruitment (spec §4.6, §4.7).
+
     ``name`` may contain ``{S}``, replaced by ``Left``/``Right`` for the ``_l``/``_r``
     member of a sided row (spec §3.2).
     """
@@ -286,25 +289,41 @@ def _mouth() -> list[DimensionRow]:
                             unit="1", default=0.0, affect=True, bits=8, lateral=lateral,
                             meaning=meaning, positive=pos, negative=neg)
 
+    # spec §4.7 (seed 000 §4.7): each direction has its PRIMARY channels (gain 1, every
+    # ARKit channel is the primary of exactly one (dim, direction)) and may recruit
+    # SECONDARY channels with a gain < 1, so that the extremes reach the strong shapes:
+    # m_jaw +1 = yawn, m_pucker +1 = kiss, m_upper_lip +1 = bared teeth. The rationale
+    # of each gain is in spec §4.7 ("Recruited channels").
     return [
         row("m_jaw", False, "jaw: + open (yawn at +1), - clenched with lips closed",
-            _c("jawOpen"), _c("mouthClose")),
+            _c("jawOpen", ("mouthLowerDownLeft", 0.3), ("mouthLowerDownRight", 0.3),
+               ("mouthFunnel", 0.2)),
+            _c("mouthClose", ("mouthPressLeft", 0.3), ("mouthPressRight", 0.3))),
         row("m_press", False, "lips: + pressed together; - relaxed (no ARKit channel)",
-            _c("mouthPressLeft", "mouthPressRight")),
+            _c("mouthPressLeft", "mouthPressRight", ("mouthRollUpper", 0.2),
+               ("mouthRollLower", 0.2))),
         row("m_smile", True, "mouth corner: + smile, - frown",
-            _c("mouthSmile{S}"), _c("mouthFrown{S}")),
+            _c("mouthSmile{S}", ("mouthDimple{S}", 0.25)),
+            _c("mouthFrown{S}", ("mouthShrugLower", 0.2))),
         row("m_pucker", False, "lips: + puckered (kiss at +1), - stretched wide",
-            _c("mouthPucker"), _c("mouthStretchLeft", "mouthStretchRight")),
+            _c("mouthPucker", ("mouthFunnel", 0.3)),
+            _c("mouthStretchLeft", "mouthStretchRight")),
         row("m_funnel", False, "lips: + funnelled, - drawn back (dimpled)",
             _c("mouthFunnel"), _c("mouthDimpleLeft", "mouthDimpleRight")),
         row("m_shift", False, "whole mouth: + toward the character's left, - right",
             _c("mouthLeft"), _c("mouthRight"), lateral=True),
         row("m_roll", False, "lips: + rolled in, - shrugged out",
             _c("mouthRollUpper", "mouthRollLower"), _c("mouthShrugUpper", "mouthShrugLower")),
-        row("m_upper_lip", False, "upper lip: + raised (bared teeth at +1); - lowered (no ARKit channel)",
-            _c("mouthUpperUpLeft", "mouthUpperUpRight")),
-        row("m_lower_lip", False, "lower lip: + pulled down; - raised (no ARKit channel)",
-            _c("mouthLowerDownLeft", "mouthLowerDownRight")),
+        row("m_upper_lip", False,
+            "upper lip: + raised (bared teeth at +1); - lowered over the teeth",
+            _c("mouthUpperUpLeft", "mouthUpperUpRight", ("mouthLowerDownLeft", 0.3),
+               ("mouthLowerDownRight", 0.3), ("mouthStretchLeft", 0.3),
+               ("mouthStretchRight", 0.3)),
+            _c(("mouthRollUpper", 0.5))),
+        row("m_lower_lip", False, "lower lip: + pulled down; - pushed up",
+            _c("mouthLowerDownLeft", "mouthLowerDownRight", ("mouthStretchLeft", 0.2),
+               ("mouthStretchRight", 0.2)),
+            _c(("mouthShrugLower", 0.5))),
         row("m_jaw_shift", False, "jaw sideways: + toward the character's left, - right",
             _c("jawLeft"), _c("jawRight"), lateral=True),
         row("m_jaw_forward", False, "jaw: + thrust forward; - retracted (no ARKit channel)",
@@ -312,7 +331,7 @@ def _mouth() -> list[DimensionRow]:
         row("m_cheek_puff", False, "cheeks: + puffed; - sucked in (no ARKit channel)",
             _c("cheekPuff")),
         row("m_tongue", False, "tongue: + out; - retracted (no ARKit channel)",
-            _c("tongueOut")),
+            _c("tongueOut", ("jawOpen", 0.2))),
     ]
 
 
