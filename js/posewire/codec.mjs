@@ -59,11 +59,46 @@ const ARKIT_ORDER = REGISTRY.arkit_channels ?? [
   'browDownLeft', 'browDownRight', 'browInnerUp', 'browOuterUpLeft', 'browOuterUpRight', 'cheekPuff', 'cheekSquintLeft',
   'cheekSquintRight', 'noseSneerLeft', 'noseSneerRight', 'tongueOut',
 ];
-const CHANNELS = new Map(); // channel -> {dim, sign, gain}
+const CHANNELS = new Map(); // channel -> its primary driver {dim, sign, gain: 1} (§4.6)
 for (const d of DIMS) {
-  for (const c of d.positive) CHANNELS.set(c.channel, { dim: d.id, sign: 1, gain: c.gain });
-  for (const c of d.negative) CHANNELS.set(c.channel, { dim: d.id, sign: -1, gain: c.gain });
+  for (const c of d.positive) if (c.gain === 1) CHANNELS.set(c.channel, { dim: d.id, sign: 1, gain: 1 });
+  for (const c of d.negative) if (c.gain === 1) CHANNELS.set(c.channel, { dim: d.id, sign: -1, gain: 1 });
 }
+
+// §4.6 weights -> dims: joint least squares over every (face/mouth dim, direction) column
+// of the 52 × 2K gain matrix G (primary gain 1, secondary gain < 1): (p, m) = G⁺ w, with
+// G⁺ = (GᵀG)⁻¹Gᵀ over the columns that have channels (they are independent), computed once.
+const SOLVE_ROUNDING = 1e-12;
+const SOLVE = (() => {
+  const cols = [];
+  FACE_DIMS.forEach((d, k) => {
+    for (const [list, part] of [[d.positive, 0], [d.negative, 1]]) {
+      if (!list.length) continue;
+      const g = new Float64Array(ARKIT_ORDER.length);
+      for (const { channel, gain } of list) g[ARKIT_ORDER.indexOf(channel)] = gain;
+      cols.push({ k, part, g });
+    }
+  });
+  const m = cols.length;
+  // augmented [GᵀG | Gᵀ], Gauss-Jordan with partial pivoting -> [I | G⁺]
+  const a = cols.map((ci) => [
+    ...cols.map((cj) => ci.g.reduce((acc, x, c) => acc + x * cj.g[c], 0)),
+    ...ci.g,
+  ]);
+  for (let i = 0; i < m; i++) {
+    let piv = i;
+    for (let r = i + 1; r < m; r++) if (Math.abs(a[r][i]) > Math.abs(a[piv][i])) piv = r;
+    [a[i], a[piv]] = [a[piv], a[i]];
+    const inv = 1 / a[i][i];
+    for (let c = 0; c < a[i].length; c++) a[i][c] *= inv;
+    for (let r = 0; r < m; r++) {
+      if (r === i || a[r][i] === 0) continue;
+      const f = a[r][i];
+      for (let c = 0; c < a[r].length; c++) a[r][c] -= f * a[i][c];
+    }
+  }
+  return cols.map((col, i) => ({ k: col.k, part: col.part, row: a[i].slice(m) }));
+})();
 
 function dimOf(id) {
   const d = BY_ID.get(id);
@@ -518,14 +553,17 @@ function dimsToArkit(values, policy = 'clamp') {
       [d.positive, 1],
       [d.negative, -1],
     ]) {
+      // primary and secondary drives of a channel are summed (§4.6, §4.7)
       for (const { channel, gain } of list) {
-        let w = gain * Math.max(s * n, 0);
-        if (w > 1) {
-          w = 1;
-          clipped.push(channel);
-        }
-        if (w !== 0) weights[channel] = w;
+        const w = gain * Math.max(s * n, 0);
+        if (w !== 0) weights[channel] = (weights[channel] ?? 0) + w;
       }
+    }
+  }
+  for (const [channel, w] of Object.entries(weights)) {
+    if (w > 1) {
+      weights[channel] = 1;
+      clipped.push(channel);
     }
   }
   return { weights, clipped: byArkit(clipped) };
@@ -557,22 +595,18 @@ function arkitToDims({ weights, policy = 'raise', into = {} }) {
   }
   const values = { ...into };
   const dimsClipped = [];
-  for (const d of FACE_DIMS) {
-    const ls = (list) => {
-      if (!list.length) return 0;
-      let num_ = 0;
-      let den = 0;
-      for (const { channel, gain } of list) {
-        num_ += gain * (w.get(channel) ?? 0);
-        den += gain * gain;
-      }
-      return num_ / den;
-    };
-    const raw = ls(d.positive) - ls(d.negative);
-    const n = clip(raw, -1, 1);
-    if (n !== raw) dimsClipped.push(d.id);
-    if (n !== d.default || d.id in values) values[d.id] = n;
+  const wv = ARKIT_ORDER.map((c) => w.get(c) ?? 0);
+  const parts = FACE_DIMS.map(() => [0, 0]); // (p, m) per face dim
+  for (const { k, part, row } of SOLVE) {
+    const x = row.reduce((acc, g, c) => acc + g * wv[c], 0);
+    parts[k][part] = x > SOLVE_ROUNDING ? x : 0; // p, m ≥ 0 (rounding -> 0)
   }
+  FACE_DIMS.forEach((d, k) => {
+    const raw = parts[k][0] - parts[k][1];
+    const n = clip(raw, -1, 1);
+    if (Math.abs(raw) > 1 + SOLVE_ROUNDING) dimsClipped.push(d.id);
+    if (n !== d.default || d.id in values) values[d.id] = n;
+  });
   return { values, clamped: byArkit(clamped), replaced: byArkit(replaced), dims_clipped: byIndex(dimsClipped) };
 }
 
