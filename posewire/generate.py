@@ -138,22 +138,26 @@ def registry_tables_md() -> str:
         out.append(_dim_rows(dims, morph=group in ("face", "mouth"), angle=group == "fingers"))
 
     out.append("\n## ARKit channel coverage (spec §4.6, §4.7)\n\n")
-    owner: dict[str, tuple[str, str, float]] = {}
-    drivers: dict[str, int] = {}
+    primary: dict[str, list[tuple[str, str]]] = {}
+    secondary: dict[str, list[str]] = {}
     for d in DIMENSIONS:
         for direction, sign in ((1, "+"), (-1, "−")):
             for c in d.channels(direction):
-                owner[c.name] = (d.id, sign, c.gain)
-                drivers[c.name] = drivers.get(c.name, 0) + 1
-    once = sum(1 for name in ARKIT_CHANNELS if drivers.get(name) == 1)
-    out.append(f"{once} of the {len(ARKIT_CHANNELS)} ARKit channels are driven by exactly one "
-               "(dim, direction); a channel listed as unreached or driven twice is a registry "
-               "defect.\n\n")
+                if c.gain == 1.0:
+                    primary.setdefault(c.name, []).append((d.id, sign))
+                else:
+                    secondary.setdefault(c.name, []).append(f"`{d.id}` {sign} ×{_num(c.gain)}")
+    once = sum(1 for name in ARKIT_CHANNELS if len(primary.get(name, ())) == 1)
+    out.append(f"{once} of the {len(ARKIT_CHANNELS)} ARKit channels have exactly one primary "
+               "(dim, direction), gain 1; secondary recruitments (gain < 1, spec §4.7) add to "
+               "it and the sum is clipped to [0, 1]. A channel listed as unreached or with two "
+               "primaries is a registry defect.\n\n")
     out.append(_table(
-        ["ARKit channel", "dim", "direction", "gain"],
-        [[f"`{name}`", f"`{owner[name][0]}`" if name in owner else "(unreached)",
-          owner[name][1] if name in owner else "—",
-          _num(owner[name][2]) if name in owner else "—"] for name in ARKIT_CHANNELS],
+        ["ARKit channel", "primary dim", "direction", "secondary (dim, direction, gain)"],
+        [[f"`{name}`",
+          ", ".join(f"`{d}`" for d, _ in primary[name]) if name in primary else "(unreached)",
+          ", ".join(s for _, s in primary[name]) if name in primary else "—",
+          "; ".join(secondary.get(name, ())) or "—"] for name in ARKIT_CHANNELS],
     ))
 
     out.append("\n## 4.8 Hyper conditions (spec §3.4)\n\n")
