@@ -319,8 +319,8 @@ def arkit_to_dims(
     ``weights``: shape ``(..., 52)`` in ARKIT_CHANNELS order, or one ``{name: weight}``
     dict (see :func:`arkit_dict_to_array`). Weights are first checked with
     :func:`validate_weights` under ``policy``. Every face/mouth dim is written
-    (least squares per direction, ``n = p - m`` clipped to ``[-1, 1]``, clips
-    reported); every other dim is taken from ``into`` (shape ``(N,)`` or
+    (joint least squares ``(p, m) = G⁺ w``, ``p, m ≥ 0``, ``n = p - m`` clipped to
+    ``[-1, 1]``, clips reported); every other dim is taken from ``into`` (shape ``(N,)`` or
     broadcastable to ``(..., N)``) or, without ``into``, from the registry defaults.
     Returns ``(vector (..., N), report)``.
     """

@@ -4,8 +4,8 @@ Pure numpy, batch first, no I/O:
 
 * :func:`blendshape_dims` — the 52 ARKit blendshape weights of MediaPipe's
   FaceLandmarker -> every face and mouth dim through the registry's inverse mapping
-  (:func:`posewire.codec.morph.arkit_to_dims`, spec §4.6: least squares per direction over
-  the channels the registry lists, so a change of the registry's channel table changes
+  (:func:`posewire.codec.morph.arkit_to_dims`, spec §4.6: joint least squares over the
+  (dim, direction) columns of the registry's channel gains, so a change of the registry's channel table changes
   this producer with it). ``tongueOut`` is not in MediaPipe's model: ``m_tongue`` comes
   out 0 from it, and the producer reports ``m_tongue`` as not observed (NaN).
 * :func:`head_from_face_matrix` — ``(h_yaw, h_pitch, h_roll)`` from the facial
