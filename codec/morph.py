@@ -170,7 +170,8 @@ def _mirror_permutation() -> NDArray[np.intp]:
 
 #: ``weights[..., ARKIT_MIRROR_PERMUTATION]`` swaps every Left/Right channel pair
 #: (``eyeLookInLeft`` <-> ``eyeLookInRight``, ``mouthLeft`` <-> ``mouthRight``, ...);
-#: ``dims_to_arkit(mirror(v))`` equals it applied to ``dims_to_arkit(v)`` (spec §3.2).
+#: ``dims_to_arkit(mirror(v))`` equals it applied to ``dims_to_arkit(v)`` (spec §3.2), to
+#: rounding where both sides' drives sum on one self-mirror channel (``mouthShrugLower``).
 ARKIT_MIRROR_PERMUTATION = _mirror_permutation()
 
 
