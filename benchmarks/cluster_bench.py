@@ -125,13 +125,18 @@ class NatsServer:
 
 
 class RelayProcess:
-    """``posewire serve`` in a process of its own on a free loopback port (``broker``:
-    with ``--broker``); :attr:`url` is read from its start-up line."""
+    """A relay in a process of its own on a free loopback port (``broker``: with a
+    broker); :attr:`url` is read from its start-up line. ``bench=False``: ``posewire serve``
+    as a user runs it; ``bench=True``: :func:`_serve_main`, the same relay with admission
+    limits opened for hundreds of loopback clients from one address and no keepalive."""
 
     def __init__(self, *, broker: str | None = None, token: str | None = None,
-                 log: Path | None = None, status_every: float = 0.5) -> None:
-        cmd = [sys.executable, "-m", "posewire.cli", "serve", "--port", "0",
-               "--status-every", str(status_every)]
+                 log: Path | None = None, status_every: float = 0.5, bench: bool = False) -> None:
+        if bench:
+            cmd = [sys.executable, str(HERE), "--serve"]
+        else:
+            cmd = [sys.executable, "-m", "posewire.cli", "serve", "--port", "0",
+                   "--status-every", str(status_every)]
         if broker:
             cmd += ["--broker", broker]
         if token:
@@ -189,9 +194,10 @@ class RelayProcess:
         return out
 
 
-def start_relays(n: int, *, broker: str | None, token: str | None = None) -> list[RelayProcess]:
+def start_relays(n: int, *, broker: str | None, token: str | None = None,
+                 bench: bool = False) -> list[RelayProcess]:
     """Start ``n`` relay processes at once and wait until all listen."""
-    relays = [RelayProcess(broker=broker, token=token) for _ in range(n)]
+    relays = [RelayProcess(broker=broker, token=token, bench=bench) for _ in range(n)]
     try:
         for r in relays:
             r.wait_ready()
@@ -203,6 +209,27 @@ def start_relays(n: int, *, broker: str | None, token: str | None = None) -> lis
 
 
 # ---------------------------------------------------------------- the benchmark
+
+
+async def _serve_main(broker: str | None, token: str | None) -> None:
+    import logging
+
+    from posewire.relay import Relay
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    # every benchmark client comes from 127.0.0.1: the per-address caps are opened; no
+    # keepalive (on a starved machine a late pong would close a healthy client)
+    relay = Relay("127.0.0.1", 0, token=token, status_every=0.5, max_connections=4096,
+                  max_per_address=4096, hello_rate=1000.0, hello_burst=10_000,
+                  ping_interval=None, ping_timeout=None,
+                  broker=None if broker is None else _broker(broker))
+    await relay.run()
+
+
+def _broker(url: str) -> Any:
+    from posewire.cluster import Broker
+
+    return Broker(url)
 
 
 @dataclass
@@ -352,13 +379,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--token", default="bench-token")
     parser.add_argument("--skip-single", action="store_true", help="only the cluster")
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--broker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.serve:
+        import asyncio
+
+        asyncio.run(_serve_main(args.broker, args.token or None))
+        return 0
     import psutil
 
     results: list[SetupResult] = []
     with tempfile.TemporaryDirectory(prefix="cluster-bench-nats-") as store, \
             NatsServer(Path(store)) as nats:
-        relays = start_relays(3, broker=nats.url, token=args.token)
+        relays = start_relays(3, broker=nats.url, token=args.token, bench=True)
         try:
             assert nats.proc is not None
             results.append(run_setup(
@@ -369,7 +403,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for r in relays:
                 r.stop()
     if not args.skip_single:
-        (single,) = start_relays(1, broker=None, token=args.token)
+        (single,) = start_relays(1, broker=None, token=args.token, bench=True)
         try:
             results.append(run_setup(
                 "1 relay", [single.url], [single.proc.pid], 3 * args.consumers,
