@@ -556,6 +556,8 @@ class Broker:
         if self._leases.get(stream) is lease:
             del self._leases[stream]
         self._fresh.discard(stream)
+        prefix = stream_token(stream) + "."
+        self._written = {k: v for k, v in self._written.items() if not k.startswith(prefix)}
         if lease.task is not None:
             lease.task.cancel()
         task = self._spawn(self._delete_lease(lease), f"posewire-release-{stream}")
