@@ -27,10 +27,10 @@ import functools
 import json
 import mimetypes
 import os
+import signal
 import sys
 import tempfile
 import threading
-import time
 import webbrowser
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -258,12 +258,16 @@ def _cmd_view(args: argparse.Namespace) -> int:
             webbrowser.open(server.url)
         except webbrowser.Error:
             print("no web browser found here: open the URL above in one", flush=True)
+    # SIGINT / SIGTERM end the command: the handler only sets an event, so the signal
+    # cannot land inside the server's shutdown and the main thread always reaches it
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        pass
+        while not stop.wait(0.5):
+            pass
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         server.stop()
     return 0
 

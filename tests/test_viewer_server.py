@@ -50,8 +50,13 @@ def test_view_command_serves_the_page_and_refuses_paths_outside_its_roots() -> N
             assert get(url + bad)[0] == 404, bad
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=30)
-    assert proc.returncode == 0
+        try:
+            _, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+            raise AssertionError(f"posewire view did not stop on SIGINT; stderr: {err[-2000:]}") from None
+    assert proc.returncode == 0, err[-2000:]
 
 
 def test_avatar_description_is_the_mannequin_in_canonical_names() -> None:
