@@ -285,7 +285,10 @@ async def _serve_main(args: argparse.Namespace) -> None:
     from posewire.relay import Relay
 
     # status line every 0.5 s on stderr: the orchestrator reads drops / rate_limited
-    relay = Relay("127.0.0.1", args.port, token=args.token or None, status_every=0.5)
+    # every benchmark client comes from 127.0.0.1: the per-address admission caps (spec
+    # §5.8) are opened so that all levels, up to 500 consumers, are admitted
+    relay = Relay("127.0.0.1", args.port, token=args.token or None, status_every=0.5, max_connections=4096,
+                  max_per_address=4096, hello_rate=1000.0, hello_burst=10_000)
     stop = asyncio.Event()
     asyncio.get_running_loop().call_later(args.max_seconds, stop.set)  # bounded
     await relay.run(stop=stop)
