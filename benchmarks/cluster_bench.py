@@ -180,18 +180,6 @@ class RelayProcess:
                 self.kill()
         self._log.close()
 
-    def counters(self) -> dict[str, int]:
-        """The ``key=value`` counters of its last status line."""
-        last = ""
-        for line in self.log_path.read_text(errors="replace").splitlines():
-            if line.startswith("posewire relay:"):
-                last = line
-        out: dict[str, int] = {}
-        for part in last.split()[2:]:
-            key, _, value = part.partition("=")
-            if value.isdigit():
-                out[key] = int(value)
-        return out
 
 
 def start_relays(n: int, *, broker: str | None, token: str | None = None,
