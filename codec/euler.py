@@ -51,6 +51,7 @@ __all__ = [
     "head_to_quat",
     "matrix_to_euler",
     "matrix_to_head",
+    "matrix_to_body",
     "quat_to_body",
     "quat_to_euler",
     "quat_to_head",
@@ -166,6 +167,11 @@ def quat_to_body(q: ArrayLike) -> tuple[F64, NDArray[np.bool_]]:
     """Normalized ``(b_yaw, b_pitch, b_roll)`` ``(..., 3)`` of torso rotations, clamped
     to [-1, 1], and a ``(...,)`` mask of the clamped entries."""
     return _from_quat(q, BODY_MAX_DEG)
+
+
+def matrix_to_body(m: ArrayLike) -> tuple[F64, NDArray[np.bool_]]:
+    """:func:`quat_to_body` of rotation matrices ``(..., 3, 3)`` (orthonormal, det +1)."""
+    return _from_matrix(m, BODY_MAX_DEG)
 
 
 def spine_rotations(

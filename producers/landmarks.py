@@ -68,10 +68,9 @@ from posewire.codec.calibration import (
 from posewire.codec.conditions import Conditions
 from posewire.codec.elbow import spread_angle
 from posewire.codec.errors import UsageError
-from posewire.codec.euler import BODY_MAX_DEG, quat_to_body, quat_to_euler, quat_to_head
+from posewire.codec.euler import BODY_MAX_DEG, matrix_to_body, matrix_to_euler, matrix_to_head
 from posewire.codec.quaternion import (
     cross_unchecked,
-    from_matrix,
     multiply_unchecked,
     rotate_unchecked,
     to_matrix,
@@ -254,6 +253,7 @@ class _Prepared:
 
 _EX = np.array([1.0, 0.0, 0.0])
 _EY = np.array([0.0, 1.0, 0.0])
+_EZ = np.array([0.0, 0.0, 1.0])
 
 
 def _trunk_stretch(q: F64) -> F64:
@@ -275,6 +275,9 @@ def _trunk_direction(q: F64) -> F64:
 
 _TRUNK_W = np.array([length for length, _ in TRUNK_MODEL])
 _TRUNK_C = np.array([share for _, share in TRUNK_MODEL])
+#: Length-weighted mean spine share of the trunk model: the first secant step's slope.
+_TRUNK_SHARE = float(_TRUNK_W @ _TRUNK_C / _TRUNK_W.sum())
+_TRUNK_LENGTH = float(_TRUNK_W.sum())
 
 
 def _trunk_vector(q: F64) -> F64:
@@ -288,7 +291,7 @@ def _trunk_vector(q: F64) -> F64:
     s_sin = np.sin(phi) @ _TRUNK_W
     a_cross_y = np.stack([-a[:, 2], np.zeros_like(s_cos), a[:, 0]], axis=-1)
     out: F64 = (s_cos[:, None] * _EY + s_sin[:, None] * a_cross_y
-                + (a[:, 1] * (_TRUNK_W.sum() - s_cos))[:, None] * a)
+                + (a[:, 1] * (_TRUNK_LENGTH - s_cos))[:, None] * a)
     return out
 
 
@@ -299,9 +302,9 @@ def _signed_about(u: F64, v: F64, axis: F64) -> F64:
     return out
 
 
-def _chest(sl: F64, sr: F64, hl: F64, hr: F64, wanted: Bool) -> tuple[F64, F64, Bool]:
+def _chest(sl: F64, sr: F64, hl: F64, hr: F64, wanted: Bool) -> tuple[F64, F64, F64, Bool]:
     """Chest axes ``(B, 3, 3)`` (world columns), torso rotation ``Q (B, 4)`` relative to
-    the pelvis frame, and the valid mask (spec §4.5 "Estimating the body dims"), solved
+    the pelvis frame with its matrix ``(B, 3, 3)``, and the valid mask (spec §4.5 "Estimating the body dims"), solved
     only for the rows ``wanted`` (hips visible).
 
     Pelvis frame: X = hip_l − hip_r made horizontal, Y = world up, Z = X × Y (upright
@@ -318,8 +321,9 @@ def _chest(sl: F64, sr: F64, hl: F64, hr: F64, wanted: Bool) -> tuple[F64, F64, 
           & (np.linalg.norm(across, axis=-1) > 1e-6) & (np.linalg.norm(cross_unchecked(across, trunk), axis=-1) > 1e-9))
     quat = np.full((batch, 4), np.nan)
     chest = np.full((batch, 3, 3), np.nan)
+    local = np.full((batch, 3, 3), np.nan)
     if not ok.any():
-        return chest, quat, ok
+        return chest, quat, local, ok
     xp = _unit(x_p[ok])
     yp = np.broadcast_to(_EY, xp.shape)
     rp = np.stack([xp, yp, cross_unchecked(xp, yp)], axis=-1)
@@ -333,19 +337,28 @@ def _chest(sl: F64, sr: F64, hl: F64, hr: F64, wanted: Bool) -> tuple[F64, F64, 
     q0[flip] = np.array([0.0, 0.0, 1.0, 0.0])
     q0 = q0 / np.linalg.norm(q0, axis=-1, keepdims=True)
     y0 = rotate_unchecked(q0, np.broadcast_to(_EY, a.shape))
-    z0 = rotate_unchecked(q0, np.broadcast_to(np.array([0.0, 0.0, 1.0]), a.shape))
+    z0 = rotate_unchecked(q0, np.broadcast_to(_EZ, a.shape))
+    # Q(ψ) = Q0 · (cos ψ/2, sin ψ/2, 0, 0) = cos ψ/2 · Q0 + sin ψ/2 · Q0·i
+    q0i = np.stack([-q0[:, 1], q0[:, 0], q0[:, 3], -q0[:, 2]], axis=-1)
+    # the miss is the signed angle about a from the trunk direction d to t (both projected
+    # off a): with t_p = t − (t·a)a it is atan2(d·(t_p × a), d·t_p), scale-free in d, so
+    # the unnormalized trunk vector serves
+    t_p = t - _dot(t, a)[:, None] * a
+    t_pxa = cross_unchecked(t_p, a)
 
     def q_of(psi: F64) -> F64:
-        rx = np.stack([np.cos(psi / 2), np.sin(psi / 2), np.zeros_like(psi), np.zeros_like(psi)], axis=-1)
-        return multiply_unchecked(q0, rx)
+        half = 0.5 * psi[:, None]
+        out: F64 = np.cos(half) * q0 + np.sin(half) * q0i
+        return out
 
     def miss(psi: F64) -> F64:
-        return _signed_about(_trunk_direction(q_of(psi)), t, a)
+        d = _trunk_vector(q_of(psi))
+        out: F64 = np.arctan2((d * t_pxa).sum(-1), (d * t_p).sum(-1))
+        return out
 
     psi0 = np.arctan2(_dot(t, z0), _dot(t, y0))
     f0 = miss(psi0)
-    share = sum(length * c for length, c in TRUNK_MODEL) / sum(length for length, _ in TRUNK_MODEL)
-    psi1 = psi0 + f0 / share
+    psi1 = psi0 + f0 / _TRUNK_SHARE
     f1 = miss(psi1)
     for _ in range(6):
         if not (np.abs(f1) > 1e-13).any():
@@ -358,14 +371,15 @@ def _chest(sl: F64, sr: F64, hl: F64, hr: F64, wanted: Bool) -> tuple[F64, F64, 
     q = q_of(psi1)
     q = q * np.where(q[:, :1] < 0, -1.0, 1.0)
     quat[ok] = q
-    chest[ok] = rp @ to_matrix(q)
-    return chest, quat, ok
+    local[ok] = to_matrix(q)
+    chest[ok] = rp @ local[ok]
+    return chest, quat, local, ok
 
 
 #: Torso angles beyond this multiple of the registry maxima (b_yaw 45°, b_pitch and
 #: b_roll 30°) mark the hips as misplaced: no body dims, upright chest frame (reported).
 BODY_PLAUSIBLE = 1.5
-_IDENTITY_Q = np.array([1.0, 0.0, 0.0, 0.0])
+_EYE3 = np.eye(3)
 #: A frame is mirrored when ``unit(ear_l − ear_r) × unit(nose − ear_mid)`` has more than
 #: this component along the chest's +Y (a real head gives about −1; any head turn under
 #: 90° keeps it negative).
@@ -388,12 +402,12 @@ def _prepare(lm: HolisticLandmarks, mirrored: str = "report", visibility_thresho
     hl, hr = pose[:, POSE_POINTS["hip_l"]], pose[:, POSE_POINTS["hip_r"]]
     vis = np.asarray(lm.pose_visibility, dtype=np.float64)
     hips_seen: Bool = np.asarray((vis[:, [POSE_POINTS["hip_l"], POSE_POINTS["hip_r"]]] >= visibility_threshold).all(-1))
-    rotation, quat, valid = _chest(sl, sr, hl, hr, hips_seen)  # frames without hips: below
+    rotation, quat, local, valid = _chest(sl, sr, hl, hr, hips_seen)  # frames without hips: below
     # a torso turned far beyond the registry range relative to the pelvis means the hips
     # are misplaced (occluded, cropped): treated like hips out of view, reported
     implausible = np.zeros(lm.batch, dtype=bool)
     if valid.any():
-        angles = np.stack(quat_to_euler(np.where(valid[:, None], quat, _IDENTITY_Q)), axis=-1)
+        angles = np.stack(matrix_to_euler(np.where(valid[:, None, None], local, _EYE3)), axis=-1)
         implausible = valid & hips_seen & (np.abs(angles) > BODY_PLAUSIBLE * BODY_MAX_DEG).any(-1)
     hips_seen = hips_seen & ~implausible
     # spec §4.5: hips out of view (an upper-body shot) -> the pelvis is MediaPipe's guess:
@@ -418,7 +432,7 @@ def _prepare(lm: HolisticLandmarks, mirrored: str = "report", visibility_thresho
     body_clamped = np.zeros(lm.batch, dtype=bool)
     has_q = valid & np.isfinite(quat).all(-1)
     if has_q.any():
-        body[has_q], body_clamped[has_q] = quat_to_body(quat[has_q])
+        body[has_q], body_clamped[has_q] = matrix_to_body(local[has_q])
     # a selfie image whose x was flipped without swapping labels turns the head inside
     # out: (ear_l − ear_r) × (nose − ear_mid) points up the chest instead of down (spec
     # §2.2); swapped hand labels put each hand at the other pose wrist (spec §4.3)
@@ -622,7 +636,7 @@ def _head(prep: _Prepared) -> tuple[F64, Bool, Bool]:
     if ok.any():
         face_rot = np.stack([x, y, cross_unchecked(x, y)], axis=-1)[ok]
         rel = np.einsum("bji,bjk->bik", prep.rotation[ok], face_rot)
-        out[ok], clamped[ok] = quat_to_head(from_matrix(rel))
+        out[ok], clamped[ok] = matrix_to_head(rel)
     return out, clamped, ok
 
 
