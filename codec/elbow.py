@@ -28,7 +28,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from .errors import UsageError
 
-__all__ = ["ELBOW_REFERENCE", "FIXED_SENSE", "LATERAL", "spread_angle", "spread_basis", "spread_basis_unchecked"]
+__all__ = ["ELBOW_REFERENCE", "FIXED_SENSE", "LATERAL", "spread_angle", "spread_angle_unchecked", "spread_basis",
+           "spread_basis_unchecked"]
 
 F64 = NDArray[np.float64]
 Side = Literal["l", "r"]
@@ -101,8 +102,12 @@ def spread_angle(axis: ArrayLike, elbow_offset: ArrayLike, *, side: Side) -> F64
     shoulder is ``elbow_offset (..., 3)`` for shoulder→wrist ``axis (..., 3)``:
     ``atan2(e · toward, e · ref)``, in (−180°, 180°]; a producer clamps it to
     ``[0°, 90°]`` and reports the clamp."""
-    u = _check(axis, side)
-    e = np.asarray(elbow_offset, dtype=np.float64)
+    return spread_angle_unchecked(_check(axis, side), np.asarray(elbow_offset, dtype=np.float64), side=side)
+
+
+def spread_angle_unchecked(u: F64, elbow_offset: F64, *, side: Side) -> F64:
+    """:func:`spread_angle` for a unit float64 ``u (..., 3)`` and a float64 offset, no
+    validation (callers that checked their rows already: the per-frame encoder)."""
     r, t = spread_basis_unchecked(u, LATERAL[side], FIXED_SENSE[side])
-    out: F64 = np.degrees(np.arctan2((e * t).sum(axis=-1), (e * r).sum(axis=-1)))
+    out: F64 = np.degrees(np.arctan2((elbow_offset * t).sum(axis=-1), (elbow_offset * r).sum(axis=-1)))
     return out

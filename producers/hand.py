@@ -105,13 +105,18 @@ _ANGLE_DEG = {d.id: float(d.row.angle_deg) for d in REGISTRY.dimensions if d.row
 
 
 def _unit(v: F64) -> F64:
-    norm = np.linalg.norm(v, axis=-1, keepdims=True)
+    norm = np.sqrt((v * v).sum(-1, keepdims=True))  # np.linalg.norm's own arithmetic, without its overhead
     out: F64 = v / np.where(norm > _EPS, norm, np.nan)
     return out
 
 
+def _norm(v: F64) -> F64:
+    out: F64 = np.sqrt((v * v).sum(-1))  # as np.linalg.norm(v, axis=-1), without its overhead
+    return out
+
+
 def _dot(a: F64, b: F64) -> F64:
-    out: F64 = np.sum(a * b, axis=-1)
+    out: F64 = (a * b).sum(-1)
     return out
 
 
@@ -126,7 +131,7 @@ def _signed_angle(u: F64, v: F64, axis: F64) -> F64:
 
 def _angle(u: F64, v: F64) -> F64:
     """Unsigned angle (radians) between ``u`` and ``v`` ``(..., 3)``."""
-    out: F64 = np.arctan2(np.linalg.norm(cross_unchecked(u, v), axis=-1), _dot(u, v))
+    out: F64 = np.arctan2(_norm(cross_unchecked(u, v)), _dot(u, v))
     return out
 
 
@@ -248,7 +253,7 @@ def finger_angles(hand: F64, *, side: Side) -> dict[str, F64]:
     a1, a2, a3 = _unit(t2 - t1), _unit(t3 - t2), _unit(t4 - t3)
     fold, side_t, e1, e2 = _thumb_swing(a1)
     bend = cross_unchecked(a1, a2) + cross_unchecked(a2, a3)
-    bend_n = np.linalg.norm(bend, axis=-1)
+    bend_n = _norm(bend)
     observable = bend_n >= 2.0 * np.sin(np.radians(THUMB_ROLL_MIN_CURL_DEG))
     n = bend / np.where(observable, bend_n, 1.0)[:, None]
     n = n * np.where(_dot(n, e2) < 0.0, -1.0, 1.0)[:, None]
@@ -320,9 +325,9 @@ def hand_dims(hand: F64, rotation: F64, present: Bool, *, side: Side,
     fingers, normal = hand_frame(hand, side=side)
     f_body = np.einsum("bji,bj->bi", rotation, np.where(present[:, None], fingers, 0.0))
     n_body = np.einsum("bji,bj->bi", rotation, np.where(present[:, None], normal, 0.0))
-    fn = np.linalg.norm(f_body, axis=-1)
-    ortho = np.linalg.norm(cross_unchecked(f_body, n_body), axis=-1)
-    ok = present & (fn > _EPS) & (ortho > 1e-6 * np.maximum(fn * np.linalg.norm(n_body, axis=-1), _EPS))
+    fn = _norm(f_body)
+    ortho = _norm(cross_unchecked(f_body, n_body))
+    ok = present & (fn > _EPS) & (ortho > 1e-6 * np.maximum(fn * _norm(n_body), _EPS))
     stored = np.full((batch, 3), np.nan)
     clamped = np.zeros(batch, dtype=bool)
     if ok.any():

@@ -66,7 +66,7 @@ from posewire.codec.calibration import (
     units,
 )
 from posewire.codec.conditions import Conditions
-from posewire.codec.elbow import spread_angle
+from posewire.codec.elbow import spread_angle_unchecked
 from posewire.codec.errors import UsageError
 from posewire.codec.euler import BODY_MAX_DEG, matrix_to_body, matrix_to_euler, matrix_to_head
 from posewire.codec.quaternion import (
@@ -219,13 +219,18 @@ class LandmarkResult:
 
 
 def _unit(v: F64) -> F64:
-    norm = np.linalg.norm(v, axis=-1, keepdims=True)
+    norm = np.sqrt((v * v).sum(-1, keepdims=True))  # np.linalg.norm's own arithmetic, without its overhead
     out: F64 = v / np.where(norm > _EPS, norm, np.nan)
     return out
 
 
+def _norm(v: F64) -> F64:
+    out: F64 = np.sqrt((v * v).sum(-1))  # as np.linalg.norm(v, axis=-1), without its overhead
+    return out
+
+
 def _dot(a: F64, b: F64) -> F64:
-    out: F64 = np.sum(a * b, axis=-1)
+    out: F64 = (a * b).sum(-1)
     return out
 
 
@@ -317,8 +322,8 @@ def _chest(sl: F64, sr: F64, hl: F64, hr: F64, wanted: Bool) -> tuple[F64, F64, 
     x_p = x_p - x_p[:, 1:2] * _EY
     across = sl - sr
     trunk = 0.5 * (sl + sr) - 0.5 * (hl + hr)
-    ok = (wanted & np.isfinite(x_p).all(-1) & np.isfinite(across).all(-1) & (np.linalg.norm(x_p, axis=-1) > 1e-6)
-          & (np.linalg.norm(across, axis=-1) > 1e-6) & (np.linalg.norm(cross_unchecked(across, trunk), axis=-1) > 1e-9))
+    ok = (wanted & np.isfinite(x_p).all(-1) & np.isfinite(across).all(-1) & (_norm(x_p) > 1e-6)
+          & (_norm(across) > 1e-6) & (_norm(cross_unchecked(across, trunk)) > 1e-9))
     quat = np.full((batch, 4), np.nan)
     chest = np.full((batch, 3, 3), np.nan)
     local = np.full((batch, 3, 3), np.nan)
@@ -335,7 +340,7 @@ def _chest(sl: F64, sr: F64, hl: F64, hr: F64, wanted: Bool) -> tuple[F64, F64, 
     q0 = np.concatenate([w[:, None], cross_unchecked(ex, a)], axis=-1)
     flip = w < 1e-9
     q0[flip] = np.array([0.0, 0.0, 1.0, 0.0])
-    q0 = q0 / np.linalg.norm(q0, axis=-1, keepdims=True)
+    q0 = q0 / _norm(q0)[:, None]
     y0 = rotate_unchecked(q0, np.broadcast_to(_EY, a.shape))
     z0 = rotate_unchecked(q0, np.broadcast_to(_EZ, a.shape))
     # Q(ψ) = Q0 · (cos ψ/2, sin ψ/2, 0, 0) = cos ψ/2 · Q0 + sin ψ/2 · Q0·i
@@ -450,8 +455,8 @@ def _prepare(lm: HolisticLandmarks, mirrored: str = "report", visibility_thresho
 
         def nearer_other(hand: F64, own: int, other: int) -> Bool:
             w = hand[:, 0, :2] * np.array([1.0, -1.0])  # back to image axes (x right, y down)
-            out: Bool = np.asarray(np.linalg.norm(w - image[:, other], axis=-1)
-                                   < SWAP_DISTANCE_RATIO * np.linalg.norm(w - image[:, own], axis=-1))
+            out: Bool = np.asarray(_norm(w - image[:, other])
+                                   < SWAP_DISTANCE_RATIO * _norm(w - image[:, own]))
             return out
 
         other_l, other_r = nearer_other(left, wrist_l, wrist_r), nearer_other(right, wrist_r, wrist_l)
@@ -596,23 +601,25 @@ def estimate_calibration(lm: HolisticLandmarks, *, visibility_threshold: float =
 # ---------------------------------------------------------------------------- dims
 
 
-def _spread(prep: _Prepared, side: Side) -> tuple[F64, Bool]:
+def _spread(body: F64, side: Side) -> tuple[F64, Bool]:
     """Elbow spread angle (degrees, ``(B,)``) and a mask of straight-arm frames (spec
-    §4.1 "Elbow spread", :func:`posewire.codec.elbow.spread_angle` in the chest frame)."""
-    body = _to_body(prep.pose[:, [POSE_POINTS[f"shoulder_{side}"], POSE_POINTS[f"elbow_{side}"],
-                                  POSE_POINTS[f"wrist_{side}"]]], prep)
-    shoulder, elbow, wrist = body[:, 0], body[:, 1], body[:, 2]
+    §4.1 "Elbow spread", :func:`posewire.codec.elbow.spread_angle` in the chest frame) of
+    the pose points in the body frame ``(B, 33, 3)``."""
+    shoulder = body[:, POSE_POINTS[f"shoulder_{side}"]]
+    elbow = body[:, POSE_POINTS[f"elbow_{side}"]]
+    wrist = body[:, POSE_POINTS[f"wrist_{side}"]]
     axis = wrist - shoulder
     offset = elbow - shoulder
-    ok = np.isfinite(axis).all(-1) & np.isfinite(offset).all(-1) & (np.linalg.norm(axis, axis=-1) > 1e-6)
+    length = _norm(axis)
+    ok = np.isfinite(axis).all(-1) & np.isfinite(offset).all(-1) & (length > 1e-6)
     angle = np.full(axis.shape[0], np.nan)
     straight = np.zeros(axis.shape[0], dtype=bool)
-    if ok.any():
-        angle[ok] = spread_angle(axis[ok], offset[ok], side=side)
-        u = _unit(axis[ok])
+    if ok.any():  # rows checked here: finite, non-zero axis
+        u = axis[ok] / length[ok][:, None]
+        angle[ok] = spread_angle_unchecked(u, offset[ok], side=side)
         perp = offset[ok] - _dot(offset[ok], u)[:, None] * u
         # a straight arm has no elbow direction: spread is undefined -> default 0, counted
-        straight[ok] = np.linalg.norm(perp, axis=-1) < 0.01
+        straight[ok] = _norm(perp) < 0.01
         angle[straight] = 0.0
     return angle, straight
 
@@ -713,7 +720,7 @@ def landmarks_to_vectors(
             n = arm_to_normalized(body[arm_ok, wrist_i], cal.units, side=s)
             for k, axis in enumerate("xyz"):
                 vec[arm_ok, _idx(f"a_{axis}_{s}")] = n[:, k]
-            spread, straight = _spread(prep, s)
+            spread, straight = _spread(body, s)
             vec[arm_ok, _idx(f"a_spread_{s}")] = spread[arm_ok] / REGISTRY.by_id[f"a_spread_{s}"].row.max
             degenerate[f"spread_straight_arm_{s}"] = int((straight & arm_ok).sum())
 
