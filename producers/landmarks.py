@@ -71,7 +71,6 @@ from posewire.codec.errors import UsageError
 from posewire.codec.euler import BODY_MAX_DEG, matrix_to_body, matrix_to_euler, matrix_to_head
 from posewire.codec.quaternion import (
     cross_unchecked,
-    multiply_unchecked,
     rotate_unchecked,
     to_matrix,
 )
