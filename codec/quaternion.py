@@ -38,11 +38,13 @@ __all__ = [
     "PalmDirections",
     "as_quaternion",
     "canonicalize",
+    "canonicalize_unchecked",
     "conjugate",
     "conjugate_unchecked",
     "cross_unchecked",
     "from_axis_angle",
     "from_matrix",
+    "from_matrix_unchecked",
     "mirror_sagittal",
     "multiply",
     "multiply_unchecked",
@@ -50,6 +52,8 @@ __all__ = [
     "palm_decode",
     "palm_directions",
     "palm_encode",
+    "palm_encode_unchecked",
+    "palm_from_axes_unchecked",
     "palm_from_directions",
     "reconstruct_w",
     "rotate",
@@ -175,12 +179,17 @@ def canonicalize(q: ArrayLike) -> F64:
     positive, so ``canonicalize(q) == canonicalize(-q)`` for every ``q``.
     Zero-norm input raises ``usage.zero_norm``.
     """
-    unit = normalize(q)
+    return canonicalize_unchecked(normalize(q))
+
+
+def canonicalize_unchecked(q: F64) -> F64:
+    """:func:`canonicalize` of a finite float64 ``(..., 4)`` array with no zero-norm
+    quaternion, no validation."""
+    unit = q / np.sqrt((q * q).sum(axis=-1, keepdims=True))  # np.linalg.norm's arithmetic
     # First non-zero component decides the sign (w first): lexicographic sign rule.
-    nonzero = unit != 0.0
-    first = np.argmax(nonzero, axis=-1)
-    lead = np.take_along_axis(unit, first[..., None], axis=-1)
-    out: F64 = np.where(lead < 0.0, -unit, unit)
+    w, x, y, z = unit[..., 0], unit[..., 1], unit[..., 2], unit[..., 3]
+    lead = np.where(w != 0.0, w, np.where(x != 0.0, x, np.where(y != 0.0, y, z)))
+    out: F64 = np.where((lead < 0.0)[..., None], -unit, unit)
     return out
 
 
@@ -222,6 +231,11 @@ def from_matrix(m: ArrayLike) -> F64:
         raise UsageError("usage.shape", f"matrix must have shape (..., 3, 3), got {mat.shape}")
     if not np.isfinite(mat).all():
         raise UsageError("usage.not_finite", "matrix contains NaN or infinity")
+    return from_matrix_unchecked(mat)
+
+
+def from_matrix_unchecked(mat: F64) -> F64:
+    """:func:`from_matrix` of a finite float64 ``(..., 3, 3)`` array, no validation."""
     m00, m11, m22 = mat[..., 0, 0], mat[..., 1, 1], mat[..., 2, 2]
     # 4·(w², x², y², z²) from the diagonal; pick the largest for stability.
     sq = np.stack([1 + m00 + m11 + m22, 1 + m00 - m11 - m22,
@@ -241,7 +255,7 @@ def from_matrix(m: ArrayLike) -> F64:
         np.stack([d10, s02, s12, big * big], axis=-1),
     ], axis=-2)
     q = np.take_along_axis(cand, branch[..., None, None], axis=-2)[..., 0, :]
-    return canonicalize(q)
+    return canonicalize_unchecked(q)
 
 
 def from_axis_angle(axis: ArrayLike, angle_rad: ArrayLike) -> F64:
@@ -270,12 +284,15 @@ def to_axis_angle(q: ArrayLike) -> tuple[F64, F64]:
     return axis, angle
 
 
+_MIRROR_SIGNS = np.array([1.0, 1.0, -1.0, -1.0])
+
+
 def mirror_sagittal(q: ArrayLike) -> F64:
     """Reflect a rotation across the sagittal plane (spec §3.2): ``(w, x, -y, -z)``.
 
     For ``M = diag(-1, 1, 1)`` the mirrored rotation matrix is ``M·R·M``. An involution.
     """
-    out: F64 = as_quaternion(q) * np.array([1.0, 1.0, -1.0, -1.0])
+    out: F64 = as_quaternion(q) * _MIRROR_SIGNS
     return out
 
 
@@ -314,13 +331,19 @@ def palm_encode(
     """
     _check_side(side)
     quat = as_quaternion(q)
-    if side == "l":
-        quat = mirror_sagittal(quat)
-    vec = canonicalize(quat)[..., 1:]
+    _unit(quat, "quaternion")  # raises usage.zero_norm, as canonicalize would
     limit = 1.0 if clamp is None else float(clamp)
     if not 0.0 < limit <= 1.0:
         raise UsageError("usage.bad_option", f"clamp must be in (0, 1], not {clamp!r}")
-    norm = np.linalg.norm(vec, axis=-1)
+    return palm_encode_unchecked(quat, side=side, limit=limit)
+
+
+def palm_encode_unchecked(q: F64, *, side: Side, limit: float = PALM_CLAMP) -> tuple[F64, NDArray[np.bool_]]:
+    """:func:`palm_encode` of finite non-zero float64 quaternions ``(..., 4)`` with the
+    clamp ``limit`` in (0, 1], no validation."""
+    quat = q * _MIRROR_SIGNS if side == "l" else q
+    vec = canonicalize_unchecked(quat)[..., 1:]
+    norm = np.sqrt((vec * vec).sum(axis=-1))  # np.linalg.norm's arithmetic
     # spec §3.3 hemisphere rule: in the clamp band (|v| > clamp, i.e. w near 0) the sign of
     # q is chosen so that v points into the default's hemisphere, v·h >= 0; so w = ±1e-12
     # at the hanging default store the same v (no 46° flip at the w = 0 discontinuity)
@@ -380,5 +403,10 @@ def palm_from_directions(fingers: ArrayLike, palm_normal: ArrayLike, *, side: Si
     normal = _as_array(palm_normal, 3, "palm_normal")
     z = _unit(normal - np.sum(normal * y, axis=-1, keepdims=True) * y,
               "palm_normal orthogonal to fingers")
-    x = np.cross(y, z)
-    return from_matrix(np.stack([x, y, z], axis=-1))
+    return palm_from_axes_unchecked(y, z)
+
+
+def palm_from_axes_unchecked(y: F64, z: F64) -> F64:
+    """:func:`palm_from_directions` of the unit fingers axis ``y`` and the unit palm
+    normal ``z`` orthogonal to it (float64 ``(..., 3)``), no validation."""
+    return from_matrix_unchecked(np.stack([cross_unchecked(y, z), y, z], axis=-1))

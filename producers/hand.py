@@ -50,7 +50,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from posewire.codec.quaternion import cross_unchecked, palm_encode, palm_from_directions
+from posewire.codec.quaternion import cross_unchecked, palm_encode_unchecked, palm_from_axes_unchecked
 from posewire.codec.registry import REGISTRY
 
 __all__ = [
@@ -147,11 +147,16 @@ def hand_frame(hand: F64, *, side: Side) -> tuple[F64, F64]:
     return hand[:, HAND_POINTS["middle_mcp"]] - wrist, normal
 
 
+def _orthonormal(fingers: F64, normal: F64) -> tuple[F64, F64]:
+    """Unit fingers axis and the unit palm normal made orthogonal to it (Gram-Schmidt,
+    spec §2.4); NaN where degenerate."""
+    y = _unit(fingers)
+    return y, _unit(normal - _dot(normal, y)[:, None] * y)
+
+
 def _local_basis(hand: F64, side: Side) -> F64:
     """Hand-local axes ``(B, 3, 3)`` as columns (X, Y, Z of spec §2.4) in world coordinates."""
-    fingers, normal = hand_frame(hand, side=side)
-    y = _unit(fingers)
-    z = _unit(normal - _dot(normal, y)[:, None] * y)
+    y, z = _orthonormal(*hand_frame(hand, side=side))
     x = cross_unchecked(y, z)
     return np.stack([x, y, z], axis=-1)
 
@@ -331,8 +336,10 @@ def hand_dims(hand: F64, rotation: F64, present: Bool, *, side: Side,
     stored = np.full((batch, 3), np.nan)
     clamped = np.zeros(batch, dtype=bool)
     if ok.any():
-        q = palm_from_directions(f_body[ok], n_body[ok], side=side)
-        stored[ok], clamped[ok] = palm_encode(q, side=side)  # left: mirrored per §3.2
+        # palm_from_directions / palm_encode without their validation: the rows are
+        # finite and non-degenerate (checked just above)
+        q = palm_from_axes_unchecked(*_orthonormal(f_body[ok], n_body[ok]))
+        stored[ok], clamped[ok] = palm_encode_unchecked(q, side=side)  # left: mirrored per §3.2
     values: dict[str, F64] = {f"w_q{axis}_{side}": stored[:, k] for k, axis in enumerate("xyz")}
     for row_id in (f"g_{f}_{k}" for f in FINGERS for k in ("curl", "fold", "side")):
         values[f"{row_id}_{side}"] = np.full(batch, np.nan)
