@@ -133,31 +133,43 @@ _SOLVE = np.ascontiguousarray(_pseudo_inverse(_GAINS).T)
 
 
 def _drive_tables() -> tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.intp],
-                             NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+                             NDArray[np.float64], NDArray[np.float64],
+                             tuple[tuple[NDArray[np.intp], NDArray[np.intp]], ...]]:
     k = FACE_DIM_INDICES.size
-    prim_col = np.array([list(FACE_DIM_INDICES).index(_DIM_INDEX[d]) + (0 if s > 0 else k)
+    position = {int(d): i for i, d in enumerate(FACE_DIM_INDICES)}
+    prim_col = np.array([position[_DIM_INDEX[d]] + (0 if s > 0 else k)
                          for d, s in CHANNEL_DRIVERS], dtype=np.intp)
-    sec = [(c, np.intp(col)) for c in range(N_ARKIT)
+    sec = [(c, int(col)) for c in range(N_ARKIT)
            for col in np.flatnonzero((_GAINS[c] != 0.0) & (_GAINS[c] < 1.0))]
     sec_col = np.array([col for _, col in sec], dtype=np.intp)
-    scatter = np.zeros((len(sec), N_ARKIT))
-    for row, (c, _) in enumerate(sec):
-        scatter[row, c] = 1.0
+    # layers: the j-th secondary of every channel, so that no layer names a channel twice
+    layers: list[list[int]] = []
+    depth: dict[int, int] = {}
+    for term, (c, _) in enumerate(sec):
+        j = depth[c] = depth.get(c, -1) + 1
+        if j == len(layers):
+            layers.append([])
+        layers[j].append(term)
     return (prim_col % k, np.where(prim_col < k, 1.0, -1.0), sec_col % k,
-            np.where(sec_col < k, 1.0, -1.0), _GAINS[[c for c, _ in sec], sec_col], scatter)
+            np.where(sec_col < k, 1.0, -1.0),
+            np.array([_GAINS[c, col] for c, col in sec]),
+            tuple((np.array(t, dtype=np.intp), np.array([sec[i][0] for i in t], dtype=np.intp))
+                  for t in layers))
 
 
 _DIM_INDEX = {d.id: d.index for d in DIMENSIONS}
-_PRIM_K, _PRIM_SIGN, _SEC_K, _SEC_SIGN, _SEC_GAIN, _SEC_SCATTER = _drive_tables()
+_PRIM_K, _PRIM_SIGN, _SEC_K, _SEC_SIGN, _SEC_GAIN, _SEC_LAYERS = _drive_tables()
 
 
 def _drive(face: NDArray[np.float64]) -> NDArray[np.float64]:
     """Raw (unclipped) weights ``(..., 52)`` of finite face/mouth values ``(..., K)``:
-    the primary drive of each channel (one gather, gain 1) plus its secondary drives
-    (spec §4.6). The one kernel of :func:`dims_to_arkit` and the mouthing fast path."""
+    the primary drive of each channel (one gather, gain 1) plus its secondary drives,
+    added layer by layer (spec §4.6). The one kernel of :func:`dims_to_arkit` and the
+    mouthing fast path (``posewire.codec.mouthing._valid_mouthing_arkit``)."""
     raw = np.maximum(face[..., _PRIM_K] * _PRIM_SIGN, 0.0)
-    if _SEC_K.size:
-        raw += (np.maximum(face[..., _SEC_K] * _SEC_SIGN, 0.0) * _SEC_GAIN) @ _SEC_SCATTER
+    secondary = np.maximum(face[..., _SEC_K] * _SEC_SIGN, 0.0) * _SEC_GAIN
+    for terms, channels in _SEC_LAYERS:
+        raw[..., channels] += secondary[..., terms]
     return raw
 
 
@@ -302,7 +314,8 @@ def dims_to_arkit(
     face = np.where(finite, face, 0.0)
     # spec §4.6: positive part through positive channels, negative part through negative,
     # the primary and secondary drives of a channel summed
-    raw = _drive(face)
+    with np.errstate(over="ignore"):  # a huge finite dim (clamp policy) sums to inf -> 1
+        raw = _drive(face)
     weights = np.clip(raw, 0.0, 1.0)
     nonfinite_channels = (~finite).astype(np.float64) @ (POSITIVE_GAINS + NEGATIVE_GAINS).T > 0
     clipped = (raw != weights) | nonfinite_channels
