@@ -102,6 +102,9 @@ _EPS = 1e-9
 _MCP, _PIP, _DIP, _TIP = (np.array(c) for c in zip(*FINGER_CHAINS.values(), strict=True))
 _XY = np.array([1.0, 1.0, 0.0])
 _ANGLE_DEG = {d.id: float(d.row.angle_deg) for d in REGISTRY.dimensions if d.row.angle_deg is not None}
+#: Finger rows (no side suffix) in the order of :func:`hand_dims`'s values, thumb roll last.
+_FINGER_ROWS: tuple[str, ...] = (*(f"g_{f}_{k}" for f in FINGERS for k in ("curl", "fold", "side")), "g_thumb_roll")
+_FINGER_DEG: dict[str, F64] = {s: np.array([_ANGLE_DEG[f"{r}_{s}"] for r in _FINGER_ROWS]) for s in ("l", "r")}
 
 
 def _unit(v: F64) -> F64:
@@ -341,15 +344,16 @@ def hand_dims(hand: F64, rotation: F64, present: Bool, *, side: Side,
         q = palm_from_axes_unchecked(*_orthonormal(f_body[ok], n_body[ok]))
         stored[ok], clamped[ok] = palm_encode_unchecked(q, side=side)  # left: mirrored per §3.2
     values: dict[str, F64] = {f"w_q{axis}_{side}": stored[:, k] for k, axis in enumerate("xyz")}
-    for row_id in (f"g_{f}_{k}" for f in FINGERS for k in ("curl", "fold", "side")):
-        values[f"{row_id}_{side}"] = np.full(batch, np.nan)
+    # the finger dims as columns of one (B, 16) array (one allocation; the thumb roll last)
+    fingers_out = np.full((batch, len(_FINGER_ROWS)), np.nan)
+    for k, row_id in enumerate(_FINGER_ROWS):
+        values[f"{row_id}_{side}"] = fingers_out[:, k]
     roll = np.full(batch, np.nan)
     unobservable = np.zeros(batch, dtype=bool)
-    values[f"g_thumb_roll_{side}"] = np.full(batch, np.nan)
     if ok.any():
-        for row_id, deg in finger_angles(hand[ok], side=side).items():
-            values[f"{row_id}_{side}"][ok] = deg / _ANGLE_DEG[f"{row_id}_{side}"]
-        estimated = values[f"g_thumb_roll_{side}"][ok]
+        angles = finger_angles(hand[ok], side=side)
+        fingers_out[ok] = np.stack([angles[row_id] for row_id in _FINGER_ROWS], axis=-1) / _FINGER_DEG[side]
+        estimated = fingers_out[ok, -1]
         if thumb_roll_deg is not None:  # a measured orientation (VR) wins over the positions
             measured = thumb_roll_deg[ok] / _ANGLE_DEG[f"g_thumb_roll_{side}"]
             estimated = np.where(np.isfinite(measured), measured, estimated)

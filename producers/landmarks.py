@@ -52,6 +52,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
 
 import numpy as np
@@ -125,6 +126,14 @@ _EPS = 1e-9
 _LATERAL = {"l": np.array([1.0, 0.0, 0.0]), "r": np.array([-1.0, 0.0, 0.0])}
 def _idx(dim_id: str) -> int:
     return REGISTRY.index(dim_id)
+
+
+@lru_cache(maxsize=8)
+def _columns(dim_ids: tuple[str, ...]) -> NDArray[np.intp]:
+    """Vector columns of registry dim ids (cached: the hand producer's ids per side)."""
+    out = np.array([REGISTRY.index(d) for d in dim_ids], dtype=np.intp)
+    out.flags.writeable = False
+    return out
 
 
 @dataclass(frozen=True)
@@ -734,8 +743,9 @@ def landmarks_to_vectors(
             degenerate[f"palm_camera_frame_{s}"] = int(fallback.sum())
         if dims.roll_unobservable is not None and dims.roll_unobservable.any():
             degenerate[f"thumb_roll_unobservable_{s}"] = int(dims.roll_unobservable.sum())
-        for dim_id, values in dims.values.items():
-            vec[dims.tracked, _idx(dim_id)] = values[dims.tracked]
+        rows = np.flatnonzero(dims.tracked)
+        if rows.size:
+            vec[rows[:, None], _columns(tuple(dims.values))] = np.stack(list(dims.values.values()), axis=-1)[rows]
         extra_clamps[f"w_q_{s}"] = dims.palm_clamped
 
     head, head_clamped, head_ok = _head(prep)
@@ -757,15 +767,17 @@ def landmarks_to_vectors(
     if int((prep.body_clamped & body_ok).sum()):
         clamped["b_* (angle beyond max)"] = int((prep.body_clamped & body_ok).sum())
 
+    if prep.face is not None:
+        tracked["head"] = head_ok
     states: dict[str, NDArray[np.str_]] = {}
+    fractions: dict[str, float] = {}
     for part in TRACKING_PARTS:
         if part in tracked:
             states[part] = np.where(tracked[part], "tracked", "lost")
-        elif part == "head" and prep.face is not None:
-            states[part] = np.where(head_ok, "tracked", "lost")
+            fractions[part] = float(tracked[part].mean()) if batch else 0.0
         else:
             states[part] = np.full(batch, "not_estimated")
-    fractions = {part: float((st == "tracked").mean()) if batch else 0.0 for part, st in states.items()}
+            fractions[part] = 0.0
     report = LandmarkReport(frames=batch, tracked_fraction=fractions, clamped=clamped,
                             fallback_axes=cal.units.fallback_axes, degenerate=degenerate,
                             notes=(*cal.notes, *notes))
