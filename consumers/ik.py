@@ -307,28 +307,42 @@ def _pole1(axis: Vec3, spread: float, lateral: Vec3, fixed: float) -> Vec3:
 
 def _solve1(s0: Vec3, upper_dir0: Vec3, a_len: float, lower_dir0: Vec3, b_len: float,
             t: Vec3, p: Vec3) -> tuple[Quat, Quat, Vec3, Vec3, bool]:
-    # _solve for one side and frame: (upper, lower, elbow, wrist, clamped)
-    u, dist = _unit1((t[0] - s0[0], t[1] - s0[1], t[2] - s0[2]))
+    # _solve for one side and frame: (upper, lower, elbow, wrist, clamped); written out
+    # in scalars (no helper calls or generators: call overhead dominates one frame)
+    sx, sy, sz = s0
+    ux, uy, uz = t[0] - sx, t[1] - sy, t[2] - sz
+    dist = math.sqrt(ux * ux + uy * uy + uz * uz)
     if dist < _EPS:
-        u = upper_dir0
+        ux, uy, uz = upper_dir0
+    elif dist > 0.0:
+        ux, uy, uz = ux / dist, uy / dist, uz / dist
     lo, hi = abs(a_len - b_len), a_len + b_len
     d = min(max(dist, lo), hi)
     clamped = dist > hi * (1.0 + 1e-12) or dist < lo * (1.0 - 1e-12)
     cos_a = min(max((a_len * a_len + d * d - b_len * b_len) / (2.0 * a_len * max(d, _EPS)),
                     -1.0), 1.0)
     sin_a = math.sqrt(1.0 - cos_a * cos_a)
-    v, vn = _unit1(_reject1(p, u))
-    v, _ = _unit1(_reject1(v, u))
+    px, py, pz = p
+    k = px * ux + py * uy + pz * uz
+    vx, vy, vz = px - k * ux, py - k * uy, pz - k * uz
+    vn = math.sqrt(vx * vx + vy * vy + vz * vz)
+    if vn > 0.0:
+        vx, vy, vz = vx / vn, vy / vn, vz / vn
+    k = vx * ux + vy * uy + vz * uz
+    vx, vy, vz = vx - k * ux, vy - k * uy, vz - k * uz
+    n = math.sqrt(vx * vx + vy * vy + vz * vz)
+    if n > 0.0:
+        vx, vy, vz = vx / n, vy / n, vz / n
     if vn < 1e-9:
-        alt = _reject1((0.0, 0.0, 1.0), u)
+        alt = _reject1((0.0, 0.0, 1.0), (ux, uy, uz))
         if math.sqrt(_dot1(alt, alt)) < 1e-6:
-            alt = _reject1((0.0, -1.0, 0.0), u)
-        v, _ = _unit1(alt)
-    elbow = tuple(s0[i] + a_len * (cos_a * u[i] + sin_a * v[i]) for i in range(3))
-    wrist = tuple(s0[i] + d * u[i] for i in range(3))
-    upper_dir1 = tuple((elbow[i] - s0[i]) / a_len for i in range(3))
-    lower_dir1, _ = _unit1(tuple(wrist[i] - elbow[i] for i in range(3)))  # type: ignore[arg-type]
-    g_upper = _min_rotation1(upper_dir0, upper_dir1)  # type: ignore[arg-type]
-    carried = _qrot1(g_upper, lower_dir0)
-    g_lower = _qmul1(_min_rotation1(carried, lower_dir1), g_upper)
-    return g_upper, g_lower, elbow, wrist, clamped  # type: ignore[return-value]
+            alt = _reject1((0.0, -1.0, 0.0), (ux, uy, uz))
+        (vx, vy, vz), _ = _unit1(alt)
+    ex = sx + a_len * (cos_a * ux + sin_a * vx)
+    ey = sy + a_len * (cos_a * uy + sin_a * vy)
+    ez = sz + a_len * (cos_a * uz + sin_a * vz)
+    wx, wy, wz = sx + d * ux, sy + d * uy, sz + d * uz
+    g_upper = _min_rotation1(upper_dir0, ((ex - sx) / a_len, (ey - sy) / a_len, (ez - sz) / a_len))
+    lower_dir1, _ = _unit1((wx - ex, wy - ey, wz - ez))
+    g_lower = _qmul1(_min_rotation1(_qrot1(g_upper, lower_dir0), lower_dir1), g_upper)
+    return g_upper, g_lower, (ex, ey, ez), (wx, wy, wz), clamped

@@ -71,7 +71,7 @@ from posewire.codec.registry import REGISTRY, SPINE_SHARES
 from posewire.codec.vector import ValidationReport
 
 from .face import _validate_clamp
-from .ik import _LATERAL, IKResult, _pole, _pole1, _solve, _solve1, _unit, two_bone_ik
+from .ik import _LATERAL, IKResult, Quat, Vec3, _pole, _pole1, _qmul1, _solve, _solve1, _unit, two_bone_ik
 from .skeleton import FINGERS, Skeleton, calibration_of
 
 __all__ = ["HEAD_SHARES", "DecodePlan", "PoseResult", "decode_plan", "decode_pose"]
@@ -564,7 +564,7 @@ def _decode_one(vec: F64, validation: ValidationReport, plan: DecodePlan,
     cs = np.empty((half.shape[0], 2, 3))
     np.cos(half, out=cs[:, 0])
     np.sin(half, out=cs[:, 1])
-    m = cs[:, :, None, None, 0] * cs[:, None, :, None, 1] * cs[:, None, None, :, 2]
+    m = (cs[:, :, None, 0] * cs[:, None, :, 1]).reshape(-1, 4, 1) * cs[:, None, :, 2]
     rot = (m.reshape(-1, 1, 8) @ one.rot_terms).reshape(-1, 4)
     flat = rot.ravel()
     chain = flat[one.chain_pairs[0][0]] * flat[one.chain_pairs[0][1]] @ HAMILTON_TABLE
@@ -573,49 +573,58 @@ def _decode_one(vec: F64, validation: ValidationReport, plan: DecodePlan,
     hand_rows = (one.hand_right @ chain[:, :, None])[:, :, 0]  # mirror, then · P⁻¹
 
     # spec §4.5 / §4.4 fractional powers, §4.1 arms, §4.2 palms: Python floats
-    euler = rot[:2].tolist()
+    euler = flat[:8].tolist()
+    body: Quat = (euler[0], euler[1], euler[2], euler[3])
     axis_angle = []
-    for w, x, y, z in euler:
+    for r in (0, 4):
+        w, x, y, z = euler[r], euler[r + 1], euler[r + 2], euler[r + 3]
         sin_half = math.sqrt(x * x + y * y + z * z)
         d = sin_half if sin_half > 0.0 else 1.0
-        axis_angle.append(((x / d, y / d, z / d), math.atan2(sin_half, w)))
-    small: list[tuple[float, ...]] = [(1.0, 0.0, 0.0, 0.0)]
+        axis_angle.append((x / d, y / d, z / d, math.atan2(sin_half, w)))
+    small: list[Quat] = [(1.0, 0.0, 0.0, 0.0)]
+    n_spine = 1 + plan.n_spine
     for source, share in one.powers:
-        ax, ang = axis_angle[source]
+        ax, ay, az, ang = axis_angle[source]
         angle = ang * share
         s = math.sin(angle)
-        small.append((math.cos(angle), s * ax[0], s * ax[1], s * ax[2]))
-    targets, upper, lower, ik_rows, clamped, palm_clamped = [], [], [], [], [], []
+        q: Quat = (math.cos(angle), s * ax, s * ay, s * az)
+        small.append(q if len(small) < n_spine else _qmul1(body, q))  # head: Q · H^c
+    targets: list[Vec3] = []
+    upper: list[Quat] = []
+    lower: list[Quat] = []
+    ik_rows: list[tuple[float, ...]] = []
+    clamped: list[bool] = []
+    palm_clamped: list[bool] = []
+    neck, scale = one.neck, arm_scale.tolist()
     for k in range(2):
-        sc, sh, dims = arm_scale[k], one.shoulder[k], _ARM_DIMS_L[k]
-        target = tuple(one.neck[i] + vl[dims[i]] * float(sc[i]) for i in range(3))
+        sc, sh, dims = scale[k], one.shoulder[k], _ARM_DIMS_L[k]
+        target = (neck[0] + vl[dims[0]] * sc[0], neck[1] + vl[dims[1]] * sc[1],
+                  neck[2] + vl[dims[2]] * sc[2])
         pole = _pole1((target[0] - sh[0], target[1] - sh[1], target[2] - sh[2]),
                       vl[_SPREAD_DIMS_L[k]], _LATERAL_L[k], _FIXED_L[k])
         g_up, g_low, elbow, wrist, hit = _solve1(
             sh, one.upper_dir[k], one.upper_len[k], one.lower_dir[k], one.lower_len[k],
             target, pole)
         targets.append(target)
-        upper.append(g_up)
-        lower.append(g_low)
+        upper.append(_qmul1(body, g_up))  # body-local arms carried by Q (seed 003)
+        lower.append(_qmul1(body, g_low))
         ik_rows.append((*g_up, *g_low, *elbow, *wrist))
         clamped.append(hit)
-    palms = []
+    palms: list[Quat] = []
     for k in range(2):
-        px, py, pz = (vl[d] for d in _PALM_DIMS_L[k])
+        dims = _PALM_DIMS_L[k]
+        px, py, pz = vl[dims[0]], vl[dims[1]], vl[dims[2]]
         norm = math.sqrt(px * px + py * py + pz * pz)
         over = norm > PALM_CLAMP
         if over:
             f = PALM_CLAMP / norm
             px, py, pz = px * f, py * f, pz * f
         w = math.sqrt(max(0.0, 1.0 - (px * px + py * py + pz * pz)))
-        palms.append((w, px, -py, -pz) if k == 0 else (w, px, py, pz))
+        palms.append(_qmul1(body, (w, px, -py, -pz) if k == 0 else (w, px, py, pz)))
         palm_clamped.append(over)
-    small += [*upper, *lower, *palms]
 
-    # carried by the torso Q (head, arms, palms); hands; L_j (module docstring)
-    g_small = np.array(small)
-    n_spine = 1 + plan.n_spine
-    g_small[n_spine:] = multiply_unchecked(rot[0], g_small[n_spine:])
+    # hands; L_j (module docstring)
+    g_small = np.array(small + upper + lower + palms)
     hands = (g_small.ravel()[one.hands_a] * hand_rows.ravel()[one.hands_b]) @ HAMILTON_TABLE
     g = np.concatenate([g_small[:-2], hands]).ravel()
     local = (g[one.local_a] * g[one.local_b]) @ _QMUL_CONJ_TABLE  # conj(G_parent) · G_j
@@ -623,12 +632,11 @@ def _decode_one(vec: F64, validation: ValidationReport, plan: DecodePlan,
         local = (one.rest @ local[:, :, None])[:, :, 0]
     local[0] = plan.root_rest
 
-    target_arr = np.array([targets])
-    ik_arr = np.array([ik_rows])
-    hit_arr = np.array([clamped])
-    palm_arr = np.array([palm_clamped])
-    ik: dict[str, IKResult] = {s: IKResult(ik_arr[:, k, 0:4], ik_arr[:, k, 4:8], ik_arr[:, k, 8:11],
-                      ik_arr[:, k, 11:14], hit_arr[:, k], False) for k, s in enumerate(SIDES)}
-    return PoseResult(local[None], {s: target_arr[:, k] for k, s in enumerate(SIDES)}, ik,
-                      {s: palm_arr[:, k] for k, s in enumerate(SIDES)}, validation, arm_units,
+    # one array per result type, then (1, k) views of it per side
+    rows = np.array([[*targets[k], *ik_rows[k]] for k in range(2)])[:, None]
+    flags = np.array([clamped, palm_clamped])[:, :, None]
+    ik: dict[str, IKResult] = {s: IKResult(rows[k, :, 3:7], rows[k, :, 7:11], rows[k, :, 11:14],
+                      rows[k, :, 14:17], flags[0, k], False) for k, s in enumerate(SIDES)}
+    return PoseResult(local[None], {s: rows[k, :, 0:3] for k, s in enumerate(SIDES)}, ik,
+                      {s: flags[1, k] for k, s in enumerate(SIDES)}, validation, arm_units,
                       plan.skipped)
