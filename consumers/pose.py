@@ -462,6 +462,11 @@ class _OnePlan:
     rot_gain: F64  # (T + 1, 3)
     rot_offset: F64  # (T + 1, 3)
     rot_terms: F64  # (T + 1, 8, 4) coefficient of each cos/sin product
+    angle_dims: NDArray[np.intp]  # (U,) the distinct half angles: registry index,
+    angle_gain: F64  # (U,) gain,
+    angle_offset: F64  # (U,) offset (entry 0: the constant 0)
+    factor_at: tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp]]  # (T + 1, 8) each:
+    # flat index into [cos(U) | sin(U)] of factor k of each of the 8 trilinear terms
     chain: NDArray[np.intp]  # (D + 1, 2 + F) rows of rot composed left to right
     hand_right: F64  # (2 + F, 4, 4): mirror, then · P⁻¹ (right factors of a hand row)
     hand_world: NDArray[np.intp]  # (2 + F,) row of the small table holding that side's palm
@@ -529,10 +534,27 @@ def _one_plan(plan: DecodePlan) -> _OnePlan:
     def triples(x: F64) -> tuple[tuple[float, float, float], ...]:
         return tuple((float(r[0]), float(r[1]), float(r[2])) for r in x)
 
+    # distinct half angles (unused entries and repeated curls computed once); the 8
+    # terms of row r are Π_k (cos|sin)(half[r, k]) with cos/sin by the term's bit k
+    keys: dict[tuple[int, float, float], int] = {(0, 0.0, 0.0): 0}
+    where = np.empty((t + 1, 3), dtype=np.intp)
+    for r in range(t + 1):
+        for k in range(3):
+            g, o = float(gain[r, k]), float(offset[r, k])
+            key = (int(dims[r, k]), g, o) if (g != 0.0 or o != 0.0) else (0, 0.0, 0.0)
+            where[r, k] = keys.setdefault(key, len(keys))
+    n_angles = len(keys)
+    bits = np.array([(i0, i1, i2) for i0 in range(2) for i1 in range(2) for i2 in range(2)])
+    factor_at = tuple(bits[:, k] * n_angles + where[:, k, None] for k in range(3))
+    angle_dims = np.array([d for d, _, _ in keys], dtype=np.intp)
+    angle_gain = np.array([g for _, g, _ in keys])
+    angle_offset = np.array([o for _, _, o in keys])
     hands_a, hands_b = _pairs(hand_world, np.arange(n_rows))
     local_a, local_b = _pairs(plan.parent_slot, plan.joint_slot)
     one = _OnePlan(
-        rot_dims=dims, rot_gain=gain, rot_offset=offset, rot_terms=terms.reshape(t + 1, 8, 4), chain=chain,
+        rot_dims=dims, rot_gain=gain, rot_offset=offset, rot_terms=terms.reshape(t + 1, 8, 4),
+        angle_dims=angle_dims, angle_gain=angle_gain, angle_offset=angle_offset,
+        factor_at=(factor_at[0], factor_at[1], factor_at[2]), chain=chain,
         hand_right=hand_right, hand_world=hand_world, rest=rest,
         powers=tuple(zip(plan.power_source.tolist(), plan.power_share.tolist(), strict=True)),
         shoulder=triples(plan.shoulder), upper_dir=triples(plan.upper_dir),
@@ -542,7 +564,7 @@ def _one_plan(plan: DecodePlan) -> _OnePlan:
         chain_pairs=(_pairs(chain[0], chain[1]),
                      *(_pairs(np.arange(n_rows), chain[k]) for k in range(2, width))))
     _readonly(dims, gain, offset, one.rot_terms, chain, hand_right, hand_world, one.hands_a,
-              one.hands_b, one.local_a, one.local_b,
+              one.hands_b, one.local_a, one.local_b, angle_dims, angle_gain, angle_offset, *factor_at,
               *(() if rest is None else (rest,)))
     return one
 
@@ -560,11 +582,12 @@ def _decode_one(vec: F64, validation: ValidationReport, plan: DecodePlan,
     v = vec[0]
     vl = v.tolist()
     # elementary rotations: rot[r] = Σ (cos|sin)(h0)·(cos|sin)(h1)·(cos|sin)(h2) · term
-    half = v[one.rot_dims] * one.rot_gain + one.rot_offset
-    cs = np.empty((half.shape[0], 2, 3))
-    np.cos(half, out=cs[:, 0])
-    np.sin(half, out=cs[:, 1])
-    m = (cs[:, :, None, 0] * cs[:, None, :, 1]).reshape(-1, 4, 1) * cs[:, None, :, 2]
+    half = v[one.angle_dims] * one.angle_gain + one.angle_offset
+    cs = np.empty(2 * half.size)  # cos | sin of the distinct half angles
+    np.cos(half, out=cs[:half.size])
+    np.sin(half, out=cs[half.size:])
+    f0, f1, f2 = one.factor_at
+    m = cs[f0] * cs[f1] * cs[f2]
     rot = (m.reshape(-1, 1, 8) @ one.rot_terms).reshape(-1, 4)
     flat = rot.ravel()
     chain = flat[one.chain_pairs[0][0]] * flat[one.chain_pairs[0][1]] @ HAMILTON_TABLE
