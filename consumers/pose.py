@@ -481,8 +481,10 @@ class _OnePlan:
     hands_a: NDArray[np.intp]  # (2 + F, 16) flat gathers for multiply_unchecked(palm of side, hand row)
     hands_b: NDArray[np.intp]
     local_a: NDArray[np.intp]  # (J, 16) flat gathers for conj(G_parent) · G_j
+    raw_fingers: bool  # local_a/b index [small table, hands l r, hand rows] (see _one_plan)
     local_b: NDArray[np.intp]
     chain_pairs: tuple[tuple[NDArray[np.intp], NDArray[np.intp]], ...]  # flat gathers
+    last_table: F64  # (2 + F, 16, 4): the last chain product, then hand_right, per row
 
 
 #: Flat gather patterns of ``multiply_unchecked`` (``a_i · b_j`` at ``4·i + j``) and the table with
@@ -549,8 +551,19 @@ def _one_plan(plan: DecodePlan) -> _OnePlan:
     angle_dims = np.array([d for d, _, _ in keys], dtype=np.intp)
     angle_gain = np.array([g for _, g, _ in keys])
     angle_offset = np.array([o for _, _, o in keys])
+    last_table = HAMILTON_TABLE @ np.swapaxes(hand_right, -1, -2)
     hands_a, hands_b = _pairs(hand_world, np.arange(n_rows))
-    local_a, local_b = _pairs(plan.parent_slot, plan.joint_slot)
+    # conj(G_p)·G_j is unchanged when both carry the same left factor: a finger whose
+    # parent is its hand or a finger takes the hand rows without the palm (the hand
+    # joint itself and its parent keep the full G). Table: slots < n_small as in the
+    # plan, then the 2 + F hand rows from n_small.
+    joint, parent = plan.joint_slot, plan.parent_slot
+    finger = joint >= n_small
+    raw = bool((parent[finger] >= n_small - 2).all())
+    if raw:
+        joint = np.where(finger, joint + 2, joint)
+        parent = np.where(finger, parent + 2, parent)
+    local_a, local_b = _pairs(parent, joint)
     one = _OnePlan(
         rot_dims=dims, rot_gain=gain, rot_offset=offset, rot_terms=terms.reshape(t + 1, 8, 4),
         angle_dims=angle_dims, angle_gain=angle_gain, angle_offset=angle_offset,
@@ -560,11 +573,11 @@ def _one_plan(plan: DecodePlan) -> _OnePlan:
         shoulder=triples(plan.shoulder), upper_dir=triples(plan.upper_dir),
         lower_dir=triples(plan.lower_dir), upper_len=tuple(plan.upper_len.tolist()),
         lower_len=tuple(plan.lower_len.tolist()), neck=triples(plan.neck[None])[0],
-        hands_a=hands_a, hands_b=hands_b, local_a=local_a, local_b=local_b,
+        hands_a=hands_a, hands_b=hands_b, local_a=local_a, local_b=local_b, raw_fingers=raw, last_table=last_table,
         chain_pairs=(_pairs(chain[0], chain[1]),
                      *(_pairs(np.arange(n_rows), chain[k]) for k in range(2, width))))
     _readonly(dims, gain, offset, one.rot_terms, chain, hand_right, hand_world, one.hands_a,
-              one.hands_b, one.local_a, one.local_b, angle_dims, angle_gain, angle_offset, *factor_at,
+              one.hands_b, one.local_a, one.local_b, last_table, angle_dims, angle_gain, angle_offset, *factor_at,
               *(() if rest is None else (rest,)))
     return one
 
@@ -590,10 +603,12 @@ def _decode_one(vec: F64, validation: ValidationReport, plan: DecodePlan,
     m = cs[f0] * cs[f1] * cs[f2]
     rot = (m.reshape(-1, 1, 8) @ one.rot_terms).reshape(-1, 4)
     flat = rot.ravel()
-    chain = flat[one.chain_pairs[0][0]] * flat[one.chain_pairs[0][1]] @ HAMILTON_TABLE
-    for a, b in one.chain_pairs[1:]:
-        chain = (chain.ravel()[a] * flat[b]) @ HAMILTON_TABLE
-    hand_rows = (one.hand_right @ chain[:, :, None])[:, :, 0]  # mirror, then · P⁻¹
+    # finger chains left to right; the last product and (mirror, then · P⁻¹) in one table
+    pairs = one.chain_pairs
+    x = flat[pairs[0][0]] * flat[pairs[0][1]]
+    for a, b in pairs[1:]:
+        x = (x @ HAMILTON_TABLE).ravel()[a] * flat[b]
+    hand_rows = (x[:, None, :] @ one.last_table)[:, 0]
 
     # spec §4.5 / §4.4 fractional powers, §4.1 arms, §4.2 palms: Python floats
     euler = flat[:8].tolist()
@@ -647,9 +662,15 @@ def _decode_one(vec: F64, validation: ValidationReport, plan: DecodePlan,
         palm_clamped.append(over)
 
     # hands; L_j (module docstring)
-    g_small = np.array(small + upper + lower + palms)
-    hands = (g_small.ravel()[one.hands_a] * hand_rows.ravel()[one.hands_b]) @ HAMILTON_TABLE
-    g = np.concatenate([g_small[:-2], hands]).ravel()
+    if one.raw_fingers:
+        h = hand_rows[:2].tolist()
+        hand_g = [_qmul1(palms[0], (h[0][0], h[0][1], h[0][2], h[0][3])),
+                  _qmul1(palms[1], (h[1][0], h[1][1], h[1][2], h[1][3]))]
+        g = np.concatenate([np.array(small + upper + lower + hand_g), hand_rows]).ravel()
+    else:
+        g_small = np.array(small + upper + lower + palms)
+        hands = (g_small.ravel()[one.hands_a] * hand_rows.ravel()[one.hands_b]) @ HAMILTON_TABLE
+        g = np.concatenate([g_small[:-2], hands]).ravel()
     local = (g[one.local_a] * g[one.local_b]) @ _QMUL_CONJ_TABLE  # conj(G_parent) · G_j
     if one.rest is not None:
         local = (one.rest @ local[:, :, None])[:, :, 0]

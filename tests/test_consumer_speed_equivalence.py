@@ -36,12 +36,17 @@ def _skeletons() -> list[Skeleton]:
     q /= np.linalg.norm(q, axis=-1, keepdims=True)
     bound = Skeleton.from_world(skel.names, skel.parents, rest, q, sites={
         n: (skel.names[j], rest[j] + off) for n, (j, off) in skel.sites.items()})
+    # a finger parented to the forearm: the single-frame path keeps the palm on finger rows
+    parents = np.array(skel.parents)
+    parents[skel.index["index_01_l"]] = skel.index["lowerarm_l"]
+    odd = Skeleton.from_world(skel.names, parents, rest, skel.rest_world()[1], sites={
+        n: (skel.names[j], rest[j] + off) for n, (j, off) in skel.sites.items()})
     return [skel, bound, helix_humanoid(1.4, metacarpals=True),
             skel.without(["spine_02", "neck_02", "thumb_02_r", "index_03_l", "middle_01_l"]),
-            skel.without([n for n in skel.names if n[:-2].endswith(("_02", "_03"))])]
+            skel.without([n for n in skel.names if n[:-2].endswith(("_02", "_03"))]), odd]
 
 
-@pytest.mark.parametrize("which", range(5))
+@pytest.mark.parametrize("which", range(6))
 def test_single_frame_equals_batch_path(which: int) -> None:
     skel = _skeletons()[which]
     vecs = _vectors(which, 40)
