@@ -248,11 +248,6 @@ class SetupResult:
     errors: list[str]
 
 
-def _cpu_s(proc: Any) -> float:
-    t = proc.cpu_times()
-    return float(t.user + t.system)
-
-
 def run_setup(setup: str, urls: Sequence[str], relay_pids: Sequence[int], per_relay: int, *,
               duration: float, rate: float, token: str | None, broker_pid: int | None,
               producer_url: str) -> SetupResult:
@@ -288,9 +283,9 @@ def run_setup(setup: str, urls: Sequence[str], relay_pids: Sequence[int], per_re
         relays = [psutil.Process(p) for p in relay_pids]
         broker = psutil.Process(broker_pid) if broker_pid else None
         worker_procs = [psutil.Process(w.pid) for w in workers]
-        relay_before = [_cpu_s(p) for p in relays]
-        broker_before = _cpu_s(broker) if broker else 0.0
-        workers_before = sum(_cpu_s(p) for p in worker_procs)
+        relay_before = [rb._cpu_s(p) for p in relays]
+        broker_before = rb._cpu_s(broker) if broker else 0.0
+        workers_before = sum(rb._cpu_s(p) for p in worker_procs)
         psutil.cpu_percent(None)
         t0 = time.monotonic()
         producer = rb._child(["--producer", "--url", producer_url + "/", "--stream", stream, *tok,
@@ -298,19 +293,12 @@ def run_setup(setup: str, urls: Sequence[str], relay_pids: Sequence[int], per_re
         prod = json.loads(rb._read_tagged(producer, "RESULT", time.monotonic() + max_seconds))
         time.sleep(rb.GRACE_S)
         wall = time.monotonic() - t0
-        relay_cpu = [_cpu_s(p) - b for p, b in zip(relays, relay_before, strict=True)]
-        broker_cpu = (_cpu_s(broker) - broker_before) if broker else 0.0
-        workers_cpu = sum(_cpu_s(p) for p in worker_procs) - workers_before
+        relay_cpu = [rb._cpu_s(p) - b for p, b in zip(relays, relay_before, strict=True)]
+        broker_cpu = (rb._cpu_s(broker) - broker_before) if broker else 0.0
+        workers_cpu = sum(rb._cpu_s(p) for p in worker_procs) - workers_before
         machine_cpu = psutil.cpu_percent(None)
         load = os.getloadavg()[0]
-        results = []
-        for w in workers:
-            assert w.stdin is not None
-            w.stdin.write(f"STOP {prod['first_seq']} {prod['last_seq']}\n")
-            w.stdin.flush()
-        for w in workers:
-            results.append(json.loads(rb._read_tagged(w, "RESULT", time.monotonic() + 60)))
-            w.wait(30)
+        results = rb._stop_workers(workers, prod)
     finally:
         for p in [*workers, *([producer] if producer else [])]:
             rb._stop(p)

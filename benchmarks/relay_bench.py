@@ -380,6 +380,19 @@ def _cpu_s(proc: Any) -> float:
     return float(times.user + times.system)
 
 
+def _stop_workers(workers: list[subprocess.Popen[str]], prod: dict[str, Any]) -> list[dict[str, Any]]:
+    """Tell every consumer worker the producer's seq range, then collect their results."""
+    for w in workers:
+        assert w.stdin is not None
+        w.stdin.write(f"STOP {prod['first_seq']} {prod['last_seq']}\n")
+        w.stdin.flush()
+    results: list[dict[str, Any]] = []
+    for w in workers:
+        results.append(json.loads(_read_tagged(w, "RESULT", time.monotonic() + 60)))
+        w.wait(30)
+    return results
+
+
 def _child(args: list[str], *, stdin: bool = False) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, str(HERE), *args], text=True,
                             stdout=subprocess.PIPE, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL)
@@ -505,14 +518,7 @@ def run_level(port: int, relay_pid: int, consumers: int, *, duration: float, tok
         drain_s = _wait_drained(relay_log, counters_before, prod["sent"], drain_timeout_s)
         time.sleep(grace_s)
         counters_after = _relay_counters(relay_log)
-        results = []
-        for w in workers:
-            assert w.stdin is not None
-            w.stdin.write(f"STOP {prod['first_seq']} {prod['last_seq']}\n")
-            w.stdin.flush()
-        for w in workers:
-            results.append(json.loads(_read_tagged(w, "RESULT", time.monotonic() + 60)))
-            w.wait(30)
+        results = _stop_workers(workers, prod)
         time.sleep(0.5)  # connections closed: memory after the level
         rss_end = relay.memory_info().rss / 2**20
     finally:
