@@ -69,14 +69,6 @@ def _unit(v: F64) -> tuple[F64, F64]:
     return out, n[..., 0]
 
 
-def _rotate_about(v: F64, axis: F64, angle: F64) -> F64:
-    # Rodrigues, axis unit (..., 3), angle (...,) radians
-    c, s = np.cos(angle)[..., None], np.sin(angle)[..., None]
-    dot = (axis * v).sum(axis=-1, keepdims=True)
-    out: F64 = v * c + cross_unchecked(axis, v) * s + axis * dot * (1.0 - c)
-    return out
-
-
 _Z: F64 = np.array([0.0, 0.0, 1.0])
 _X: F64 = np.array([1.0, 0.0, 0.0])
 

@@ -87,11 +87,6 @@ OPTIONAL_JOINTS: frozenset[str] = frozenset(
     n for n in CANONICAL_JOINTS + METACARPALS if n not in REQUIRED_JOINTS)
 
 
-def _qcanon(q: F64) -> F64:
-    out: F64 = np.where(q[..., :1] < 0.0, -q, q)
-    return out
-
-
 @dataclass(frozen=True, eq=False)
 class Skeleton:
     """A joint hierarchy at rest (module docstring for conventions).

@@ -280,12 +280,6 @@ def _trunk_stretch(q: F64) -> F64:
     return out
 
 
-def _trunk_direction(q: F64) -> F64:
-    """Unit direction ``(B, 3)`` of hip_mid → neck of the trunk model turned by the torso
-    rotations ``q (B, 4)`` distributed with the §4.5 shares (:data:`TRUNK_MODEL`)."""
-    return _unit(_trunk_vector(q))
-
-
 _TRUNK_W = np.array([length for length, _ in TRUNK_MODEL])
 _TRUNK_C = np.array([share for _, share in TRUNK_MODEL])
 #: Length-weighted mean spine share of the trunk model: the first secant step's slope.
@@ -308,13 +302,6 @@ def _trunk_vector(q: F64) -> F64:
     return out
 
 
-def _signed_about(u: F64, v: F64, axis: F64) -> F64:
-    up = u - _dot(u, axis)[:, None] * axis
-    vp = v - _dot(v, axis)[:, None] * axis
-    out: F64 = np.arctan2(_dot(cross_unchecked(up, vp), axis), _dot(up, vp))
-    return out
-
-
 def _chest(sl: F64, sr: F64, hl: F64, hr: F64, wanted: Bool) -> tuple[F64, F64, F64, Bool]:
     """Chest axes ``(B, 3, 3)`` (world columns), torso rotation ``Q (B, 4)`` relative to
     the pelvis frame with its matrix ``(B, 3, 3)``, and the valid mask (spec §4.5 "Estimating the body dims"), solved
@@ -323,7 +310,7 @@ def _chest(sl: F64, sr: F64, hl: F64, hr: F64, wanted: Bool) -> tuple[F64, F64, 
     Pelvis frame: X = hip_l − hip_r made horizontal, Y = world up, Z = X × Y (upright
     pelvis, level camera). ``Q`` is the rotation with ``Q·e_x`` = the shoulder line
     (exact: the shoulders hang on spine_05, which turns by the full ``Q``) whose trunk
-    model (:func:`_trunk_direction`) points along the measured hip_mid → neck: a 1-D
+    model (:func:`_trunk_vector`, made unit) points along the measured hip_mid → neck: a 1-D
     root in the twist ``ψ`` about the shoulder line, by the secant method."""
     batch = sl.shape[0]
     x_p = hl - hr
@@ -484,12 +471,6 @@ def _prepare(lm: HolisticLandmarks, mirrored: str = "report", visibility_thresho
 def _to_body(points: F64, prep: _Prepared) -> F64:
     """World points ``(B, K, 3)`` -> body frame ``Rᵀ (p - neck)`` (spec §2.3)."""
     out: F64 = np.einsum("bji,bkj->bki", prep.rotation, points - prep.neck[:, None, :])
-    return out
-
-
-def _dirs_to_body(vectors: F64, prep: _Prepared) -> F64:
-    """World directions ``(B, 3)`` -> body frame ``Rᵀ v``."""
-    out: F64 = np.einsum("bji,bj->bi", prep.rotation, vectors)
     return out
 
 
