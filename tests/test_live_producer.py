@@ -246,6 +246,19 @@ def test_smoothing_follows_the_one_euro_filter(seen: dict[str, Observation]) -> 
         smooth.encode(seen["astronaut.jpg"])  # smoothing needs the frame time
 
 
+def test_a_stream_finds_a_small_face_on_every_frame() -> None:
+    # video mode: the whole-frame FaceLandmarker tracks between frames, the crop pass
+    # detects afresh on each frame (the crop moves), so the small face is never lost
+    rgb = _rgb("soccer_player.jpg")
+    with MediaPipeEstimator(mode="video", hands="off") as est:
+        frames = [est.process(rgb, timestamp_ms=33 * i) for i in range(2)]
+    for obs in frames:
+        assert obs.blendshapes is not None and obs.face_mesh is not None and "face_crop" in obs.inference_ms
+        # the mesh is mapped back into the frame: the nose tip (mesh point 1) lies within
+        # a few pixels of the pose's nose (pose point 0)
+        assert np.linalg.norm(obs.face_mesh[1, :2] - obs.pose_image[0, :2]) < 8.0
+
+
 def test_selfie_mirror_is_undone_before_inference() -> None:
     # the handedness model is sure of this photo (0.99 un-mirrored, 0.96 mirrored)
     flipped = np.ascontiguousarray(_rgb("Back_Projection_Theory0.jpg")[:, ::-1])
