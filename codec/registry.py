@@ -100,7 +100,9 @@ class DimensionRow:
     ``max`` is the physical magnitude at normalized ``|n| = 1`` in ``unit``; the stored
     value is always normalized (bipolar ``[-1, 1]``, unipolar ``[0, 1]``).
     ``lateral`` marks an unsided dim whose sign flips under mirroring (spec §3.2).
-    ``angle_deg`` is, for finger dims, the joint rotation at ``|n| = 1`` (spec §4.3).
+    ``angle_deg`` is, for finger dims, the joint rotation at ``|n| = 1`` (spec §4.3);
+    ``neutral_deg`` the joint rotation at ``n = 0`` (spec §4.3: ``θ = neutral_deg + n ·
+    angle_deg``; non-zero only for the index…pinky side rows, the relaxed splay).
     ``bits`` is the wire quantization width (spec §5.4).
     """
 
@@ -116,6 +118,7 @@ class DimensionRow:
     bits: int = 8
     lateral: bool = False
     angle_deg: float | None = None
+    neutral_deg: float | None = None
     positive: tuple[Channel, ...] = ()
     negative: tuple[Channel, ...] = ()
 
@@ -209,6 +212,13 @@ def _palm() -> list[DimensionRow]:
 _FINGERS = ("thumb", "index", "middle", "ring", "pinky")
 
 
+#: Relaxed splay of index, middle, ring, pinky (degrees toward the pinky from the finger's
+#: metacarpal, spec §4.3 and A.2): ``g_<finger>_side = 0`` there. The medians, rounded to
+#: 5°, of five real hands in three MediaPipe Holistic recordings of signers (index 15–24°,
+#: middle 3–25°, ring 8–16°, pinky 2–10°).
+_RELAXED_SPLAY_DEG: dict[str, float] = {"index": 20.0, "middle": 10.0, "ring": 10.0, "pinky": 5.0}
+
+
 def _fingers() -> list[DimensionRow]:
     rows: list[DimensionRow] = []
     common = dict(group="fingers", sided=True, polarity="bipolar", max=1.0, unit="1",
@@ -226,13 +236,14 @@ def _fingers() -> list[DimensionRow]:
                     f"{f} fold about the base knuckle: +1 folded toward the palm, "
                     "-1 raised backward", **common))  # type: ignore[arg-type]
         rows.append(DimensionRow(
-            f"g_{f}_side", angle_deg=(45.0 if thumb else 20.0),
+            f"g_{f}_side", angle_deg=(45.0 if thumb else 30.0),
+            neutral_deg=(None if thumb else _RELAXED_SPLAY_DEG[f]),
             meaning=("thumb abduction: +1 out of the palm plane (palm-normal side), "
                      "-1 pressed in to the palm") if thumb else
                     f"{f} side spread: +1 toward the pinky, -1 toward the thumb",
             **common))  # type: ignore[arg-type]
     rows.append(DimensionRow(
-        "g_thumb_roll", angle_deg=45.0,
+        "g_thumb_roll", angle_deg=90.0,
         meaning="thumb roll about its own axis (default 0 when unobservable)",
         **common))  # type: ignore[arg-type]
     return rows
@@ -448,7 +459,8 @@ class Registry:
                     "side": d.side, "polarity": d.row.polarity, "max": d.row.max,
                     "unit": d.row.unit, "default": d.row.default, "affect": d.row.affect,
                     "lateral": d.row.lateral, "bits": d.row.bits,
-                    "angle_deg": d.row.angle_deg, "part": d.part, "meaning": d.row.meaning,
+                    "angle_deg": d.row.angle_deg, "neutral_deg": d.row.neutral_deg, "part": d.part,
+                    "meaning": d.row.meaning,
                     "positive": [{"channel": c.name, "gain": c.gain} for c in d.channels(1)],
                     "negative": [{"channel": c.name, "gain": c.gain} for c in d.channels(-1)],
                 }

@@ -26,12 +26,13 @@ W_rest,j``):
    frame; ``G_hand = Q · q · P⁻¹`` with ``P`` the hand-local frame at rest, measured from
    the skeleton (fingers = wrist → ``middle_01``, thumb side = ``index_01`` − ``pinky_01``).
 6. Fingers (spec §4.3): rotations in hand-local coordinates, composed down each finger:
-   index..pinky ``01``: ``R_Z(α − β + side) · R_X(fold)`` (α: the metacarpal wrist →
+   index..pinky ``01``: ``R_Z(α − β + σ + side) · R_X(fold)`` (α: the metacarpal wrist →
    ``*_01`` in the palm plane, β: the bone's bind direction, both from +Y toward the
-   pinky, so side 0 continues the metacarpal), ``02``/``03``: ``R_X(curl)``; thumb
+   pinky; σ: the side row's ``neutral_deg``, the relaxed splay, so side 0 turns the
+   finger σ toward the pinky from its metacarpal), ``02``/``03``: ``R_X(curl)``; thumb
    ``01``: ``R_Z(fold) · R_tx(side) · R_ty(roll)``, ``02``/``03``: ``R_Z(curl)`` with
    ``t_y`` the thumb's rest direction (``thumb_01 → thumb_02``) and ``t_x = t_y × Z``
-   (the thumb's own bind). Angles ``n · angle_deg`` (registry). The left hand uses the
+   (the thumb's own bind). Angles ``neutral_deg + n · angle_deg`` (registry). The left hand uses the
    sagittal mirror of the right-hand rotation in its own hand-local frame, which gives
    spec §4.3's signs (side and roll negated, curl and fold unchanged).
 
@@ -228,13 +229,15 @@ def decode_plan(skel: Skeleton) -> DecodePlan:
                 specs = [((ez, ex, ex), (f"g_{f}_side_{s}", f"g_{f}_fold_{s}", "")),
                          ((ex, ex, ex), (f"g_{f}_curl_{s}", "", "")),
                          ((ex, ex, ex), (f"g_{f}_curl_{s}", "", ""))]
-            # spec §4.3: side 0 = the finger continues its metacarpal (wrist → *_01) in
-            # the palm plane; the bone's bind direction may differ: R_Z(α − β + side)
+            # spec §4.3: side is measured from the finger's metacarpal (wrist → *_01) in
+            # the palm plane; the bone's bind direction may differ: R_Z(α − β + σ + side)
             offset = 0.0
             if f != "thumb" and joints[0] in ix and joints[1] in ix:
                 meta = mirror * rotate_unchecked(to_local, pos[ix[joints[0]]] - pos[arm[k][2]])
                 bone = mirror * rotate_unchecked(to_local, pos[ix[joints[1]]] - pos[ix[joints[0]]])
                 offset = math.atan2(-meta[0], meta[1]) - math.atan2(-bone[0], bone[1])
+            if f != "thumb":  # spec §4.3: θ_side = neutral_deg + side · angle_deg
+                offset += math.radians(REGISTRY.by_id[f"g_{f}_side_{s}"].row.neutral_deg or 0.0)
             parent = -1
             for name, (axes, dims) in zip(joints, specs, strict=True):
                 if name not in ix:

@@ -90,7 +90,7 @@ def _dim_rows(dims: Sequence[Dimension], *, morph: bool, angle: bool) -> str:
     header = ["#", "id", "side", "polarity", "max", "unit", "default", "affect", "mirror",
               "bits"]
     if angle:
-        header.append("angle at |n|=1 (deg)")
+        header += ["angle at n=0 (deg)", "angle at |n|=1 (deg)"]
     if morph:
         header += ["ARKit channels, n > 0 (×gain)", "ARKit channels, n < 0 (×gain)"]
     header.append("meaning")
@@ -101,7 +101,7 @@ def _dim_rows(dims: Sequence[Dimension], *, morph: bool, angle: bool) -> str:
         cells = [str(d.index), f"`{d.id}`", d.side or "—", r.polarity, _num(r.max), r.unit,
                  _num(r.default), "yes" if r.affect else "no", mirror, str(r.bits)]
         if angle:
-            cells.append(_num(r.angle_deg))
+            cells += [_num(r.neutral_deg), _num(r.angle_deg)]
         if morph:
             cells += [_channels(d, 1), _channels(d, -1)]
         cells.append(r.meaning)

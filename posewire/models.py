@@ -129,6 +129,7 @@ class DimensionExport(BaseModel):
     lateral: bool
     bits: Literal[8, 16]
     angle_deg: float | None = Field(gt=0.0)
+    neutral_deg: float | None = Field(description="joint angle at n = 0, degrees (spec §4.3)")
     part: str = Field(description="tracking part (spec §3.4.2)")
     meaning: str
     positive: list[ChannelExport]

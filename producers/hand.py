@@ -54,8 +54,10 @@ from posewire.codec.quaternion import cross_unchecked, palm_encode_unchecked, pa
 from posewire.codec.registry import REGISTRY
 
 __all__ = [
+    "DEPTH_FLIP_FOLD_DEG",
     "FINGERS",
     "FINGER_CHAINS",
+    "FINGER_SIDE_IMPLAUSIBLE_DEG",
     "HAND_POINTS",
     "N_HAND_POINTS",
     "THUMB_CHAIN",
@@ -98,6 +100,14 @@ THUMB_SIDE_AXIS: F64 = cross_unchecked(THUMB_REST, np.array([0.0, 0.0, 1.0]))
 #: A thumb bent less than this (degrees, each joint on average) has no measurable roll:
 #: the roll is then sent as 0 and counted (spec §4.3).
 THUMB_ROLL_MIN_CURL_DEG = 8.0
+#: A finger (index…pinky) turned further than this (degrees) from its relaxed splay
+#: (the side row's ``neutral_deg``) bends in the palm plane, which no finger joint can:
+#: its three dims are not estimated in that frame and it is counted (spec §4.3).
+FINGER_SIDE_IMPLAUSIBLE_DEG = 45.0
+#: Depth flip (camera producers, spec §4.3): a hand whose index…pinky fold backward by
+#: more than this on average (degrees) is taken as depth-flipped (its depth mirror folds
+#: every finger forward by exactly as much).
+DEPTH_FLIP_FOLD_DEG = 60.0
 _EPS = 1e-9
 _MCP, _PIP, _DIP, _TIP = (np.array(c) for c in zip(*FINGER_CHAINS.values(), strict=True))
 _XY = np.array([1.0, 1.0, 0.0])
@@ -105,6 +115,12 @@ _ANGLE_DEG = {d.id: float(d.row.angle_deg) for d in REGISTRY.dimensions if d.row
 #: Finger rows (no side suffix) in the order of :func:`hand_dims`'s values, thumb roll last.
 _FINGER_ROWS: tuple[str, ...] = (*(f"g_{f}_{k}" for f in FINGERS for k in ("curl", "fold", "side")), "g_thumb_roll")
 _FINGER_DEG: dict[str, F64] = {s: np.array([_ANGLE_DEG[f"{r}_{s}"] for r in _FINGER_ROWS]) for s in ("l", "r")}
+#: ``neutral_deg`` of the same rows (0 where none): normalized = (angle − neutral) / angle_deg
+_FINGER_NEUTRAL: dict[str, F64] = {s: np.array([REGISTRY.by_id[f"{r}_{s}"].row.neutral_deg or 0.0
+                                                for r in _FINGER_ROWS]) for s in ("l", "r")}
+#: columns of index…pinky side (then fold, curl: minus 1, minus 2) in _FINGER_ROWS
+_SIDE_COLUMNS = np.array([_FINGER_ROWS.index(f"g_{f}_side") for f in FINGER_CHAINS])
+_FOLD_COLUMNS = _SIDE_COLUMNS - 1
 
 
 def _unit(v: F64) -> F64:
@@ -305,17 +321,34 @@ class HandDims:
     the registry bounds); ``tracked (B,)`` = the palm frame exists (present and not
     degenerate); ``palm_clamped (B,)`` = the palm vector part was clamped to 0.98;
     ``degenerate (B,)`` = present but the palm frame is degenerate; ``roll_unobservable
-    (B,)`` = tracked but the thumb is too straight to see its roll (sent as 0)."""
+    (B,)`` = tracked but the thumb is too straight to see its roll (sent as 0);
+    ``fingers_implausible (B,)`` = how many of index…pinky bent in the palm plane (not
+    estimated); ``depth_flipped (B,)`` = the hand was read depth-mirrored (camera only)."""
 
     values: Mapping[str, F64]
     tracked: Bool
     palm_clamped: Bool
     degenerate: Bool
     roll_unobservable: Bool | None = None
+    fingers_implausible: NDArray[np.intp] | None = None
+    depth_flipped: Bool | None = None
+
+
+def _angle_table(hand: F64, side: Side) -> F64:
+    """:func:`finger_angles` as one ``(B, 16)`` array in ``_FINGER_ROWS`` order (degrees)."""
+    angles = finger_angles(hand, side=side)
+    return np.stack([angles[row_id] for row_id in _FINGER_ROWS], axis=-1)
+
+
+def _depth_mirrored(hand: F64) -> F64:
+    """The hand mirrored in depth about its wrist (``z → 2·z_wrist − z``), ``(B, 21, 3)``."""
+    out: F64 = hand * np.array([1.0, 1.0, -1.0])
+    out[..., 2] += 2.0 * hand[:, :1, 2]
+    return out
 
 
 def hand_dims(hand: F64, rotation: F64, present: Bool, *, side: Side,
-              thumb_roll_deg: F64 | None = None) -> HandDims:
+              thumb_roll_deg: F64 | None = None, depth_ambiguous: bool = False) -> HandDims:
     """Palm and finger dims of common-layout hand points ``(B, 21, 3)`` in a right-handed
     world frame, given the body axes ``rotation (B, 3, 3)`` (columns X, Y, Z in world
     coordinates, spec §2.3) and the ``(B,)`` mask of frames whose hand frame points
@@ -324,35 +357,60 @@ def hand_dims(hand: F64, rotation: F64, present: Bool, *, side: Side,
     Palm (spec §4.2 "Building q from landmarks"): fingers and palm normal of
     :func:`hand_frame` rotated into the body frame, :func:`posewire.codec.quaternion.palm_from_directions`,
     then :func:`posewire.codec.quaternion.palm_encode` (left mirrored, canonical, clamp 0.98).
-    Fingers (§4.3): :func:`finger_angles` / ``angle_deg``. ``g_thumb_roll``:
-    ``thumb_roll_deg / 45`` where given and finite, else the default 0 (seed 000 §4.3).
+    Fingers (§4.3): (:func:`finger_angles` − ``neutral_deg``) / ``angle_deg``; a finger
+    turned more than :data:`FINGER_SIDE_IMPLAUSIBLE_DEG` from its relaxed splay is not
+    estimated (NaN, counted). ``g_thumb_roll``: ``thumb_roll_deg / 45`` where given and
+    finite, else the default 0 (seed 000 §4.3). ``depth_ambiguous`` (camera producers,
+    whose depth is monocular): a hand read backward-folded beyond
+    :data:`DEPTH_FLIP_FOLD_DEG` on average is taken depth-mirrored
+    (:func:`_depth_mirrored`: the palm normal turns over, so every fold and curl changes
+    sign exactly) for its palm and fingers, and counted.
     Frames not tracked get NaN for every dim; finger dims of tracked frames are NaN only
-    where their points are missing.
+    where their points are missing or the finger is implausible.
     """
     batch = hand.shape[0]
     fingers, normal = hand_frame(hand, side=side)
-    f_body = np.einsum("bji,bj->bi", rotation, np.where(present[:, None], fingers, 0.0))
-    n_body = np.einsum("bji,bj->bi", rotation, np.where(present[:, None], normal, 0.0))
+    masked = np.where(present[:, None], fingers, 0.0), np.where(present[:, None], normal, 0.0)
+    f_body = np.einsum("bji,bj->bi", rotation, masked[0])
+    n_body = np.einsum("bji,bj->bi", rotation, masked[1])
     fn = _norm(f_body)
     ortho = _norm(cross_unchecked(f_body, n_body))
+    # a depth mirror keeps every length and |f × n|: the same rows are degenerate either way
     ok = present & (fn > _EPS) & (ortho > 1e-6 * np.maximum(fn * _norm(n_body), _EPS))
+    rows = np.flatnonzero(ok)
+    angles = np.full((batch, len(_FINGER_ROWS)), np.nan)
+    flipped = np.zeros(batch, dtype=bool)
+    if rows.size:
+        angles[rows] = _angle_table(hand[rows], side)
+        if depth_ambiguous:  # spec §4.3 "Producer checks": depth flip
+            flip_rows = rows[angles[rows][:, _FOLD_COLUMNS].mean(-1) < -DEPTH_FLIP_FOLD_DEG]
+            if flip_rows.size:
+                mirrored = _depth_mirrored(hand[flip_rows])
+                angles[flip_rows] = _angle_table(mirrored, side)
+                flipped[flip_rows] = True
+                fingers, normal = hand_frame(mirrored, side=side)
+                f_body[flip_rows] = np.einsum("bji,bj->bi", rotation[flip_rows], fingers)
+                n_body[flip_rows] = np.einsum("bji,bj->bi", rotation[flip_rows], normal)
     stored = np.full((batch, 3), np.nan)
     clamped = np.zeros(batch, dtype=bool)
-    if ok.any():
+    if rows.size:
         # palm_from_directions / palm_encode without their validation: the rows are
         # finite and non-degenerate (checked just above)
         q = palm_from_axes_unchecked(*_orthonormal(f_body[ok], n_body[ok]))
         stored[ok], clamped[ok] = palm_encode_unchecked(q, side=side)  # left: mirrored per §3.2
     values: dict[str, F64] = {f"w_q{axis}_{side}": stored[:, k] for k, axis in enumerate("xyz")}
-    # the finger dims as columns of one (B, 16) array (one allocation; the thumb roll last)
-    fingers_out = np.full((batch, len(_FINGER_ROWS)), np.nan)
+    # spec §4.3: a finger bent in the palm plane is not estimated
+    implausible = np.abs(angles[:, _SIDE_COLUMNS] - _FINGER_NEUTRAL[side][_SIDE_COLUMNS]) \
+        > FINGER_SIDE_IMPLAUSIBLE_DEG
+    for k in range(3):
+        angles[:, _SIDE_COLUMNS - k] = np.where(implausible, np.nan, angles[:, _SIDE_COLUMNS - k])
+    # the finger dims as columns of one (B, 16) array (the thumb roll last)
+    fingers_out = (angles - _FINGER_NEUTRAL[side]) / _FINGER_DEG[side]
     for k, row_id in enumerate(_FINGER_ROWS):
         values[f"{row_id}_{side}"] = fingers_out[:, k]
     roll = np.full(batch, np.nan)
     unobservable = np.zeros(batch, dtype=bool)
-    if ok.any():
-        angles = finger_angles(hand[ok], side=side)
-        fingers_out[ok] = np.stack([angles[row_id] for row_id in _FINGER_ROWS], axis=-1) / _FINGER_DEG[side]
+    if rows.size:
         estimated = fingers_out[ok, -1]
         if thumb_roll_deg is not None:  # a measured orientation (VR) wins over the positions
             measured = thumb_roll_deg[ok] / _ANGLE_DEG[f"g_thumb_roll_{side}"]
@@ -361,4 +419,5 @@ def hand_dims(hand: F64, rotation: F64, present: Bool, *, side: Side,
         unobservable[ok] = ~np.isfinite(estimated)
     values[f"g_thumb_roll_{side}"] = roll
     return HandDims(values=values, tracked=ok, palm_clamped=clamped & ok, degenerate=present & ~ok,
-                    roll_unobservable=unobservable)
+                    roll_unobservable=unobservable, fingers_implausible=implausible.sum(-1),
+                    depth_flipped=flipped)

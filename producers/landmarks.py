@@ -716,9 +716,14 @@ def landmarks_to_vectors(
         hand = prep.right if s == "r" else prep.left
         present = _hand_present(hand)
         # spec §4.2, §4.3: the hand maths shared with the VR producer (posewire.producers.hand)
-        dims = hand_dims(hand, hand_rotation, present, side=s)
+        # spec §4.3: monocular depth, so a depth-flipped hand is read mirrored (reported)
+        dims = hand_dims(hand, hand_rotation, present, side=s, depth_ambiguous=True)
         tracked[f"hand_{s}"] = dims.tracked
         degenerate[f"palm_{s}"] = int(dims.degenerate.sum())
+        if dims.depth_flipped is not None and dims.depth_flipped.any():
+            degenerate[f"hand_depth_flipped_{s}"] = int(dims.depth_flipped.sum())
+        if dims.fingers_implausible is not None and dims.fingers_implausible.any():
+            degenerate[f"fingers_implausible_{s}"] = int(dims.fingers_implausible.sum())
         fallback = dims.tracked & ~prep.valid
         if fallback.any():
             degenerate[f"palm_camera_frame_{s}"] = int(fallback.sum())

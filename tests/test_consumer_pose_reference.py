@@ -143,6 +143,8 @@ def _plan(skel: Skeleton) -> _Plan:
                 meta = mirror * _qrot(to_local, pos[ix[joints[0]]] - wrist)
                 bone = mirror * _qrot(to_local, pos[ix[joints[1]]] - pos[ix[joints[0]]])
                 alpha = float(np.arctan2(-meta[0], meta[1]) - np.arctan2(-bone[0], bone[1]))
+            if f != "thumb":  # the relaxed splay: θ_side = neutral_deg + side · angle_deg
+                alpha += float(np.radians(REGISTRY.by_id[f"g_{f}_side_{s}"].row.neutral_deg or 0.0))
             parent = -1
             for name, (axes, dims) in zip(joints, specs, strict=True):
                 if name not in ix:

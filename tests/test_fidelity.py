@@ -9,7 +9,9 @@ Stated tolerances:
   and sends 0, reported).
 * MediaPipe-like noise (2 mm x/y, 6 mm depth, seeded): per dim group median and p95 of the
   absolute error within the bounds of ``NOISE_TOLERANCE`` (degrees, or normalized units for
-  arm position and palm), measured over 400 frames.
+  arm position and palm), measured over 400 frames; ``g_thumb_roll`` where the thumb bends
+  at least 20° per joint (below that the bend axis swings with the noise: the roll's p95
+  error reaches 50–80° between 9° and 20° of bend, on its ±90° range).
 """
 
 from __future__ import annotations
@@ -91,7 +93,7 @@ NOISE_TOLERANCE: dict[str, tuple[float, float]] = {
     "a_spread": (3.0, 12.0),  # degrees
     "palm": (0.04, 0.12),  # quaternion vector part
     "fingers": (8.0, 26.0),  # degrees (2 mm on 2–4 cm phalanges)
-    "thumb_roll": (12.0, 45.0),  # degrees, where observable
+    "thumb_roll": (12.0, 45.0),  # degrees, where the thumb bends ≥ 20° per joint
     "head": (3.5, 10.0),
     "body": (3.0, 8.0),
 }
@@ -118,12 +120,16 @@ def test_mediapipe_noise_within_stated_tolerances() -> None:
     for d in ESTIMATED:
         err = np.abs(out[:, d.index] - vec[:, d.index])
         if d.id.startswith("g_thumb_roll"):
-            err = err[_roll_seen(vec, d.id[-1])]
+            err = err[np.abs(vec[:, REGISTRY.index(f"g_thumb_curl_{d.id[-1]}")]) * 90.0 >= 20.0]
         if d.row.angle_deg is not None or d.row.unit == "deg":
             err = err * _scale(d.id)
         errors.setdefault(_group(d.id), []).append(err)
     for group, (median, p95) in NOISE_TOLERANCE.items():
         e = np.concatenate(errors[group])
+        # spec §4.3: noise can turn a finger whose truth is near the ±30° side range more than
+        # 45° from its relaxed splay: implausible, not estimated (3.1 % of finger values here)
+        assert np.isnan(e).mean() <= (0.04 if group == "fingers" else 0.0), (group, np.isnan(e).mean())
+        e = e[np.isfinite(e)]
         assert np.median(e) <= median and np.percentile(e, 95) <= p95, (group, np.median(e), np.percentile(e, 95))
 
 

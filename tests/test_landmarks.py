@@ -48,16 +48,18 @@ def rot_y(deg: float) -> F64:
 
 def right_hand(*, fold: float = 0.0, pip: float = 0.0, dip: float = 0.0, spread: float = 0.0) -> F64:
     """A right hand (21, 3) in its local frame = body frame at identity: fingers +Y,
-    palm normal +Z (forward), thumb +X. Each finger continues its metacarpal (wrist →
-    MCP) in the palm plane (side 0, spec §4.3) and bends about its own lateral axis
-    toward +Z by the angles (degrees); ``spread`` turns the index toward the thumb (−side)."""
+    palm normal +Z (forward), thumb +X. Each finger turns its relaxed splay (the side
+    row's ``neutral_deg``) toward the pinky from its metacarpal (wrist → MCP) in the palm
+    plane (side 0, spec §4.3) and bends about its own lateral axis toward +Z by the angles
+    (degrees); ``spread`` turns the index further toward the thumb (−side)."""
     pts = np.zeros((21, 3))
     bases = {5: 0.022, 9: 0.0, 13: -0.02, 17: -0.038}
-    for mcp, x in bases.items():
+    for (mcp, x), finger in zip(bases.items(), ("index", "middle", "ring", "pinky"), strict=True):
         pts[mcp] = (x, 0.09, 0.0)
         direction = pts[mcp] / np.linalg.norm(pts[mcp])
-        if mcp == 5 and spread:
-            t = np.radians(spread)
+        turn = (spread if mcp == 5 else 0.0) - (REGISTRY.by_id[f"g_{finger}_side_r"].row.neutral_deg or 0.0)
+        if turn:
+            t = np.radians(turn)
             c, s_ = np.cos(t), np.sin(t)
             direction = np.array([c * direction[0] + s_ * direction[1], -s_ * direction[0] + c * direction[1], 0.0])
         lateral = np.cross(direction, [0.0, 0.0, 1.0])
@@ -152,8 +154,8 @@ def test_fist_curls_and_folds_high() -> None:
 def test_index_spread_toward_thumb_is_negative_side() -> None:
     hand = right_hand(spread=10.0)
     vec = landmarks_to_vectors(make(body_points(), mirrored_hand(hand), hand), calibration=REF).vectors
-    assert v("g_index_side_r", vec) == pytest.approx(-10 / 20, abs=1e-6)
-    assert v("g_index_side_l", vec) == pytest.approx(-10 / 20, abs=1e-6)
+    assert v("g_index_side_r", vec) == pytest.approx(-10 / 30, abs=1e-6)
+    assert v("g_index_side_l", vec) == pytest.approx(-10 / 30, abs=1e-6)
 
 
 def test_palm_turned_medial_matches_spec_worked_encode() -> None:

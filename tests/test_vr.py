@@ -82,7 +82,9 @@ def skeleton(pose: HandPose) -> tuple[dict[str, F64], F64]:
         m = mcp / np.linalg.norm(mcp)
         lateral = np.cross(m, ez)
         lateral /= np.linalg.norm(lateral)
-        sigma = np.radians(pose.middle_side if finger == "middle" else 0.0)
+        # side 0 = the relaxed splay (the side row's neutral_deg) toward the pinky
+        sigma = np.radians((REGISTRY.by_id[f"g_{finger}_side_r"].row.neutral_deg or 0.0)
+                           + (pose.middle_side if finger == "middle" else 0.0))
         phi = np.radians(pose.fold[k])
         # spec §4.3: side turns the finger in the palm plane from its metacarpal (toward
         # the pinky), fold and curl bend it about its own lateral axis d × Z
@@ -215,11 +217,11 @@ def test_known_angles_come_back() -> None:
     for k, finger in enumerate(FINGERS[1:]):
         assert vec[0, col(f"g_{finger}_fold_r")] == pytest.approx(POSE.fold[k] / 90, abs=1e-9)
         assert vec[0, col(f"g_{finger}_curl_r")] == pytest.approx((POSE.pip[k] + POSE.dip[k]) / 2 / 90, abs=1e-9)
-    assert vec[0, col("g_middle_side_r")] == pytest.approx(POSE.middle_side / 20, abs=1e-9)
+    assert vec[0, col("g_middle_side_r")] == pytest.approx(POSE.middle_side / 30, abs=1e-9)
     assert vec[0, col("g_thumb_fold_r")] == pytest.approx(POSE.thumb_fold / 90, abs=1e-9)
     assert vec[0, col("g_thumb_side_r")] == pytest.approx(POSE.thumb_side / 45, abs=1e-9)
     assert vec[0, col("g_thumb_curl_r")] == pytest.approx(sum(POSE.thumb_bend) / 2 / 90, abs=1e-9)
-    assert vec[0, col("g_thumb_roll_r")] == pytest.approx(POSE.thumb_roll / 45, abs=1e-9)
+    assert vec[0, col("g_thumb_roll_r")] == pytest.approx(POSE.thumb_roll / 90, abs=1e-9)
     # the palm: the body-frame hand orientation itself (spec §4.2)
     q = from_matrix(HAND_ORIENTATION)
     q = q if q[0] >= 0 else -q
@@ -231,7 +233,7 @@ def test_thumb_roll_default_zero_without_orientations_and_xyzw_order() -> None:
     pos, ori = openxr_joints(body, dorsal)
     out = vr_hand_to_vector(pos, side="r")
     # spec §4.3: without orientations the roll comes from the bent thumb's positions
-    assert out.vectors[0, col("g_thumb_roll_r")] == pytest.approx(POSE.thumb_roll / 45, abs=1e-9)
+    assert out.vectors[0, col("g_thumb_roll_r")] == pytest.approx(POSE.thumb_roll / 90, abs=1e-9)
     assert any("g_thumb_roll" in n and "positions" not in n for n in out.report.notes)
     straight = HandPose(thumb_roll=12.0)  # a straight thumb shows no roll: default 0, reported
     body0, dorsal0 = to_body(straight, side="r", orientation=HAND_ORIENTATION, wrist=WRIST_R)
@@ -386,8 +388,8 @@ def test_flat_right_hand_palm_forward_fingers_up_is_identity_in_openxr_space() -
     for finger in FINGERS:
         for kind in ("curl", "fold"):
             assert vec[col(f"g_{finger}_{kind}_r")] == pytest.approx(0.0, abs=1e-12)
-    # side is measured from each finger's metacarpal (spec §4.3): fingers continuing their
-    # metacarpals read 0, fanned as they are
+    # side is measured from each finger's relaxed splay (spec §4.3): fingers turned by it
+    # from their metacarpals read 0
     for finger in FINGERS[1:]:
         assert vec[col(f"g_{finger}_side_r")] == pytest.approx(0.0, abs=1e-12)
     assert out.tracking["hand_r"][0] == "tracked"

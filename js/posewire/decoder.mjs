@@ -15,7 +15,7 @@
 //     pole = ref·cos φ + toward·sin φ, φ = a_spread · 90° (the elbow spread frame)
 //   hands (§4.2): G = Q · palm_decode(w) · P⁻¹ (P: hand-local frame at rest)
 //   fingers (§4.3): G = Q · palm · mirror(chain of elementary rotations) · P⁻¹, with
-//     index..pinky *_01 = R_Z(α − β + side) · R_X(fold): side 0 continues the metacarpal
+//     index..pinky *_01 = R_Z(α − β + σ + side) · R_X(fold): σ = neutral_deg, the relaxed splay
 // Every table (dims, maxima, finger angles, spine shares, ARKit gains, viseme baselines)
 // comes from the registry export via ./codec.mjs.
 
@@ -215,8 +215,8 @@ export function decodePlan(skel) {
         specs = [[[EZ, `g_${f}_side_${s}`], [EX, `g_${f}_fold_${s}`]],
           [[EX, `g_${f}_curl_${s}`]], [[EX, `g_${f}_curl_${s}`]]];
       }
-      // spec §4.3: side 0 = the finger continues its metacarpal (wrist -> *_01) in the palm
-      // plane; the bone's bind direction may differ: R_Z(α − β + side)
+      // spec §4.3: side is measured from the finger's metacarpal (wrist -> *_01) in the palm
+      // plane; the bone's bind direction may differ: R_Z(α − β + σ + side)
       let offset = 0;
       if (f !== 'thumb' && ix.has(joints[0]) && ix.has(joints[1])) {
         const local = (v) => { const r = rotate(restInv[s], v); return [mirror[0] * r[0], r[1], r[2]]; };
@@ -224,6 +224,8 @@ export function decodePlan(skel) {
         const bone = local(sub(pos[ix.get(joints[1])], pos[ix.get(joints[0])]));
         offset = Math.atan2(-meta[0], meta[1]) - Math.atan2(-bone[0], bone[1]);
       }
+      // spec §4.3: θ_side = neutral_deg + side · angle_deg
+      if (f !== 'thumb') offset += radians(BY_ID.get(`g_${f}_side_${s}`).neutral_deg ?? 0);
       let parent = -1;
       joints.forEach((name, k) => {
         if (!ix.has(name)) return;

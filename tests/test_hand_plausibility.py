@@ -1,0 +1,135 @@
+"""Real-hand conventions and checks of spec §4.3 (issue 7): the relaxed splay is side 0, a
+depth-flipped camera hand is read mirrored and reported, a finger bent in the palm plane is
+not estimated and reported. Ground truth from ``posewire.groundtruth`` (decoder + FK on
+``helix-humanoid@1``), so every expected value is computed, not copied."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numpy.typing import NDArray
+
+from posewire.codec.registry import REGISTRY
+from posewire.codec.vector import DEFAULTS
+from posewire.groundtruth import random_vectors, render
+from posewire.producers.hand import (
+    DEPTH_FLIP_FOLD_DEG,
+    FINGER_CHAINS,
+    FINGER_SIDE_IMPLAUSIBLE_DEG,
+    THUMB_ROLL_MIN_CURL_DEG,
+    finger_angles,
+)
+from posewire.producers.landmarks import HolisticLandmarks, landmarks_to_vectors
+
+F64 = NDArray[np.float64]
+SIDES = ("l", "r")
+HAND_DIMS = [d for d in REGISTRY.dimensions if d.row.group in ("palm", "fingers")]
+
+
+def _hand(lm: HolisticLandmarks, side: str) -> F64:
+    out: F64 = lm.left_hand if side == "l" else lm.right_hand
+    return out
+
+
+def _with_hands(lm: HolisticLandmarks, left: F64, right: F64) -> HolisticLandmarks:
+    return replace(lm, left_hand=left, right_hand=right)
+
+
+def _depth_mirror(hand: F64) -> F64:
+    out: F64 = hand * np.array([1.0, 1.0, -1.0])
+    out[..., 2] += 2.0 * hand[:, :1, 2]
+    return out
+
+
+def _roll_seen(vec: F64, side: str) -> NDArray[np.bool_]:
+    seen: NDArray[np.bool_] = np.abs(vec[:, REGISTRY.index(f"g_thumb_curl_{side}")]) * 90.0 \
+        > THUMB_ROLL_MIN_CURL_DEG + 1.0
+    return seen
+
+
+def test_side_zero_is_the_relaxed_splay() -> None:
+    # spec §4.3: at side 0 each finger turns neutral_deg toward the pinky from its metacarpal
+    gt = render(DEFAULTS[None, :].copy())
+    for side in SIDES:
+        angles = finger_angles(_hand(gt.landmarks, side), side=side)  # type: ignore[arg-type]
+        for finger in FINGER_CHAINS:
+            want = REGISTRY.by_id[f"g_{finger}_side_{side}"].row.neutral_deg
+            assert want is not None and want > 0.0
+            assert abs(float(angles[f"g_{finger}_side"][0]) - want) < 1e-6, (side, finger)
+
+
+@settings(max_examples=10)
+@given(st.integers(0, 2**32 - 1))
+def test_depth_mirror_negates_every_fold_and_curl(seed: int) -> None:
+    # law (spec §4.3): mirroring a hand in depth turns its palm normal over, so every
+    # index…pinky fold and curl changes sign exactly and the side keeps its magnitude
+    rng = np.random.default_rng(seed)
+    gt = render(random_vectors(rng, 8), view_yaw_deg=rng.uniform(-60, 60, 8))
+    for side in SIDES:
+        hand = _hand(gt.landmarks, side)
+        seen = finger_angles(hand, side=side)  # type: ignore[arg-type]
+        mirrored = finger_angles(_depth_mirror(hand), side=side)  # type: ignore[arg-type]
+        for finger in FINGER_CHAINS:
+            for kind in ("fold", "curl"):
+                key = f"g_{finger}_{kind}"
+                np.testing.assert_allclose(mirrored[key], -seen[key], atol=1e-6, err_msg=(side, key))
+
+
+def test_depth_flipped_hands_are_read_mirrored_and_reported() -> None:
+    rng = np.random.default_rng(5)
+    batch = 40
+    vec = random_vectors(rng, batch)
+    for side in SIDES:  # fists and half fists: every mirror folds back beyond the threshold
+        for finger in FINGER_CHAINS:
+            vec[:, REGISTRY.index(f"g_{finger}_fold_{side}")] = rng.uniform(0.75, 1.0, batch)
+    gt = render(vec, view_yaw_deg=rng.uniform(-45, 45, batch))
+    assert DEPTH_FLIP_FOLD_DEG < 0.75 * 90.0
+    flipped = _with_hands(gt.landmarks, _depth_mirror(gt.landmarks.left_hand), _depth_mirror(gt.landmarks.right_hand))
+    plain = landmarks_to_vectors(gt.landmarks)
+    result = landmarks_to_vectors(flipped)
+    assert "hand_depth_flipped_l" not in plain.report.degenerate
+    assert result.report.degenerate["hand_depth_flipped_l"] == batch
+    assert result.report.degenerate["hand_depth_flipped_r"] == batch
+    for d in HAND_DIMS:
+        got, want = result.vectors[:, d.index], vec[:, d.index]
+        if d.id.startswith("g_thumb_roll"):
+            seen = _roll_seen(vec, d.id[-1])
+            got, want = got[seen], want[seen]
+        np.testing.assert_allclose(got, want, atol=1e-6, err_msg=d.id)
+
+
+def test_a_finger_bent_in_the_palm_plane_is_not_estimated() -> None:
+    rng = np.random.default_rng(8)
+    batch = 12
+    vec = random_vectors(rng, batch)
+    for finger in FINGER_CHAINS:  # folded forward: no depth flip on top of the bent index
+        vec[:, REGISTRY.index(f"g_{finger}_fold_r")] = np.abs(vec[:, REGISTRY.index(f"g_{finger}_fold_r")])
+    gt = render(vec)
+    hand = gt.landmarks.right_hand.copy()
+    # turn the index's three phalanges 70° about the palm normal at its knuckle
+    wrist, index_mcp, pinky_mcp = hand[:, 0], hand[:, 5], hand[:, 17]
+    normal = np.cross(index_mcp - wrist, pinky_mcp - wrist)
+    normal /= np.linalg.norm(normal, axis=-1, keepdims=True)
+    angle = np.radians(70.0)
+    for j in (6, 7, 8):
+        v = hand[:, j] - index_mcp
+        v_rot = (v * np.cos(angle) + np.cross(normal, v) * np.sin(angle)
+                 + normal * (normal * v).sum(-1, keepdims=True) * (1.0 - np.cos(angle)))
+        hand[:, j] = index_mcp + v_rot
+    bent = landmarks_to_vectors(_with_hands(gt.landmarks, gt.landmarks.left_hand, hand))
+    index_dims = {f"g_index_{k}_r" for k in ("curl", "fold", "side")}
+    implausible = np.abs(finger_angles(hand, side="r")["g_index_side"] - 20.0) > FINGER_SIDE_IMPLAUSIBLE_DEG
+    assert implausible.sum() >= batch // 2
+    assert bent.report.degenerate["fingers_implausible_r"] == int(implausible.sum())
+    for d in HAND_DIMS:
+        got, want = bent.vectors[:, d.index], vec[:, d.index]
+        if d.id in index_dims:
+            assert np.isnan(got[implausible]).all(), d.id
+            continue
+        if d.id.startswith("g_thumb_roll"):
+            seen = _roll_seen(vec, d.id[-1])
+            got, want = got[seen], want[seen]
+        np.testing.assert_allclose(got, want, atol=1e-6, err_msg=d.id)
