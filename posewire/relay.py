@@ -63,9 +63,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TextIO, TypeV
 
 import numpy as np
 from numpy.typing import NDArray
-from websockets.asyncio.server import Server, ServerConnection, broadcast, serve
+from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
-from websockets.frames import CloseCode
+from websockets.frames import CloseCode, Opcode
+from websockets.frames import Frame as WsFrame
 from websockets.http11 import Request, Response
 from websockets.protocol import State as WsState
 from websockets.typing import Subprotocol
@@ -127,6 +128,13 @@ _FD_RESERVE = 64
 #: A msgpack map whose first key is ``t`` = ``"f"``: how every encoder writes a frame
 #: (spec §5.2 canonical order), checked before decoding to drop over-rate frames cheaply.
 _FRAME_PREFIX = b"\xa1t\xa1f"
+#: Payload tag of the relay's send-window pings (spec §5.7 rule 4): the tag, then the
+#: count of frames written before the ping (8 bytes, big-endian). websockets' own
+#: keepalive pings carry 4 random bytes, so the two never mix.
+_WINDOW_TAG = b"pwW1"
+#: Seconds between re-probes of a consumer whose window is full (a client may answer only
+#: the newest of several pings, RFC 6455 §5.5.3; one pong reopens the window).
+_REPROBE_S = 1.0
 
 
 def is_loopback(host: str | None) -> bool:
@@ -275,7 +283,7 @@ class RelayStats:
 
 @dataclass(frozen=True, slots=True)
 class ConsumerInfo:
-    """A snapshot of one consumer: frames sent and dropped, what it holds right now
+    """A snapshot of one consumer: frames written and dropped, what it holds right now
     (``pending`` mailbox slots, at most 3; ``buffered_bytes`` in the transport;
     ``in_flight`` frames written but not yet acknowledged by a pong)."""
 
@@ -307,8 +315,7 @@ class _Client:
         self.sent = 0
         self.acked = 0
         self.ping_mark = 0
-        self.pinging: asyncio.Task[None] | None = None
-        self.window = asyncio.Event()
+        self.window = asyncio.Event()  # set by a pong that acknowledges frames
         # producers: the frame-rate bucket, checked before decoding (spec §5.8)
         self.bucket: TokenBucket | None = None
 
@@ -392,6 +399,7 @@ class _RelayConnection(ServerConnection):
         self.accepted_at = 0.0
         self.admitted = False
         self.refused = False
+        self.client: _Client | None = None
         fail = self.protocol.fail
         relay = self.relay
 
@@ -407,6 +415,14 @@ class _RelayConnection(ServerConnection):
             fail(code, reason)
 
         self.protocol.fail = fail_too_large  # type: ignore[method-assign]
+
+    def acknowledge_pings(self, data: bytes) -> None:
+        # spec §5.7 rule 4: the pong of a send-window ping acknowledges the frames
+        # written before it (its payload says how many); other pongs are websockets' own
+        if len(data) == 12 and data.startswith(_WINDOW_TAG):
+            self.relay._window_ack(self, int.from_bytes(data[4:], "big"))
+            return
+        super().acknowledge_pings(data)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         if not self.relay._admit(self, transport):
@@ -516,6 +532,7 @@ class Relay:
         self.ping_timeout = ping_timeout
         self.send_window = send_window
         self._ping_every = max(1, send_window // 4)
+        self._phase = count()
         self.status_every = status_every
         self.status_file = status_file
         self.send_buffer = send_buffer
@@ -693,7 +710,7 @@ class Relay:
             for c in s.consumers:
                 assert c.mailbox is not None
                 out.append(ConsumerInfo(
-                    c.session, s.name, c.mailbox.delivered["f"], c.mailbox.dropped["f"],
+                    c.session, s.name, c.sent, c.mailbox.dropped["f"],
                     len(c.mailbox), c.ws.transport.get_write_buffer_size(), c.sent - c.acked))
         return out
 
@@ -805,6 +822,7 @@ class Relay:
         assert isinstance(ws, _RelayConnection)
         client = _Client(ws, Connection(side="server", limits=self.limits,
                                         auth_token=self.token), secrets.token_hex(8))
+        ws.client = client
         self.stats.connections += 1
         if ws.subprotocol != SUBPROTOCOL:
             await ws.close(_CLOSE_PROTOCOL, f"subprotocol {SUBPROTOCOL} required")
@@ -999,27 +1017,42 @@ class Relay:
     def _broadcast(self, stream: _Stream, kind: str, item: _Item) -> None:
         # spec §5.7: never blocks; a full slot is a counted drop
         msg, data = item
-        direct: list[ServerConnection] = []
-        window = self.send_window
+        is_frame = kind == "f"
+        window, limit, every = self.send_window, self._write_limit, self._ping_every
+        # the WebSocket frame around ``data``, serialized once for every consumer written
+        # now: a server's frames are unmasked and the relay negotiates no extension
+        # (compression=None), so they are the same bytes on every connection
+        wire: bytes | None = None
+        written = 0
         for consumer in stream.consumers:
             box = consumer.mailbox
             assert box is not None
+            ws = consumer.ws
+            if consumer.conn.state is not State.OPEN or ws.protocol.state is not WsState.OPEN:
+                continue  # closing: the handler cleans up
+            transport = ws.transport
             if (not box and consumer.sent - consumer.acked < window
-                    and consumer.ws.transport.get_write_buffer_size() < self._write_limit):
+                    and transport.get_write_buffer_size() < limit):
                 # fast path: nothing is queued for this consumer, its socket keeps up and
                 # its window is open, so the bytes are written now (in order: an item its
                 # sender took was already written when it was taken)
+                if wire is None:
+                    wire = WsFrame(Opcode.BINARY, data).serialize(mask=False, extensions=[])
+                out = wire
+                if is_frame:
+                    consumer.sent += 1
+                    if consumer.sent - consumer.ping_mark >= every:
+                        # the window ping goes in the same write (one send, one segment)
+                        consumer.ping_mark = consumer.sent
+                        out = wire + _window_ping(consumer.sent)
                 try:
-                    consumer.conn.send(msg, encoded=data)
-                except UsageError:
-                    continue  # closing: the handler cleans up
-                direct.append(consumer.ws)
-                box.delivered[kind] += 1
-                if kind == "f":
-                    self._sent_frame(consumer)
+                    transport.write(out)
+                except RuntimeError:
+                    continue  # the transport is closing: the handler cleans up
+                written += 1
                 continue
             unsent = box.pending(kind)
-            if unsent is not None and kind == "f":
+            if unsent is not None and is_frame:
                 self.stats.drops += 1
                 old = unsent[0]
                 assert isinstance(old, Frame) and isinstance(msg, Frame)
@@ -1029,36 +1062,31 @@ class Relay:
                     box.put(kind, stream.full_frame())
                     continue
             box.put(kind, item)
-        if direct:
-            broadcast(direct, data)
-            if kind == "f":
-                self.stats.frames_out += len(direct)
+        if is_frame:
+            self.stats.frames_out += written
 
     # ------------------------------------------------------------ send window (spec §5.7)
 
-    def _sent_frame(self, consumer: _Client) -> None:
-        """Count a frame written to ``consumer``; ping when a quarter window went unacked."""
-        consumer.sent += 1
-        if consumer.pinging is None and consumer.sent - consumer.ping_mark >= self._ping_every:
-            self._window_ping(consumer)
-
-    def _window_ping(self, consumer: _Client) -> None:
+    def _window_probe(self, consumer: _Client) -> None:
+        """Send ``consumer`` a window ping now (its sender wrote a frame, or its window is
+        full): its pong acknowledges the ``sent`` frames written before it."""
         consumer.ping_mark = consumer.sent
-        consumer.pinging = asyncio.create_task(self._window_pong(consumer, consumer.sent))
+        ws = consumer.ws
+        # a peer that leaves a full write buffer unread could not answer anyway: what the
+        # relay holds for it stays bounded (spec §5.7 rule 4)
+        if (ws.protocol.state is WsState.OPEN
+                and ws.transport.get_write_buffer_size() < self._write_limit):
+            with contextlib.suppress(RuntimeError):
+                ws.transport.write(_window_ping(consumer.sent))
 
-    async def _window_pong(self, consumer: _Client, mark: int) -> None:
-        """A pong means the consumer's websocket read every frame written before the ping
-        (one TCP stream): those ``mark`` frames are acknowledged."""
-        try:
-            pong = await consumer.ws.ping()
-            await pong
-        except ConnectionClosed:
+    def _window_ack(self, ws: _RelayConnection, mark: int) -> None:
+        """A window pong: the consumer's websocket read the ``mark`` frames written before
+        its ping (one TCP stream). A mark beyond what was written is ignored."""
+        consumer = ws.client
+        if consumer is None or consumer.mailbox is None or not consumer.acked < mark <= consumer.sent:
             return
-        consumer.pinging = None
-        consumer.acked = max(consumer.acked, mark)
+        consumer.acked = mark
         consumer.window.set()
-        if consumer.sent - consumer.ping_mark >= self._ping_every:
-            self._window_ping(consumer)
 
     async def _attach(self, client: _Client, hello: Hello) -> None:
         if self.broker is not None and not await self.broker.admit(client.session, hello):
@@ -1083,6 +1111,9 @@ class Relay:
         for kind, item in stream.late_join():  # spec §5.7: late joiner
             box.put(kind, item)
         client.mailbox = box
+        # spec §5.7 rule 4: the consumers' window pings are spread over W/4 frames (one
+        # phase each) instead of all falling on the same frame
+        client.ping_mark = -(next(self._phase) % self._ping_every)
         stream.consumers.add(client)
         client.sender = asyncio.create_task(self._send_loop(client),
                                             name=f"posewire-send-{client.session}")
@@ -1093,11 +1124,14 @@ class Relay:
         try:
             while await box.wait():
                 if client.sent - client.acked >= self.send_window:
-                    # the window is full: wait for the pong that acknowledges frames
-                    if client.pinging is None:
-                        self._window_ping(client)
+                    # the window is full: probe, and wait for the pong that acknowledges
+                    # frames; probe again now and then (a client may answer only the
+                    # newest ping, and one pong reopens the window)
+                    self._window_probe(client)
                     client.window.clear()
-                    await client.window.wait()
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(_REPROBE_S):
+                            await client.window.wait()
                     continue
                 item = box.take()
                 if item is None:
@@ -1107,7 +1141,9 @@ class Relay:
                 await client.ws.send(out)
                 if kind == "f":
                     self.stats.frames_out += 1
-                    self._sent_frame(client)
+                    client.sent += 1
+                    if client.sent - client.ping_mark >= self._ping_every:
+                        self._window_probe(client)
         except (ConnectionClosed, UsageError):
             pass  # closed under us; the handler cleans up
 
@@ -1118,9 +1154,8 @@ class Relay:
             self.broker.detach(client.session)
         if client.mailbox is not None:
             client.mailbox.close()
-        for task in (client.sender, client.pinging):
-            if task is not None:
-                task.cancel()
+        if client.sender is not None:
+            client.sender.cancel()
         client.window.set()
         stream = client.stream
         if stream is not None:
@@ -1166,6 +1201,13 @@ class Relay:
                 async with asyncio.timeout(self.close_timeout):
                     await client.ws.send(client.conn.send(Bye(reason)))
         await self._close(client, 1000, reason)
+
+
+def _window_ping(mark: int) -> bytes:
+    """A send-window ping frame (spec §5.7 rule 4), serialized: its payload names the
+    ``mark`` frames written before it."""
+    return WsFrame(Opcode.PING, _WINDOW_TAG + mark.to_bytes(8, "big")).serialize(
+        mask=False, extensions=[])
 
 
 def _norm_origin(origin: str) -> str:

@@ -71,9 +71,13 @@ class RawClient:
 async def open_raw(url: str, role: Literal["producer", "consumer"], stream: str, *,
                    token: str | None = None, hello: Hello | bytes | None = None,
                    welcome: bool = True, rcvbuf: int | None = None,
-                   max_queue: int = 16) -> RawClient:
-    """Connect and send a hello (``hello`` overrides it); with ``welcome``, expect it."""
+                   max_queue: int = 16,
+                   connection_class: type[ClientConnection] | None = None) -> RawClient:
+    """Connect and send a hello (``hello`` overrides it); with ``welcome``, expect it.
+    ``connection_class``: a websockets ``ClientConnection`` subclass (to watch frames)."""
     kwargs: dict[str, object] = {}
+    if connection_class is not None:
+        kwargs["create_connection"] = connection_class
     if rcvbuf is not None:
         host, port = url.removeprefix("ws://").rsplit(":", 1)
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

@@ -11,6 +11,7 @@ import logging
 import socket
 import time
 from pathlib import Path
+from typing import Any
 
 import msgpack
 import numpy as np
@@ -20,15 +21,17 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from netutil import TIMEOUT, open_raw, wait_for
-from websockets.asyncio.client import connect
+from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus
+from websockets.frames import Frame as WsFrame
+from websockets.frames import Opcode
 from websockets.typing import Origin, Subprotocol
 
 from posewire.codec.errors import UsageError
 from posewire.codec.protocol import CLOSE_CODES
 from posewire.codec.registry import REGISTRY
 from posewire.codec.vector import DEFAULTS, N_DIMS
-from posewire.codec.wire import SUBPROTOCOL, Frame, Hello, encode
+from posewire.codec.wire import SUBPROTOCOL, Frame, Hello, decode, encode
 from posewire.consumers.subscriber import Subscriber
 from posewire.producers.publisher import Publisher
 from posewire.relay import Relay
@@ -409,6 +412,90 @@ async def test_a_consumer_that_stops_reading_holds_at_most_a_window() -> None:
             seen.append(got.seq)
         # what it reads before the newest frame is at most the window (no backlog)
         assert len(seen) <= window + 2
+
+
+class PingWatch(ClientConnection):
+    """A client websocket that notes, for each send-window ping of the relay, how many
+    messages it had read before it, and that can leave pings unanswered."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.messages = 0
+        self.window_pings: list[int] = []
+        self.answer = True
+        send_frame = self.protocol.send_frame
+
+        def maybe_send(frame: WsFrame) -> None:
+            if frame.opcode is not Opcode.PONG or self.answer:
+                send_frame(frame)
+
+        self.protocol.send_frame = maybe_send  # type: ignore[method-assign]
+
+    def process_event(self, event: object) -> None:
+        if isinstance(event, WsFrame):
+            if event.opcode is Opcode.BINARY:
+                self.messages += 1
+            elif event.opcode is Opcode.PING and event.data[:4] == b"pwW1":
+                self.window_pings.append(self.messages)
+        super().process_event(event)  # type: ignore[arg-type]
+
+
+async def test_window_pings_of_consumers_fall_on_different_frames() -> None:
+    window = 32  # a ping every 8 frames per consumer
+    async with Relay("127.0.0.1", port=0, max_fps=1000, burst_s=2.0, send_window=window,
+                     ping_interval=None) as relay:
+        consumers = [await open_raw(relay.url, "consumer", "s", connection_class=PingWatch)
+                     for _ in range(8)]
+        pub = await open_raw(relay.url, "producer", "s")
+        for seq in range(window // 4):
+            await pub.send(frame(seq))
+        for c in consumers:
+            for seq in range(window // 4):
+                got = await c.recv()
+                assert isinstance(got, Frame) and got.seq == seq
+        watches = [c.ws for c in consumers if isinstance(c.ws, PingWatch)]
+        assert len(watches) == len(consumers)
+        await wait_for(lambda: all(w.window_pings for w in watches))
+        # spec §5.7 rule 4: each consumer has its own phase, so the pings (and the pongs
+        # the relay reads back) spread over W/4 frames instead of all coming at once
+        firsts = sorted(w.window_pings[0] for w in watches)
+        assert firsts == list(range(2, window // 4 + 2))  # the welcome, then 1…8 frames
+        await wait_for(lambda: all(c.in_flight < window // 4 for c in relay.consumers("s")))
+
+
+async def test_a_full_window_is_probed_again_until_a_pong_reopens_it() -> None:
+    window = 8
+    async with Relay("127.0.0.1", port=0, max_fps=1000, burst_s=2.0, send_window=window,
+                     ping_interval=None) as relay:
+        client = await open_raw(relay.url, "consumer", "s", connection_class=PingWatch)
+        watch = client.ws
+        assert isinstance(watch, PingWatch)
+        watch.answer = False  # its pongs are lost (a client may answer only the newest ping)
+        pub = await open_raw(relay.url, "producer", "s")
+        n = 40
+        for seq in range(n):
+            await pub.send(frame(seq, seq / 100))
+            await asyncio.sleep(0.002)
+        seen = [await client.recv() for _ in range(window)]
+        # then the window is full: nothing more is written
+        assert [m.seq for m in seen if isinstance(m, Frame)] == list(range(window))
+        await wait_for(lambda: relay.stats.drops >= n - window - 2)
+        assert relay.consumers("s")[0].in_flight == window
+        watch.answer = True
+        # the relay probes the full window again (once a second): this pong reopens it
+        async with asyncio.timeout(3.0):
+            got = await client.ws.recv()
+        newest = decode(got if isinstance(got, bytes) else got.encode())
+        assert isinstance(newest, Frame) and newest.seq == n - 1
+        assert newest.values[H_YAW] == pytest.approx((n - 1) / 100, abs=1e-4)
+        assert relay.consumers("s")[0].in_flight == 1  # the frames before the probe: read
+        # a pong that claims more frames than were written acknowledges nothing
+        await client.ws.pong(b"pwW1" + (10**9).to_bytes(8, "big"))
+        await pub.send(frame(n, 0.5))
+        got_next = await client.recv()
+        assert isinstance(got_next, Frame) and got_next.seq == n
+        await asyncio.sleep(0.05)
+        assert relay.consumers("s")[0].in_flight >= 0
 
 
 async def test_subscriber_yields_the_newest_state_with_masks_merged() -> None:
