@@ -49,6 +49,7 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+import random
 import secrets
 import signal
 import socket
@@ -415,6 +416,13 @@ class _RelayConnection(ServerConnection):
             fail(code, reason)
 
         self.protocol.fail = fail_too_large  # type: ignore[method-assign]
+
+    async def keepalive(self) -> None:
+        # spec §5.7 rule 11: a phase per connection (its first keepalive ping comes up to
+        # one interval later), so connections opened together do not all ping together
+        if self.ping_interval is not None:
+            await asyncio.sleep(random.uniform(0.0, self.ping_interval))
+        await super().keepalive()
 
     def acknowledge_pings(self, data: bytes) -> None:
         # spec §5.7 rule 4: the pong of a send-window ping acknowledges the frames

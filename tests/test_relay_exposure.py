@@ -440,6 +440,46 @@ class PingWatch(ClientConnection):
         super().process_event(event)  # type: ignore[arg-type]
 
 
+class KeepaliveWatch(PingWatch):
+    """A :class:`PingWatch` that also notes when each keepalive ping came."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.keepalive_at: list[float] = []
+
+    def process_event(self, event: object) -> None:
+        if isinstance(event, WsFrame) and event.opcode is Opcode.PING and event.data[:4] != b"pwW1":
+            self.keepalive_at.append(time.monotonic())
+        super().process_event(event)
+
+
+async def test_keepalive_pings_have_a_phase_and_close_a_consumer_that_stops_answering() -> None:
+    interval = 0.3
+    async with Relay("127.0.0.1", port=0, ping_interval=interval, ping_timeout=0.3) as relay:
+        clients, opened = [], []
+        for _ in range(12):
+            clients.append(await open_raw(relay.url, "consumer", "s", connection_class=KeepaliveWatch))
+            opened.append(time.monotonic())
+        watches = [c.ws for c in clients if isinstance(c.ws, KeepaliveWatch)]
+        assert len(watches) == len(clients)
+        await wait_for(lambda: all(w.keepalive_at for w in watches), timeout=3 * interval)
+        delays = [w.keepalive_at[0] - t for w, t in zip(watches, opened, strict=True)]
+        # spec §5.7 rule 11: the first ping within two intervals, at a phase of its own
+        # (without the phase every delay would be one interval)
+        assert max(delays) < 2 * interval + 0.2
+        assert max(delays) - min(delays) > interval / 4
+        # a consumer that stops answering is closed (1011) within an interval + the timeout
+        dead = watches[0]
+        dead.answer = False
+        began = time.monotonic()
+        await asyncio.wait_for(dead.wait_closed(), 2 * interval + 0.3 + 1.0)
+        assert dead.close_code == 1011 and time.monotonic() - began < 2 * interval + 0.3 + 1.0
+        await wait_for(lambda: relay.streams["s"] == (0, len(clients) - 1))
+        # the others keep answering and stay open
+        await asyncio.sleep(2 * interval)
+        assert all(w.close_code is None for w in watches[1:])
+
+
 async def test_window_pings_of_consumers_fall_on_different_frames() -> None:
     window = 32  # a ping every 8 frames per consumer
     async with Relay("127.0.0.1", port=0, max_fps=1000, burst_s=2.0, send_window=window,
