@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .errors import UsageError
-from .quaternion import ZERO_NORM_EPS
+from .quaternion import ZERO_NORM_EPS, Vec3, as_vec1
 from .registry import REFERENCE_AVATAR, REGISTRY
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "Calibration",
     "CalibrationUnits",
     "arm_to_normalized",
+    "arm_to_normalized1",
     "arm_to_physical",
     "body_frame",
     "from_body_frame",
@@ -56,6 +57,7 @@ ARM_MAX: float = REGISTRY.by_id["a_x_r"].row.max
 NAVEL_FRACTION = 0.8
 
 _SIDE_SIGN = {"r": np.array([-1.0, 1.0, 1.0]), "l": np.array([1.0, 1.0, 1.0])}
+_SIDE_SIGN1 = {s: as_vec1(v) for s, v in _SIDE_SIGN.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +165,14 @@ def arm_to_normalized(p: ArrayLike, units: CalibrationUnits, *, side: Side) -> F
     _check_side(side)
     out: F64 = _as3(p, "p") * _SIDE_SIGN[side] / (ARM_MAX * units.L)
     return out
+
+
+def arm_to_normalized1(p: Vec3, units: CalibrationUnits, *, side: Side) -> Vec3:
+    """:func:`arm_to_normalized` of one finite displacement (Python floats, no validation:
+    the single-frame encoder)."""
+    lx, ly, lz = units.L.tolist()
+    sx, sy, sz = _SIDE_SIGN1[side]
+    return (p[0] * sx / (ARM_MAX * lx), p[1] * sy / (ARM_MAX * ly), p[2] * sz / (ARM_MAX * lz))
 
 
 def _site(sites: Mapping[str, ArrayLike], name: str) -> F64 | None:

@@ -21,15 +21,17 @@ component, so it is its own sagittal mirror.
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .errors import UsageError
+from .quaternion import Vec3, as_vec1, cross1, dot1
 
-__all__ = ["ELBOW_REFERENCE", "FIXED_SENSE", "LATERAL", "spread_angle", "spread_angle_unchecked", "spread_basis",
-           "spread_basis_unchecked"]
+__all__ = ["ELBOW_REFERENCE", "FIXED_SENSE", "LATERAL", "spread_angle", "spread_angle1", "spread_angle_unchecked",
+           "spread_basis", "spread_basis1", "spread_basis_unchecked"]
 
 F64 = NDArray[np.float64]
 Side = Literal["l", "r"]
@@ -111,3 +113,36 @@ def spread_angle_unchecked(u: F64, elbow_offset: F64, *, side: Side) -> F64:
     r, t = spread_basis_unchecked(u, LATERAL[side], FIXED_SENSE[side])
     out: F64 = np.degrees(np.arctan2((elbow_offset * t).sum(axis=-1), (elbow_offset * r).sum(axis=-1)))
     return out
+
+
+# -- one arm in Python floats (the single-frame encoder and decoder) ---------------------
+_REF1, _Z1, _DOWN1 = as_vec1(ELBOW_REFERENCE), as_vec1(_Z), as_vec1(_DOWN)
+_LATERAL1: dict[str, Vec3] = {s: as_vec1(v) for s, v in LATERAL.items()}
+
+
+def _reject1(v: Vec3, u: Vec3) -> Vec3:
+    k = dot1(v, u)
+    return (v[0] - k * u[0], v[1] - k * u[1], v[2] - k * u[2])
+
+
+def spread_basis1(u: Vec3, lateral: Vec3, fixed: float) -> tuple[Vec3, Vec3]:
+    """:func:`spread_basis_unchecked` of one unit direction ``u``: ``(ref, toward)``."""
+    r = _reject1(_REF1, u)
+    n = math.sqrt(dot1(r, r))
+    if n < 1e-9:  # the reference is along the arm: +Z, then -Y (module docstring)
+        r = _reject1(_Z1, u)
+        if math.sqrt(dot1(r, r)) < 1e-6:
+            r = _reject1(_DOWN1, u)
+        n = math.sqrt(dot1(r, r))
+    r = (r[0] / n, r[1] / n, r[2] / n)
+    t = cross1(u, r)
+    toward = dot1(t, lateral)
+    sense = math.copysign(1.0, toward) if abs(toward) > 1e-6 else fixed
+    return r, (t[0] * sense, t[1] * sense, t[2] * sense)
+
+
+def spread_angle1(u: Vec3, elbow_offset: Vec3, *, side: Side) -> float:
+    """:func:`spread_angle_unchecked` of one unit direction ``u`` and one elbow offset
+    (degrees, spec §4.1)."""
+    r, t = spread_basis1(u, _LATERAL1[side], FIXED_SENSE[side])
+    return math.degrees(math.atan2(dot1(elbow_offset, t), dot1(elbow_offset, r)))

@@ -25,6 +25,7 @@ takes normalized values and raises ``usage.out_of_range`` outside [-1, 1]; decod
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 import numpy as np
@@ -32,7 +33,10 @@ from numpy.typing import ArrayLike, NDArray
 
 from .errors import UsageError
 from .quaternion import (
+    Mat3,
+    Vec3,
     as_quaternion,
+    as_vec1,
     canonicalize,
     from_axis_angle,
     multiply,
@@ -50,8 +54,11 @@ __all__ = [
     "euler_to_quat",
     "head_to_quat",
     "matrix_to_body",
+    "matrix_to_body1",
     "matrix_to_euler",
+    "matrix_to_euler1",
     "matrix_to_head",
+    "matrix_to_head1",
     "quat_to_body",
     "quat_to_euler",
     "quat_to_head",
@@ -216,3 +223,35 @@ def spine_product(rotations: dict[str, F64]) -> F64:
     for j in order[1:]:
         total = multiply(total, rotations[j])
     return canonicalize(total)
+
+
+# -- one matrix in Python floats (the single-frame encoder) --------------------------------
+_HEAD_MAX1, _BODY_MAX1 = as_vec1(HEAD_MAX_DEG), as_vec1(BODY_MAX_DEG)
+
+
+def matrix_to_euler1(m: Mat3) -> Vec3:
+    """:func:`matrix_to_euler` of one rotation matrix (rows): ``(yaw, pitch, roll)`` degrees."""
+    cos_pitch = math.hypot(m[1][0], m[1][1])
+    if cos_pitch <= GIMBAL_EPS:  # the gimbal rule (module docstring)
+        sign = 1.0 if m[1][2] <= 0.0 else -1.0
+        return (math.degrees(math.atan2(sign * m[0][1], m[0][0])), math.degrees(sign * (math.pi / 2)), 0.0)
+    return (math.degrees(math.atan2(m[0][2], m[2][2])), math.degrees(math.atan2(-m[1][2], cos_pitch)),
+            math.degrees(math.atan2(m[1][0], m[1][1])))
+
+
+def _from_matrix1(m: Mat3, maxima: Vec3) -> tuple[Vec3, bool]:
+    yaw, pitch, roll = matrix_to_euler1(m)
+    n = (yaw / maxima[0], pitch / maxima[1], roll / maxima[2])
+    limit = 1.0 + CLAMP_REPORT_TOL
+    clamped = abs(n[0]) > limit or abs(n[1]) > limit or abs(n[2]) > limit
+    return (min(max(n[0], -1.0), 1.0), min(max(n[1], -1.0), 1.0), min(max(n[2], -1.0), 1.0)), clamped
+
+
+def matrix_to_head1(m: Mat3) -> tuple[Vec3, bool]:
+    """:func:`matrix_to_head` of one rotation matrix (rows): normalized and clamped."""
+    return _from_matrix1(m, _HEAD_MAX1)
+
+
+def matrix_to_body1(m: Mat3) -> tuple[Vec3, bool]:
+    """:func:`matrix_to_body` of one rotation matrix (rows): normalized and clamped."""
+    return _from_matrix1(m, _BODY_MAX1)

@@ -20,6 +20,7 @@ quaternion: ``physical_l = mirror_sagittal(stored_l)``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -35,31 +36,44 @@ __all__ = [
     "PALM_CLAMP",
     "PALM_HEMISPHERE",
     "ZERO_NORM_EPS",
+    "Mat3",
     "PalmDirections",
+    "Quat",
+    "Vec3",
     "as_quaternion",
+    "as_vec1",
     "canonicalize",
+    "canonicalize1",
     "canonicalize_unchecked",
     "conjugate",
     "conjugate_unchecked",
+    "cross1",
     "cross_unchecked",
+    "dot1",
     "from_axis_angle",
     "from_matrix",
+    "from_matrix1",
     "from_matrix_unchecked",
     "mirror_sagittal",
     "multiply",
+    "multiply1",
     "multiply_unchecked",
     "normalize",
     "palm_decode",
     "palm_directions",
     "palm_encode",
+    "palm_encode1",
     "palm_encode_unchecked",
+    "palm_from_axes1",
     "palm_from_axes_unchecked",
     "palm_from_directions",
     "reconstruct_w",
     "rotate",
+    "rotate1",
     "rotate_unchecked",
     "to_axis_angle",
     "to_matrix",
+    "to_matrix1",
 ]
 
 Side = Literal["l", "r"]
@@ -410,3 +424,99 @@ def palm_from_axes_unchecked(y: F64, z: F64) -> F64:
     """:func:`palm_from_directions` of the unit fingers axis ``y`` and the unit palm
     normal ``z`` orthogonal to it (float64 ``(..., 3)``), no validation."""
     return from_matrix_unchecked(np.stack([cross_unchecked(y, z), y, z], axis=-1))
+
+
+# -- one value in Python floats ----------------------------------------------------------
+# The kernels above on 3- and 4-tuples, for single-frame hot paths (the decoder's and the
+# landmark encoder's B = 1 paths) where numpy's per-call overhead, not arithmetic, is the
+# cost. Same formulas and order of operations as the batch kernels; they agree to float
+# round-off (tests/test_quaternion.py). ``Mat3`` is a tuple of rows, ``m[i][j]`` as numpy's.
+Vec3 = tuple[float, float, float]
+Quat = tuple[float, float, float, float]
+Mat3 = tuple[Vec3, Vec3, Vec3]
+
+
+
+def as_vec1(v: ArrayLike) -> Vec3:
+    """A 3-vector (a shared batch constant) as a 3-tuple of Python floats."""
+    x, y, z = np.asarray(v, dtype=np.float64).reshape(3).tolist()
+    return (x, y, z)
+
+
+_HEMISPHERE1 = as_vec1(PALM_HEMISPHERE)
+
+
+def cross1(a: Vec3, b: Vec3) -> Vec3:
+    """:func:`cross_unchecked` of one pair of 3-tuples."""
+    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
+
+
+def dot1(a: Vec3, b: Vec3) -> float:
+    """Dot product of two 3-tuples."""
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+def multiply1(a: Quat, b: Quat) -> Quat:
+    """:func:`multiply_unchecked` (Hamilton product ``a · b``) of one pair of 4-tuples."""
+    aw, ax, ay, az = a
+    bw, bx, by, bz = b
+    return (aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw)
+
+
+def rotate1(q: Quat, v: Vec3) -> Vec3:
+    """:func:`rotate_unchecked` of one vector by one unit quaternion."""
+    w, u = q[0], (q[1], q[2], q[3])
+    c = cross1(u, v)
+    t = (2.0 * c[0], 2.0 * c[1], 2.0 * c[2])
+    c2 = cross1(u, t)
+    return (v[0] + w * t[0] + c2[0], v[1] + w * t[1] + c2[1], v[2] + w * t[2] + c2[2])
+
+
+def to_matrix1(q: Quat) -> Mat3:
+    """:func:`to_matrix` of one finite non-zero quaternion (normalized first)."""
+    n = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    w, x, y, z = q[0] / n, q[1] / n, q[2] / n, q[3] / n
+    return ((1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)),
+            (2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)),
+            (2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)))
+
+
+def canonicalize1(q: Quat) -> Quat:
+    """:func:`canonicalize_unchecked` of one finite non-zero quaternion (spec §3.3)."""
+    n = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    w, x, y, z = q[0] / n, q[1] / n, q[2] / n, q[3] / n
+    lead = w if w != 0.0 else (x if x != 0.0 else (y if y != 0.0 else z))
+    return (-w, -x, -y, -z) if lead < 0.0 else (w, x, y, z)
+
+
+def from_matrix1(m: Mat3) -> Quat:
+    """:func:`from_matrix_unchecked` of one finite rotation matrix (rows): the stable
+    branch of the largest of ``w, x, y, z`` (the first on ties, as ``np.argmax``)."""
+    m00, m11, m22 = m[0][0], m[1][1], m[2][2]
+    sq = (1 + m00 + m11 + m22, 1 + m00 - m11 - m22, 1 - m00 + m11 - m22, 1 - m00 - m11 + m22)
+    branch = max(range(4), key=sq.__getitem__)
+    big = math.sqrt(max(sq[branch], 0.0))
+    b2 = big * big
+    d21, d02, d10 = m[2][1] - m[1][2], m[0][2] - m[2][0], m[1][0] - m[0][1]
+    s01, s02, s12 = m[0][1] + m[1][0], m[0][2] + m[2][0], m[1][2] + m[2][1]
+    q: Quat = ((b2, d21, d02, d10), (d21, b2, s01, s02), (d02, s01, b2, s12), (d10, s02, s12, b2))[branch]
+    return canonicalize1(q)
+
+
+def palm_from_axes1(y: Vec3, z: Vec3) -> Quat:
+    """:func:`palm_from_axes_unchecked` of one unit fingers axis and unit palm normal."""
+    x = cross1(y, z)
+    return from_matrix1(((x[0], y[0], z[0]), (x[1], y[1], z[1]), (x[2], y[2], z[2])))
+
+
+def palm_encode1(q: Quat, *, side: Side, limit: float = PALM_CLAMP) -> tuple[Vec3, bool]:
+    """:func:`palm_encode_unchecked` of one finite non-zero quaternion: the stored vector
+    part and whether it was clamped (spec §3.3 hemisphere rule, §4.2)."""
+    _, x, y, z = canonicalize1((q[0], q[1], -q[2], -q[3]) if side == "l" else q)
+    norm = math.sqrt(x * x + y * y + z * z)
+    clamped = norm > limit
+    if clamped and x * _HEMISPHERE1[0] + y * _HEMISPHERE1[1] + z * _HEMISPHERE1[2] < 0.0:
+        x, y, z = -x, -y, -z
+    scale = limit / norm if clamped else 1.0
+    return (x * scale, y * scale, z * scale), clamped

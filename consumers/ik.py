@@ -26,9 +26,19 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from posewire.codec.elbow import ELBOW_REFERENCE, FIXED_SENSE, LATERAL, spread_basis_unchecked
+from posewire.codec.elbow import ELBOW_REFERENCE, FIXED_SENSE, LATERAL, spread_basis1, spread_basis_unchecked
 from posewire.codec.errors import UsageError
-from posewire.codec.quaternion import cross_unchecked, multiply_unchecked, rotate_unchecked
+from posewire.codec.quaternion import (
+    Quat,
+    Vec3,
+    cross1,
+    cross_unchecked,
+    dot1,
+    multiply1,
+    multiply_unchecked,
+    rotate1,
+    rotate_unchecked,
+)
 
 __all__ = [
     "DOWN",
@@ -222,17 +232,8 @@ def _solve(s0: F64, upper_dir0: F64, a_len: F64, lower_dir0: F64, b_len: F64,
 
 # -- one frame in Python floats (posewire.consumers.pose, batch of 1) ----------------------------
 # The same formulas as _pole / _solve / _min_rotation on 3-tuples, in the same order of
-# operations; only sin/cos come from libm instead of numpy (agree to a few ulp).
-Vec3 = tuple[float, float, float]
-Quat = tuple[float, float, float, float]
-
-
-def _cross1(a: Vec3, b: Vec3) -> Vec3:
-    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
-
-
-def _dot1(a: Vec3, b: Vec3) -> float:
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+# operations (the scalar kernels of posewire.codec.quaternion and posewire.codec.elbow);
+# only sin/cos come from libm instead of numpy (agree to a few ulp).
 
 
 def _unit1(v: Vec3) -> tuple[Vec3, float]:
@@ -243,57 +244,29 @@ def _unit1(v: Vec3) -> tuple[Vec3, float]:
 
 def _reject1(v: Vec3, u: Vec3) -> Vec3:
     # v - (v · u) u
-    k = _dot1(v, u)
+    k = dot1(v, u)
     return (v[0] - k * u[0], v[1] - k * u[1], v[2] - k * u[2])
 
 
 def _min_rotation1(va: Vec3, vb: Vec3) -> Quat:
-    w = 1.0 + _dot1(va, vb)
-    xyz = _cross1(va, vb)
+    w = 1.0 + dot1(va, vb)
+    xyz = cross1(va, vb)
     if w < 1e-12:
-        alt = _cross1(va, (0.0, 0.0, 1.0))
+        alt = cross1(va, (0.0, 0.0, 1.0))
         if math.sqrt(alt[0] * alt[0] + alt[1] * alt[1] + alt[2] * alt[2]) < 1e-6:
-            alt = _cross1(va, (1.0, 0.0, 0.0))
+            alt = cross1(va, (1.0, 0.0, 0.0))
         xyz, _ = _unit1(alt)
         w = 0.0
     n = math.sqrt(w * w + xyz[0] * xyz[0] + xyz[1] * xyz[1] + xyz[2] * xyz[2])
     return (w / n, xyz[0] / n, xyz[1] / n, xyz[2] / n)
 
 
-def _qmul1(a: Quat, b: Quat) -> Quat:
-    aw, ax, ay, az = a
-    bw, bx, by, bz = b
-    return (aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw)
-
-
-def _qrot1(q: Quat, v: Vec3) -> Vec3:
-    w, u = q[0], (q[1], q[2], q[3])
-    c = _cross1(u, v)
-    t = (2.0 * c[0], 2.0 * c[1], 2.0 * c[2])
-    c2 = _cross1(u, t)
-    return (v[0] + w * t[0] + c2[0], v[1] + w * t[1] + c2[1], v[2] + w * t[2] + c2[2])
-
-
-_REF1: Vec3 = (float(ELBOW_REFERENCE[0]), float(ELBOW_REFERENCE[1]), float(ELBOW_REFERENCE[2]))
-
-
 def _pole1(axis: Vec3, spread: float, lateral: Vec3, fixed: float) -> Vec3:
-    # _pole for one side and frame (codec.elbow.spread_basis_unchecked in floats)
+    # _pole for one side and frame (codec.elbow.spread_basis1)
     u, _ = _unit1(axis)
-    r = _reject1(_REF1, u)
-    n = math.sqrt(_dot1(r, r))
-    if n < 1e-9:
-        r = _reject1((0.0, 0.0, 1.0), u)
-        if math.sqrt(_dot1(r, r)) < 1e-6:
-            r = _reject1((0.0, -1.0, 0.0), u)
-        n = math.sqrt(_dot1(r, r))
-    r = (r[0] / n, r[1] / n, r[2] / n)
-    t = _cross1(u, r)
-    toward = _dot1(t, lateral)
-    sense = math.copysign(1.0, toward) if abs(toward) > 1e-6 else fixed
+    r, t = spread_basis1(u, lateral, fixed)
     phi = spread * (math.pi / 2.0)
-    c, s = math.cos(phi), math.sin(phi) * sense
+    c, s = math.cos(phi), math.sin(phi)
     return (r[0] * c + t[0] * s, r[1] * c + t[1] * s, r[2] * c + t[2] * s)
 
 
@@ -327,7 +300,7 @@ def _solve1(s0: Vec3, upper_dir0: Vec3, a_len: float, lower_dir0: Vec3, b_len: f
         vx, vy, vz = vx / n, vy / n, vz / n
     if vn < 1e-9:
         alt = _reject1((0.0, 0.0, 1.0), (ux, uy, uz))
-        if math.sqrt(_dot1(alt, alt)) < 1e-6:
+        if math.sqrt(dot1(alt, alt)) < 1e-6:
             alt = _reject1((0.0, -1.0, 0.0), (ux, uy, uz))
         (vx, vy, vz), _ = _unit1(alt)
     ex = sx + a_len * (cos_a * ux + sin_a * vx)
@@ -336,5 +309,5 @@ def _solve1(s0: Vec3, upper_dir0: Vec3, a_len: float, lower_dir0: Vec3, b_len: f
     wx, wy, wz = sx + d * ux, sy + d * uy, sz + d * uz
     g_upper = _min_rotation1(upper_dir0, ((ex - sx) / a_len, (ey - sy) / a_len, (ez - sz) / a_len))
     lower_dir1, _ = _unit1((wx - ex, wy - ey, wz - ez))
-    g_lower = _qmul1(_min_rotation1(_qrot1(g_upper, lower_dir0), lower_dir1), g_upper)
+    g_lower = multiply1(_min_rotation1(rotate1(g_upper, lower_dir0), lower_dir1), g_upper)
     return g_upper, g_lower, (ex, ey, ez), (wx, wy, wz), clamped

@@ -64,7 +64,10 @@ from posewire.codec.quaternion import (
     CONJUGATE_SIGNS,
     HAMILTON_TABLE,
     PALM_CLAMP,
+    Quat,
+    Vec3,
     conjugate_unchecked,
+    multiply1,
     multiply_unchecked,
     rotate_unchecked,
 )
@@ -72,7 +75,7 @@ from posewire.codec.registry import REGISTRY, SPINE_SHARES
 from posewire.codec.vector import ValidationReport
 
 from .face import _validate_clamp
-from .ik import _LATERAL, IKResult, Quat, Vec3, _pole, _pole1, _qmul1, _solve, _solve1, _unit, two_bone_ik
+from .ik import _LATERAL, IKResult, _pole, _pole1, _solve, _solve1, _unit, two_bone_ik
 from .skeleton import FINGERS, Skeleton, calibration_of
 
 __all__ = ["HEAD_SHARES", "DecodePlan", "PoseResult", "decode_plan", "decode_pose"]
@@ -629,7 +632,7 @@ def _decode_one(vec: F64, validation: ValidationReport, plan: DecodePlan,
         angle = ang * share
         s = math.sin(angle)
         q: Quat = (math.cos(angle), s * ax, s * ay, s * az)
-        small.append(q if len(small) < n_spine else _qmul1(body, q))  # head: Q · H^c
+        small.append(q if len(small) < n_spine else multiply1(body, q))  # head: Q · H^c
     targets: list[Vec3] = []
     upper: list[Quat] = []
     lower: list[Quat] = []
@@ -647,8 +650,8 @@ def _decode_one(vec: F64, validation: ValidationReport, plan: DecodePlan,
             sh, one.upper_dir[k], one.upper_len[k], one.lower_dir[k], one.lower_len[k],
             target, pole)
         targets.append(target)
-        upper.append(_qmul1(body, g_up))  # body-local arms carried by Q (seed 003)
-        lower.append(_qmul1(body, g_low))
+        upper.append(multiply1(body, g_up))  # body-local arms carried by Q (seed 003)
+        lower.append(multiply1(body, g_low))
         ik_rows.append((*g_up, *g_low, *elbow, *wrist))
         clamped.append(hit)
     palms: list[Quat] = []
@@ -661,14 +664,14 @@ def _decode_one(vec: F64, validation: ValidationReport, plan: DecodePlan,
             f = PALM_CLAMP / norm
             px, py, pz = px * f, py * f, pz * f
         w = math.sqrt(max(0.0, 1.0 - (px * px + py * py + pz * pz)))
-        palms.append(_qmul1(body, (w, px, -py, -pz) if k == 0 else (w, px, py, pz)))
+        palms.append(multiply1(body, (w, px, -py, -pz) if k == 0 else (w, px, py, pz)))
         palm_clamped.append(over)
 
     # hands; L_j (module docstring)
     if one.raw_fingers:
         h = hand_rows[:2].tolist()
-        hand_g = [_qmul1(palms[0], (h[0][0], h[0][1], h[0][2], h[0][3])),
-                  _qmul1(palms[1], (h[1][0], h[1][1], h[1][2], h[1][3]))]
+        hand_g = [multiply1(palms[0], (h[0][0], h[0][1], h[0][2], h[0][3])),
+                  multiply1(palms[1], (h[1][0], h[1][1], h[1][2], h[1][3]))]
         g = np.concatenate([np.array(small + upper + lower + hand_g), hand_rows]).ravel()
     else:
         g_small = np.array(small + upper + lower + palms)

@@ -80,14 +80,20 @@ from posewire.codec.vector import LOWER, N_DIMS, UPPER
 from posewire.producers.hand import HAND_POINTS, finger_angles, hand_dims
 
 __all__ = [
+    "BODY_CLAMP_KEY",
     "BODY_PLAUSIBLE",
     "CAMERA_FALLBACK_ROTATION",
     "FACE_POINTS",
     "HAND_LENGTH_RANGE",
     "HAND_POINTS",
+    "HEAD_CLAMP_KEY",
+    "IMPLAUSIBLE_NOTE",
     "MEDIAPIPE_TO_Y_UP",
+    "MIRRORED_NOTE",
     "MIRROR_MIN_SINE",
+    "PALM_CLAMP_KEY",
     "POSE_POINTS",
+    "SWAPPED_NOTE",
     "SWAP_DISTANCE_RATIO",
     "TRUNK_MODEL",
     "HolisticLandmarks",
@@ -641,6 +647,17 @@ def _head(prep: _Prepared) -> tuple[F64, Bool, Bool]:
 CAMERA_FALLBACK_ROTATION: F64 = np.eye(3)
 
 
+#: Report notes and clamp keys shared by the batch and single-frame paths (never silent).
+MIRRORED_NOTE = ("mirrored input in {} frame(s): the nose lies behind the chest (a selfie image?); "
+                 "pass mirrored='flip' to un-mirror")
+SWAPPED_NOTE = "left/right hands swapped back in {} frame(s) (each hand lay at the other pose wrist)"
+IMPLAUSIBLE_NOTE = (f"torso turned beyond {BODY_PLAUSIBLE}x the body maxima against the hips in {{}} frame(s): "
+                    "hips taken as misplaced, body not estimated")
+PALM_CLAMP_KEY = "w_q_{} (|v| > 0.98)"
+HEAD_CLAMP_KEY = "h_* (angle beyond max)"
+BODY_CLAMP_KEY = "b_* (angle beyond max)"
+
+
 def landmarks_to_vectors(
     lm: HolisticLandmarks,
     *,
@@ -657,31 +674,47 @@ def landmarks_to_vectors(
     ``report.clamped``. ``mirrored``: ``"report"`` counts frames whose nose lies behind
     the chest (a selfie image whose x was flipped without swapping labels) in
     ``report.degenerate["mirrored"]``; ``"flip"`` un-mirrors every point (x → −x) first.
+
+    A batch of one frame (a live source) takes the single-frame path in Python floats,
+    :func:`posewire.producers.landmarks_single.encode1`: the same result, without numpy's
+    per-call overhead.
     """
     if mirrored not in ("report", "flip"):
         raise UsageError("usage.bad_option", f"mirrored must be 'report' or 'flip', not {mirrored!r}")
+    if lm.batch != 1:
+        return _encode_batch(lm, calibration, visibility_threshold, mirrored)
+    from posewire.producers.landmarks_single import encode1  # imports this module's tables
+
+    if calibration is None:
+        calibration = _own_calibration(lm, _prepare(lm, mirrored, visibility_threshold), visibility_threshold)
+    return encode1(lm, calibration, visibility_threshold=visibility_threshold, mirrored=mirrored)
+
+
+def _own_calibration(lm: HolisticLandmarks, prep: _Prepared, visibility_threshold: float) -> LandmarkCalibration:
+    """The calibration of a batch encoded without one (:func:`landmarks_to_vectors`)."""
+    if prep.valid.any():
+        return _calibrate(lm, prep, visibility_threshold, HAND_LENGTH_RANGE)
+    return LandmarkCalibration(REFERENCE_CALIBRATION, units(REFERENCE_CALIBRATION),
+                               ("no frame has a body (shoulders and hips): reference-avatar calibration, "
+                                "arms and body not estimated",))
+
+
+def _encode_batch(lm: HolisticLandmarks, calibration: LandmarkCalibration | None, visibility_threshold: float,
+                  mirrored: Literal["report", "flip"]) -> LandmarkResult:
+    """:func:`landmarks_to_vectors` on numpy arrays, any batch size."""
     prep = _prepare(lm, mirrored, visibility_threshold)
     notes: list[str] = []
-    if calibration is not None:
-        cal = calibration
-    elif prep.valid.any():
-        cal = _calibrate(lm, prep, visibility_threshold, HAND_LENGTH_RANGE)
-    else:
-        cal = LandmarkCalibration(REFERENCE_CALIBRATION, units(REFERENCE_CALIBRATION),
-                                  ("no frame has a body (shoulders and hips): reference-avatar calibration, "
-                                   "arms and body not estimated",))
+    cal = calibration if calibration is not None else _own_calibration(lm, prep, visibility_threshold)
     batch = lm.batch
     vec = np.full((batch, N_DIMS), np.nan)
     extra_clamps: dict[str, Bool] = {}
     degenerate: dict[str, int] = {"body_frame": int((~prep.valid).sum())}
     if prep.mirrored.any():
         degenerate["mirrored"] = int(prep.mirrored.sum())
-        notes.append(f"mirrored input in {int(prep.mirrored.sum())} frame(s): the nose lies behind the chest "
-                     "(a selfie image?); pass mirrored='flip' to un-mirror")
+        notes.append(MIRRORED_NOTE.format(int(prep.mirrored.sum())))
     if prep.swapped.any():
         degenerate["hands_swapped"] = int(prep.swapped.sum())
-        notes.append(f"left/right hands swapped back in {int(prep.swapped.sum())} frame(s) (each hand lay at "
-                     "the other pose wrist)")
+        notes.append(SWAPPED_NOTE.format(int(prep.swapped.sum())))
     tracked: dict[str, Bool] = {}
 
     # spec §4.5: torso rotation relative to the pelvis, spine shares undone
@@ -691,8 +724,7 @@ def landmarks_to_vectors(
         degenerate["body_hips_not_visible"] = int((prep.valid & ~body_ok & ~prep.body_implausible).sum())
     if prep.body_implausible.any():
         degenerate["body_implausible"] = int(prep.body_implausible.sum())
-        notes.append(f"torso turned beyond {BODY_PLAUSIBLE}x the body maxima against the hips in "
-                     f"{int(prep.body_implausible.sum())} frame(s): hips taken as misplaced, body not estimated")
+        notes.append(IMPLAUSIBLE_NOTE.format(int(prep.body_implausible.sum())))
     for k, row_id in enumerate(("b_yaw", "b_pitch", "b_roll")):
         vec[body_ok, _idx(row_id)] = prep.body[body_ok, k]
 
@@ -747,11 +779,11 @@ def landmarks_to_vectors(
     for s in ("l", "r"):
         count = int(extra_clamps[f"w_q_{s}"].sum())
         if count:
-            clamped[f"w_q_{s} (|v| > 0.98)"] = count
+            clamped[PALM_CLAMP_KEY.format(s)] = count
     if int(head_clamped.sum()):
-        clamped["h_* (angle beyond max)"] = int(head_clamped.sum())
+        clamped[HEAD_CLAMP_KEY] = int(head_clamped.sum())
     if int((prep.body_clamped & body_ok).sum()):
-        clamped["b_* (angle beyond max)"] = int((prep.body_clamped & body_ok).sum())
+        clamped[BODY_CLAMP_KEY] = int((prep.body_clamped & body_ok).sum())
 
     if prep.face is not None:
         tracked["head"] = head_ok
