@@ -28,7 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .errors import UsageError
-from .quaternion import Vec3, as_vec1, cross1, dot1
+from .quaternion import Vec3, as_vec1, cross1, dot1, reject1
 
 __all__ = ["ELBOW_REFERENCE", "FIXED_SENSE", "LATERAL", "spread_angle", "spread_angle1", "spread_angle_unchecked",
            "spread_basis", "spread_basis1", "spread_basis_unchecked"]
@@ -120,19 +120,14 @@ _REF1, _Z1, _DOWN1 = as_vec1(ELBOW_REFERENCE), as_vec1(_Z), as_vec1(_DOWN)
 _LATERAL1: dict[str, Vec3] = {s: as_vec1(v) for s, v in LATERAL.items()}
 
 
-def _reject1(v: Vec3, u: Vec3) -> Vec3:
-    k = dot1(v, u)
-    return (v[0] - k * u[0], v[1] - k * u[1], v[2] - k * u[2])
-
-
 def spread_basis1(u: Vec3, lateral: Vec3, fixed: float) -> tuple[Vec3, Vec3]:
     """:func:`spread_basis_unchecked` of one unit direction ``u``: ``(ref, toward)``."""
-    r = _reject1(_REF1, u)
+    r = reject1(_REF1, u)
     n = math.sqrt(dot1(r, r))
     if n < 1e-9:  # the reference is along the arm: +Z, then -Y (module docstring)
-        r = _reject1(_Z1, u)
+        r = reject1(_Z1, u)
         if math.sqrt(dot1(r, r)) < 1e-6:
-            r = _reject1(_DOWN1, u)
+            r = reject1(_DOWN1, u)
         n = math.sqrt(dot1(r, r))
     r = (r[0] / n, r[1] / n, r[2] / n)
     t = cross1(u, r)

@@ -58,6 +58,7 @@ __all__ = [
     "multiply",
     "multiply1",
     "multiply_unchecked",
+    "norm1",
     "normalize",
     "palm_decode",
     "palm_directions",
@@ -68,12 +69,15 @@ __all__ = [
     "palm_from_axes_unchecked",
     "palm_from_directions",
     "reconstruct_w",
+    "reject1",
     "rotate",
     "rotate1",
     "rotate_unchecked",
+    "sub1",
     "to_axis_angle",
     "to_matrix",
     "to_matrix1",
+    "unit1",
 ]
 
 Side = Literal["l", "r"]
@@ -454,6 +458,28 @@ def cross1(a: Vec3, b: Vec3) -> Vec3:
 def dot1(a: Vec3, b: Vec3) -> float:
     """Dot product of two 3-tuples."""
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+def sub1(a: Vec3, b: Vec3) -> Vec3:
+    """``a − b`` of two 3-tuples."""
+    return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
+
+
+def norm1(v: Vec3) -> float:
+    """Length of a 3-tuple (``np.linalg.norm``'s arithmetic)."""
+    return math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+
+
+def unit1(v: Vec3, eps: float) -> Vec3:
+    """``v / |v|``, NaN where ``|v| <= eps`` (the producers' rule for a missing direction)."""
+    n = math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+    return (v[0] / n, v[1] / n, v[2] / n) if n > eps else (math.nan, math.nan, math.nan)
+
+
+def reject1(v: Vec3, u: Vec3) -> Vec3:
+    """``v − (v·u)·u``: ``v`` without its component along the unit ``u``."""
+    k = v[0] * u[0] + v[1] * u[1] + v[2] * u[2]
+    return (v[0] - k * u[0], v[1] - k * u[1], v[2] - k * u[2])
 
 
 def multiply1(a: Quat, b: Quat) -> Quat:

@@ -36,6 +36,7 @@ from posewire.codec.quaternion import (
     dot1,
     multiply1,
     multiply_unchecked,
+    reject1,
     rotate1,
     rotate_unchecked,
 )
@@ -242,12 +243,6 @@ def _unit1(v: Vec3) -> tuple[Vec3, float]:
     return (v[0] / d, v[1] / d, v[2] / d), n
 
 
-def _reject1(v: Vec3, u: Vec3) -> Vec3:
-    # v - (v · u) u
-    k = dot1(v, u)
-    return (v[0] - k * u[0], v[1] - k * u[1], v[2] - k * u[2])
-
-
 def _min_rotation1(va: Vec3, vb: Vec3) -> Quat:
     w = 1.0 + dot1(va, vb)
     xyz = cross1(va, vb)
@@ -299,9 +294,9 @@ def _solve1(s0: Vec3, upper_dir0: Vec3, a_len: float, lower_dir0: Vec3, b_len: f
     if n > 0.0:
         vx, vy, vz = vx / n, vy / n, vz / n
     if vn < 1e-9:
-        alt = _reject1((0.0, 0.0, 1.0), (ux, uy, uz))
+        alt = reject1((0.0, 0.0, 1.0), (ux, uy, uz))
         if math.sqrt(dot1(alt, alt)) < 1e-6:
-            alt = _reject1((0.0, -1.0, 0.0), (ux, uy, uz))
+            alt = reject1((0.0, -1.0, 0.0), (ux, uy, uz))
         (vx, vy, vz), _ = _unit1(alt)
     ex = sx + a_len * (cos_a * ux + sin_a * vx)
     ey = sy + a_len * (cos_a * uy + sin_a * vy)

@@ -9,10 +9,12 @@ time, where numpy's per-call overhead on tiny arrays, not arithmetic, is the cos
 and ``atan2`` come from libm instead of numpy, so the two agree to float round-off
 (``tests/test_encoder_single_frame.py`` pins every dim to the batch row at 1e-9). A change
 of convention in ``finger_angles`` must be made here too: those tests fail until it is.
+Hot spots are written out in scalars (one frame is a few hundred operations, and a call
+costs as much as several of them).
 
 The NaN rules of the batch code carry over: a segment of zero length has no direction
-(its cross products count as 0, ``np.nan_to_num``), a degenerate hand frame gives NaN for
-every angle.
+(its cross products count as 0, as ``np.nan_to_num`` makes them), a degenerate hand frame
+gives NaN for every angle.
 """
 
 from __future__ import annotations
@@ -20,7 +22,17 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from posewire.codec.quaternion import Vec3, as_vec1, cross1, dot1, palm_encode1, palm_from_axes1
+from posewire.codec.quaternion import (
+    Vec3,
+    as_vec1,
+    cross1,
+    dot1,
+    palm_encode1,
+    palm_from_axes1,
+    reject1,
+    sub1,
+    unit1,
+)
 from posewire.producers.hand import (
     _EPS,
     _FINGER_DEG,
@@ -42,106 +54,112 @@ _NAN3: Vec3 = (math.nan, math.nan, math.nan)
 _TY, _TX = as_vec1(THUMB_REST), as_vec1(THUMB_SIDE_AXIS)
 _WRIST, _INDEX, _MIDDLE, _PINKY = (HAND_POINTS[k] for k in ("wrist", "index_mcp", "middle_mcp", "pinky_mcp"))
 _CHAINS = tuple(FINGER_CHAINS.values())
+#: |bend| of a thumb bent THUMB_ROLL_MIN_CURL_DEG at each joint (hand.finger_angles' test).
 _OBSERVABLE = 2.0 * math.sin(math.radians(THUMB_ROLL_MIN_CURL_DEG))
 _FINGER_DEG1 = {s: tuple(v.tolist()) for s, v in _FINGER_DEG.items()}
 _ROW = {row: k for k, row in enumerate(_FINGER_ROWS)}
-
-
-def _sub(a: Vec3, b: Vec3) -> Vec3:
-    return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
-
-
-def _unit(v: Vec3) -> Vec3:
-    # hand._unit: NaN where the norm is at most _EPS
-    n = math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
-    return (v[0] / n, v[1] / n, v[2] / n) if n > _EPS else _NAN3
-
-
-def _reject(v: Vec3, u: Vec3) -> Vec3:
-    k = dot1(v, u)
-    return (v[0] - k * u[0], v[1] - k * u[1], v[2] - k * u[2])
+#: (curl, fold, side) slots of each finger in the finger rows, thumb first; the roll's slot.
+_SLOTS = tuple(tuple(_ROW[f"g_{f}_{k}"] for k in ("curl", "fold", "side")) for f in ("thumb", *FINGER_CHAINS))
+_ROLL = _ROW["g_thumb_roll"]
+#: np.degrees' factor (math.degrees multiplies by the same double)
+_DEG = 180.0 / math.pi
 
 
 def _signed_angle(u: Vec3, v: Vec3, axis: Vec3) -> float:
     # hand._signed_angle: from u to v about axis, both projected off it (right-hand rule)
-    up, vp = _reject(u, axis), _reject(v, axis)
+    up, vp = reject1(u, axis), reject1(v, axis)
     return math.atan2(dot1(cross1(up, vp), axis), dot1(up, vp))
 
 
-def _angle(u: Vec3, v: Vec3) -> float:
-    c = cross1(u, v)
-    return math.atan2(math.sqrt(dot1(c, c)), dot1(u, v))
+def _angle(cross: Vec3, u: Vec3, v: Vec3) -> float:
+    # hand._angle: unsigned angle between u and v, given their cross product
+    return math.atan2(math.sqrt(dot1(cross, cross)), dot1(u, v))
 
 
-def _cross_or_zero(a: Vec3, b: Vec3) -> Vec3:
-    # np.nan_to_num(cross(a, b)) for unit-or-NaN a, b: a NaN factor makes every component NaN
-    c = cross1(a, b)
-    return c if c[0] == c[0] and c[1] == c[1] and c[2] == c[2] else (0.0, 0.0, 0.0)
+def _about(u: Vec3, v: Vec3, ax: float, ay: float) -> float:
+    # _signed_angle about an axis in the palm plane, (ax, ay, 0), written out
+    k = u[0] * ax + u[1] * ay
+    ux, uy, uz = u[0] - k * ax, u[1] - k * ay, u[2]
+    k = v[0] * ax + v[1] * ay
+    vx, vy, vz = v[0] - k * ax, v[1] - k * ay, v[2]
+    return math.atan2((uy * vz - uz * vy) * ax + (uz * vx - ux * vz) * ay, ux * vx + uy * vy + uz * vz)
 
 
 def _frame(points: Points, side: Side) -> tuple[Vec3, Vec3]:
     # hand.hand_frame: fingers = wrist -> middle MCP; palm normal out of the palm (spec §2.4)
     wrist = points[_WRIST]
-    to_index, to_pinky = _sub(points[_INDEX], wrist), _sub(points[_PINKY], wrist)
+    to_index, to_pinky = sub1(points[_INDEX], wrist), sub1(points[_PINKY], wrist)
     normal = cross1(to_index, to_pinky) if side == "r" else cross1(to_pinky, to_index)
-    return _sub(points[_MIDDLE], wrist), normal
+    return sub1(points[_MIDDLE], wrist), normal
 
 
-def _local(points: Points, side: Side) -> Points | None:
+def _local(points: Points, fingers: Vec3, normal: Vec3, side: Side) -> Points | None:
     """hand._local_basis + hand._to_canonical: every point relative to the wrist in the
     canonical right-hand local frame (spec §2.4, §3.2: the left hand's x negated); None
     where the hand frame is degenerate (every angle NaN)."""
-    fingers, normal = _frame(points, side)
-    y = _unit(fingers)
-    z = _unit(_reject(normal, y))
+    y = unit1(fingers, _EPS)
+    z = unit1(reject1(normal, y), _EPS)
     if not (y[0] == y[0] and z[0] == z[0]):
         return None
-    x0, x1, x2 = cross1(y, z)
+    x = cross1(y, z)
+    sign = -1.0 if side == "l" else 1.0  # (−a)·b = −(a·b) exactly: the same as negating x after
+    x0, x1, x2 = sign * x[0], sign * x[1], sign * x[2]
     y0, y1, y2 = y
     z0, z1, z2 = z
     w0, w1, w2 = points[_WRIST]
     out: Points = []
     for p in points:
         v0, v1, v2 = p[0] - w0, p[1] - w1, p[2] - w2
-        lx = x0 * v0 + x1 * v1 + x2 * v2
-        out.append((-lx if side == "l" else lx, y0 * v0 + y1 * v1 + y2 * v2, z0 * v0 + z1 * v1 + z2 * v2))
+        out.append((x0 * v0 + x1 * v1 + x2 * v2, y0 * v0 + y1 * v1 + y2 * v2, z0 * v0 + z1 * v1 + z2 * v2))
     return out
 
 
 def _finger(local: Points, chain: tuple[int, int, int, int]) -> tuple[float, float, float]:
     """``(curl, fold, side)`` degrees of one of index…pinky (spec §4.3 "Finger geometry",
     :func:`posewire.producers.hand.finger_angles`)."""
-    meta, pip, dip, tip = (local[i] for i in chain)
-    b1, b2, b3 = _sub(pip, meta), _sub(dip, pip), _sub(tip, dip)
-    # the in-plane direction d: major axis of the palm-plane projections of the phalanges
+    (mx, my, mz), (px, py, pz), (qx, qy, qz), (tx, ty, tz) = (local[i] for i in chain)
+    b1 = (px - mx, py - my, pz - mz)
+    b2 = (qx - px, qy - py, qz - pz)
+    b3 = (tx - qx, ty - qy, tz - qz)
+    # the in-plane direction d: major axis of the palm-plane projections of the phalanges,
+    # along the metacarpal
     mxx = b1[0] * b1[0] + b2[0] * b2[0] + b3[0] * b3[0]
     myy = b1[1] * b1[1] + b2[1] * b2[1] + b3[1] * b3[1]
     mxy = b1[0] * b1[1] + b2[0] * b2[1] + b3[0] * b3[1]
     theta = 0.5 * math.atan2(2.0 * mxy, mxx - myy)
     dx, dy = math.cos(theta), math.sin(theta)
-    if dx * meta[0] + dy * meta[1] < 0.0:  # along the metacarpal
+    if dx * mx + dy * my < 0.0:
         dx, dy = -dx, -dy
-    # the bend axis of the two distal joints, weighted against d × Z by how well d is seen
-    n1, n2, n3 = (math.sqrt(dot1(b, b)) for b in (b1, b2, b3))
+    # the bend axis of the two distal joints (a zero-length phalanx adds nothing), weighted
+    # against d × Z by how well d is seen
+    n1 = math.sqrt(b1[0] * b1[0] + b1[1] * b1[1] + b1[2] * b1[2])
+    n2 = math.sqrt(b2[0] * b2[0] + b2[1] * b2[1] + b2[2] * b2[2])
+    n3 = math.sqrt(b3[0] * b3[0] + b3[1] * b3[1] + b3[2] * b3[2])
     length = n1 + n2 + n3
-    u1, u2, u3 = ((b[0] / n, b[1] / n, b[2] / n) if n > _EPS else _NAN3 for b, n in ((b1, n1), (b2, n2), (b3, n3)))
-    c12, c23 = _cross_or_zero(u1, u2), _cross_or_zero(u2, u3)
-    bend = (c12[0] + c23[0], c12[1] + c23[1], c12[2] + c23[2])
-    if bend[0] * dy + bend[1] * -dx < 0.0:  # bend · (d × Z)
-        bend = (-bend[0], -bend[1], -bend[2])
+    bx = by = 0.0  # only its palm-plane components are used
+    if n2 > _EPS:
+        vx, vy, vz = b2[0] / n2, b2[1] / n2, b2[2] / n2
+        if n1 > _EPS:  # + cross(u1, u2)
+            ux, uy, uz = b1[0] / n1, b1[1] / n1, b1[2] / n1
+            bx, by = uy * vz - uz * vy, uz * vx - ux * vz
+        if n3 > _EPS:  # + cross(u2, u3)
+            wx, wy, wz = b3[0] / n3, b3[1] / n3, b3[2] / n3
+            bx, by = bx + (vy * wz - vz * wy), by + (vz * wx - vx * wz)
+    if bx * dy + by * -dx < 0.0:  # bend · (d × Z)
+        bx, by = -bx, -by
     half = 0.5 * (mxx - myy)
     spread_len = math.sqrt(0.5 * (mxx + myy) + math.sqrt(half * half + mxy * mxy))
     w2 = 2.0 * (spread_len / length if length > _EPS else math.nan)
-    lateral = (bend[0] + w2 * dy, bend[1] + w2 * -dx, 0.0)  # in the palm plane
-    if dot1(lateral, lateral) < 1e-18:  # a straight finger along the palm normal: side 0
-        lateral = (meta[1], -meta[0], 0.0)
-    ln = math.sqrt(dot1(lateral, lateral))
-    lateral = (lateral[0] / ln, lateral[1] / ln, lateral[2] / ln) if ln > 0.0 else _NAN3
-    d = (-lateral[1], lateral[0], 0.0)  # Z × lateral
-    turn = math.atan2(-d[0], d[1]) - math.atan2(-meta[0], meta[1])
-    side = math.degrees((turn + math.pi) % (2.0 * math.pi) - math.pi)
-    fold = math.degrees(_signed_angle(d, b1, lateral))
-    curl = math.degrees(0.5 * (_signed_angle(b1, b2, lateral) + _signed_angle(b2, b3, lateral)))
+    lx, ly = bx + w2 * dy, by + w2 * -dx  # the lateral axis, in the palm plane
+    if lx * lx + ly * ly < 1e-18:  # a straight finger along the palm normal: side 0
+        lx, ly = my, -mx
+    ln = math.sqrt(lx * lx + ly * ly)
+    lx, ly = (lx / ln, ly / ln) if ln > 0.0 else (math.nan, math.nan)
+    # d = Z × lateral; side = its angle minus the metacarpal's, + toward the pinky
+    turn = math.atan2(ly, lx) - math.atan2(-mx, my)
+    side = ((turn + math.pi) % (2.0 * math.pi) - math.pi) * _DEG
+    fold = _about((-ly, lx, 0.0), b1, lx, ly) * _DEG
+    curl = 0.5 * (_about(b1, b2, lx, ly) + _about(b2, b3, lx, ly)) * _DEG
     return curl, fold, side
 
 
@@ -149,7 +167,7 @@ def _thumb(local: Points) -> tuple[float, float, float, float]:
     """``(curl, fold, side, roll)`` degrees of the thumb (spec §4.3, roll NaN where the
     thumb is too straight to show it)."""
     t1, t2, t3, t4 = (local[i] for i in THUMB_CHAIN)
-    a1, a2, a3 = _unit(_sub(t2, t1)), _unit(_sub(t3, t2)), _unit(_sub(t4, t3))
+    a1, a2, a3 = unit1(sub1(t2, t1), _EPS), unit1(sub1(t3, t2), _EPS), unit1(sub1(t4, t3), _EPS)
     # hand._thumb_swing: S = R_Z(fold)·R_tx(side); e1 = S·t_x, e2 = S·Z
     side = math.asin(min(max(a1[2], -1.0), 1.0)) if a1[2] == a1[2] else math.nan
     fold = math.atan2(_TY[0] * a1[1] - _TY[1] * a1[0], _TY[0] * a1[0] + _TY[1] * a1[1])
@@ -165,11 +183,23 @@ def _thumb(local: Points) -> tuple[float, float, float, float]:
         if dot1(n, e2) < 0.0:
             n = (-n[0], -n[1], -n[2])
         curl = 0.5 * (_signed_angle(a1, a2, n) + _signed_angle(a2, a3, n))
-        roll = math.degrees(math.atan2(dot1(n, e1), dot1(n, e2)))
+        roll = math.atan2(dot1(n, e1), dot1(n, e2)) * _DEG
     else:  # too straight to see the bend axis: the bend's size, signed by its side of e2
-        curl = 0.5 * (_angle(a1, a2) + _angle(a2, a3)) * (-1.0 if dot1(bend, e2) < 0.0 else 1.0)
+        curl = 0.5 * (_angle(c12, a1, a2) + _angle(c23, a2, a3)) * (-1.0 if dot1(bend, e2) < 0.0 else 1.0)
         roll = math.nan
-    return math.degrees(curl), math.degrees(fold), math.degrees(side), roll
+    return curl * _DEG, fold * _DEG, side * _DEG, roll
+
+
+def _angles(points: Points, fingers: Vec3, normal: Vec3, side: Side) -> list[float]:
+    out = [math.nan] * len(_FINGER_ROWS)
+    local = _local(points, fingers, normal, side)
+    if local is None:
+        return out
+    (curl, fold, side_k), roll = _SLOTS[0], _ROLL
+    out[curl], out[fold], out[side_k], out[roll] = _thumb(local)
+    for (curl, fold, side_k), chain in zip(_SLOTS[1:], _CHAINS, strict=True):
+        out[curl], out[fold], out[side_k] = _finger(local, chain)
+    return out
 
 
 def finger_angles1(points: Points, *, side: Side) -> list[float]:
@@ -177,17 +207,7 @@ def finger_angles1(points: Points, *, side: Side) -> list[float]:
     isotropic unit, right-handed axes): the angles in degrees in the order of the hand's
     finger rows (``g_thumb_curl, g_thumb_fold, g_thumb_side, g_index_curl, …,
     g_thumb_roll``)."""
-    local = _local(points, side)
-    out = [math.nan] * len(_FINGER_ROWS)
-    if local is None:
-        return out
-    curl, fold, side_t, roll = _thumb(local)
-    out[_ROW["g_thumb_curl"]], out[_ROW["g_thumb_fold"]], out[_ROW["g_thumb_side"]] = curl, fold, side_t
-    out[_ROW["g_thumb_roll"]] = roll
-    for name, chain in zip(FINGER_CHAINS, _CHAINS, strict=True):
-        k = _ROW[f"g_{name}_curl"]
-        out[k], out[_ROW[f"g_{name}_fold"]], out[_ROW[f"g_{name}_side"]] = _finger(local, chain)
-    return out
+    return _angles(points, *_frame(points, side), side)
 
 
 def hand_dims1(points: Points, axes: tuple[Vec3, Vec3, Vec3], *, side: Side) -> tuple[list[float], bool, bool] | None:
@@ -197,20 +217,21 @@ def hand_dims1(points: Points, axes: tuple[Vec3, Vec3, Vec3], *, side: Side) -> 
     ``(w_qx, w_qy, w_qz)`` then the finger rows (order of :func:`finger_angles1`), not yet
     clamped to the registry bounds; None where the palm frame is degenerate."""
     fingers, normal = _frame(points, side)
-    x_axis, y_axis, z_axis = axes
-    f_body = (dot1(x_axis, fingers), dot1(y_axis, fingers), dot1(z_axis, fingers))
-    n_body = (dot1(x_axis, normal), dot1(y_axis, normal), dot1(z_axis, normal))
+    (x0, x1, x2), (y0, y1, y2), (z0, z1, z2) = axes
+    f0, f1, f2 = fingers
+    n0, n1, n2 = normal
+    f_body = (x0 * f0 + x1 * f1 + x2 * f2, y0 * f0 + y1 * f1 + y2 * f2, z0 * f0 + z1 * f1 + z2 * f2)
+    n_body = (x0 * n0 + x1 * n1 + x2 * n2, y0 * n0 + y1 * n1 + y2 * n2, z0 * n0 + z1 * n1 + z2 * n2)
     fn = math.sqrt(dot1(f_body, f_body))
     ortho = cross1(f_body, n_body)
     if not (fn > _EPS and math.sqrt(dot1(ortho, ortho)) > 1e-6 * max(fn * math.sqrt(dot1(n_body, n_body)), _EPS)):
         return None
     # spec §4.2: palm_from_directions / palm_encode (left mirrored, canonical, clamp 0.98)
-    y = _unit(f_body)
-    stored, clamped = palm_encode1(palm_from_axes1(y, _unit(_reject(n_body, y))), side=side)
+    y = unit1(f_body, _EPS)
+    stored, clamped = palm_encode1(palm_from_axes1(y, unit1(reject1(n_body, y), _EPS)), side=side)
     # spec §4.3: finger angles / angle_deg; thumb roll 0 where unobservable (seed 000 §4.3)
-    values = [a / deg for a, deg in zip(finger_angles1(points, side=side), _FINGER_DEG1[side], strict=True)]
-    roll = values[-1]
-    unobservable = not math.isfinite(roll)
+    values = [a / deg for a, deg in zip(_angles(points, fingers, normal, side), _FINGER_DEG1[side], strict=True)]
+    unobservable = not math.isfinite(values[_ROLL])
     if unobservable:
-        values[-1] = 0.0
+        values[_ROLL] = 0.0
     return [*stored, *values], clamped, unobservable

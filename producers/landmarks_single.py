@@ -17,7 +17,8 @@ batch path's axis change (a product with NaN or infinity is NaN).
 from __future__ import annotations
 
 import math
-from typing import Literal
+from collections.abc import Iterable
+from typing import Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -25,11 +26,24 @@ from numpy.typing import NDArray
 from posewire.codec.calibration import arm_to_normalized1
 from posewire.codec.elbow import spread_angle1
 from posewire.codec.euler import BODY_MAX_DEG, matrix_to_body1, matrix_to_euler1, matrix_to_head1
-from posewire.codec.quaternion import Mat3, Quat, Vec3, as_vec1, cross1, dot1, rotate1, to_matrix1
+from posewire.codec.quaternion import (
+    Mat3,
+    Quat,
+    Vec3,
+    as_vec1,
+    cross1,
+    dot1,
+    norm1,
+    reject1,
+    rotate1,
+    sub1,
+    to_matrix1,
+    unit1,
+)
 from posewire.codec.registry import REGISTRY, TRACKING_PARTS
 from posewire.codec.vector import LOWER, N_DIMS, UPPER
 from posewire.producers.hand import _FINGER_ROWS
-from posewire.producers.hand_single import hand_dims1
+from posewire.producers.hand_single import Points, hand_dims1
 from posewire.producers.landmarks import (
     _EPS,
     _EX,
@@ -66,15 +80,16 @@ _EX1, _EY1, _EZ1 = as_vec1(_EX), as_vec1(_EY), as_vec1(_EZ)
 _CAMERA: Axes = (as_vec1(CAMERA_FALLBACK_ROTATION[:, 0]), as_vec1(CAMERA_FALLBACK_ROTATION[:, 1]),
                  as_vec1(CAMERA_FALLBACK_ROTATION[:, 2]))
 _TRUNK1 = tuple((float(length), float(share)) for length, share in TRUNK_MODEL)
-_PLAUSIBLE = tuple(BODY_PLAUSIBLE * m for m in BODY_MAX_DEG.tolist())
-_P = POSE_POINTS
-_FACE = [FACE_POINTS[k] for k in ("eye_outer_l", "eye_outer_r", "forehead", "chin")]
+_PLAUSIBLE = as_vec1(BODY_PLAUSIBLE * BODY_MAX_DEG)
+#: The pose sites used (POSE_POINTS) and the face-mesh points of the head frame, gathered at once.
+_POSE_NAMES = tuple(POSE_POINTS)
+_POSE_AT = np.array([POSE_POINTS[n] for n in _POSE_NAMES], dtype=np.intp)
+_FACE_AT = np.array([FACE_POINTS[k] for k in ("eye_outer_l", "eye_outer_r", "forehead", "chin")], dtype=np.intp)
 _LOWER, _UPPER = LOWER.tolist(), UPPER.tolist()
 _IDS = [d.id for d in REGISTRY.dimensions]
 _BODY_COLS = [REGISTRY.index(i) for i in ("b_yaw", "b_pitch", "b_roll")]
 _HEAD_COLS = [REGISTRY.index(i) for i in ("h_yaw", "h_pitch", "h_roll")]
-_ARM_COLS = {s: [REGISTRY.index(f"a_{a}_{s}") for a in "xyz"] for s in ("l", "r")}
-_SPREAD_COL = {s: REGISTRY.index(f"a_spread_{s}") for s in ("l", "r")}
+_ARM_COLS = {s: [REGISTRY.index(f"a_{a}_{s}") for a in ("x", "y", "z", "spread")] for s in ("l", "r")}
 _SPREAD_MAX = {s: REGISTRY.by_id[f"a_spread_{s}"].row.max for s in ("l", "r")}
 _HAND_COLS = {s: [REGISTRY.index(f"w_q{a}_{s}") for a in "xyz"] + [REGISTRY.index(f"{r}_{s}") for r in _FINGER_ROWS]
               for s in ("l", "r")}
@@ -94,42 +109,36 @@ _STATES = {"tracked": _state("tracked", "<U7"), "lost": _state("lost", "<U7"),
 # ---------------------------------------------------------------------------- geometry
 
 
-def _sub(a: Vec3, b: Vec3) -> Vec3:
-    return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
-
-
 def _mid(a: Vec3, b: Vec3) -> Vec3:
     return (0.5 * (a[0] + b[0]), 0.5 * (a[1] + b[1]), 0.5 * (a[2] + b[2]))
-
-
-def _norm(v: Vec3) -> float:
-    return math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
-
-
-def _unit(v: Vec3) -> Vec3:
-    # landmarks._unit: NaN where the norm is at most _EPS
-    n = _norm(v)
-    return (v[0] / n, v[1] / n, v[2] / n) if n > _EPS else _NAN3
 
 
 def _finite(v: Vec3) -> bool:
     return v[0] * 0.0 + v[1] * 0.0 + v[2] * 0.0 == 0.0
 
 
-def _reject(v: Vec3, u: Vec3) -> Vec3:
-    k = dot1(v, u)
-    return (v[0] - k * u[0], v[1] - k * u[1], v[2] - k * u[2])
-
-
 def _in(axes: Axes, v: Vec3) -> Vec3:
     # Rᵀ·v: world -> the frame of ``axes``
-    return (dot1(axes[0], v), dot1(axes[1], v), dot1(axes[2], v))
+    (x0, x1, x2), (y0, y1, y2), (z0, z1, z2) = axes
+    return (x0 * v[0] + x1 * v[1] + x2 * v[2], y0 * v[0] + y1 * v[1] + y2 * v[2], z0 * v[0] + z1 * v[1] + z2 * v[2])
 
 
 def _points(rows: list[list[float]], x_sign: float) -> list[Vec3]:
-    """MediaPipe camera axes -> y-up (spec §2.3, :data:`~posewire.producers.landmarks.MEDIAPIPE_TO_Y_UP`),
-    x negated for ``mirrored="flip"``; a point with any non-finite coordinate is NaN."""
+    """MediaPipe camera axes -> y-up (spec §2.3, landmarks.MEDIAPIPE_TO_Y_UP), x negated
+    for ``mirrored="flip"``; a point with any non-finite coordinate is NaN."""
     return [(x_sign * x, -y, -z) if x * 0.0 + y * 0.0 + z * 0.0 == 0.0 else _NAN3 for x, y, z in rows]
+
+
+def _hand(arr: NDArray[np.float64], x_sign: float) -> tuple[Points | None, Vec3]:
+    """One hand's 21 points when all are present (else None) and its wrist."""
+    flat = arr.ravel().tolist()
+    # all 63 coordinates finite (the sum is not finite only with a NaN or infinity, or
+    # past 1e306: then each is checked)
+    if math.isfinite(sum(flat)) or all(map(math.isfinite, flat)):
+        it = iter(flat)
+        points = [(x_sign * x, -y, -z) for x, y, z in zip(it, it, it, strict=True)]
+        return points, points[0]
+    return None, _points([flat[:3]], x_sign)[0]
 
 
 # ---------------------------------------------------------------------------- chest (spec §4.5)
@@ -150,29 +159,30 @@ def _trunk_vector(q: Quat) -> Vec3:
     return (s_sin * -az + k * ax, s_cos + k * ay, s_sin * ax + k * az)
 
 
-def _chest(sl: Vec3, sr: Vec3, hl: Vec3, hr: Vec3) -> tuple[Axes, Quat, Mat3] | None:
-    """landmarks._chest of one frame whose hips are seen: chest axes, torso rotation ``Q``
-    relative to the pelvis and its matrix; None where degenerate."""
+def _chest(sl: Vec3, sr: Vec3, hl: Vec3, hr: Vec3) -> tuple[Axes, Mat3] | None:
+    """landmarks._chest of one frame whose hips are seen: the chest axes and the matrix of
+    the torso rotation ``Q`` relative to the pelvis; None where degenerate."""
     x_p = (hl[0] - hr[0], 0.0, hl[2] - hr[2])  # hip line made horizontal
-    across = _sub(sl, sr)
-    trunk = _sub(_mid(sl, sr), _mid(hl, hr))
-    if not (_finite(hl) and _finite(hr) and _finite(across) and _norm(x_p) > 1e-6 and _norm(across) > 1e-6
-            and _norm(cross1(across, trunk)) > 1e-9):
+    across = sub1(sl, sr)
+    trunk = sub1(_mid(sl, sr), _mid(hl, hr))
+    if not (_finite(hl) and _finite(hr) and _finite(across) and norm1(x_p) > 1e-6 and norm1(across) > 1e-6
+            and norm1(cross1(across, trunk)) > 1e-9):
         return None
-    xp = _unit(x_p)
+    xp = unit1(x_p, _EPS)
     zp = cross1(xp, _EY1)
     pelvis: Axes = (xp, _EY1, zp)
-    a = _unit(_in(pelvis, across))
-    t = _unit(_in(pelvis, trunk))
-    # Q0: the smallest rotation e_x -> a; Q(ψ) = Q0 · R_X(ψ)
+    a = unit1(_in(pelvis, across), _EPS)
+    t = unit1(_in(pelvis, trunk), _EPS)
+    # Q0: the smallest rotation e_x -> a; Q(ψ) = Q0 · R_X(ψ) = cos ψ/2 · Q0 + sin ψ/2 · Q0·i
     w = 1.0 + dot1(_EX1, a)
     c = cross1(_EX1, a)
     q0: Quat = (0.0, 0.0, 1.0, 0.0) if w < 1e-9 else (w, c[0], c[1], c[2])
     n = math.sqrt(q0[0] * q0[0] + q0[1] * q0[1] + q0[2] * q0[2] + q0[3] * q0[3])
     q0 = (q0[0] / n, q0[1] / n, q0[2] / n, q0[3] / n)
     y0, z0 = rotate1(q0, _EY1), rotate1(q0, _EZ1)
-    q0i = (-q0[1], q0[0], q0[3], -q0[2])  # Q0·i
-    t_p = _reject(t, a)
+    q0i = (-q0[1], q0[0], q0[3], -q0[2])
+    # the miss: the signed angle about a from the model trunk d to t (both off a)
+    t_p = reject1(t, a)
     t_pxa = cross1(t_p, a)
 
     def q_of(psi: float) -> Quat:
@@ -198,29 +208,123 @@ def _chest(sl: Vec3, sr: Vec3, hl: Vec3, hr: Vec3) -> tuple[Axes, Quat, Mat3] | 
         psi1 = psi1 - step
         f1 = miss(psi1)
     q = q_of(psi1)
-    if q[0] < 0:
-        q = (-q[0], -q[1], -q[2], -q[3])
-    m = to_matrix1(q)
-    chest = tuple((xp[0] * m[0][k] + _EY1[0] * m[1][k] + zp[0] * m[2][k],
-                   xp[1] * m[0][k] + _EY1[1] * m[1][k] + zp[1] * m[2][k],
-                   xp[2] * m[0][k] + _EY1[2] * m[1][k] + zp[2] * m[2][k]) for k in range(3))
-    return (chest[0], chest[1], chest[2]), q, m
+    m = to_matrix1((-q[0], -q[1], -q[2], -q[3]) if q[0] < 0 else q)
+    # chest = pelvis · Q
+    chest = [(xp[0] * m[0][k] + _EY1[0] * m[1][k] + zp[0] * m[2][k],
+              xp[1] * m[0][k] + _EY1[1] * m[1][k] + zp[1] * m[2][k],
+              xp[2] * m[0][k] + _EY1[2] * m[1][k] + zp[2] * m[2][k]) for k in range(3)]
+    return (chest[0], chest[1], chest[2]), m
 
 
-# ---------------------------------------------------------------------------- the frame
+class _Frame(NamedTuple):
+    """landmarks._Prepared of one frame."""
+
+    pose: dict[str, Vec3]  # the POSE_POINTS sites, y-up world
+    visibility: dict[str, float]
+    hands: dict[str, Points | None]  # "l", "r" after the swap check; None = not present
+    axes: Axes  # chest axes (NaN where not valid)
+    neck: Vec3
+    valid: bool
+    body: Vec3 | None  # normalized (b_yaw, b_pitch, b_roll)
+    body_clamped: bool
+    implausible: bool
+    mirrored: bool
+    swapped: bool
+
+
+def _prepare(lm: HolisticLandmarks, x_sign: float, visibility_threshold: float) -> _Frame:
+    """landmarks._prepare of a batch of one frame."""
+    pose = dict(zip(_POSE_NAMES, _points(lm.pose_world[0].take(_POSE_AT, axis=0).tolist(), x_sign), strict=True))
+    vis = dict(zip(_POSE_NAMES, lm.pose_visibility[0].take(_POSE_AT).tolist(), strict=True))
+    (left, wrist_l), (right, wrist_r) = _hand(lm.left_hand, x_sign), _hand(lm.right_hand, x_sign)
+
+    # spec §4.5: the chest from the pelvis and the torso rotation Q
+    sl, sr, hl, hr = pose["shoulder_l"], pose["shoulder_r"], pose["hip_l"], pose["hip_r"]
+    hips_seen = vis["hip_l"] >= visibility_threshold and vis["hip_r"] >= visibility_threshold
+    solved = _chest(sl, sr, hl, hr) if hips_seen else None
+    axes: Axes = (_NAN3, _NAN3, _NAN3)
+    body: Vec3 | None = None
+    body_clamped = implausible = False
+    if solved is not None:
+        axes, local = solved
+        # a torso turned far beyond the registry range: the hips are misplaced (reported)
+        yaw, pitch, roll = matrix_to_euler1(local)
+        implausible = abs(yaw) > _PLAUSIBLE[0] or abs(pitch) > _PLAUSIBLE[1] or abs(roll) > _PLAUSIBLE[2]
+        if not implausible:
+            body, body_clamped = matrix_to_body1(local)
+    valid = solved is not None
+    if body is None:  # hips out of view or misplaced: an upright torso from the shoulders
+        trunk = sub1(_mid(sl, sr), _mid(hl, hr))
+        x = unit1(sub1(sl, sr), _EPS)
+        y = unit1(reject1(trunk if _finite(trunk) else _EY1, x), _EPS)
+        valid = _finite(x) and _finite(y)
+        axes = (x, y, cross1(x, y)) if valid else (_NAN3, _NAN3, _NAN3)
+    neck = _mid(sl, sr) if valid else _NAN3
+
+    # spec §2.2: a flipped selfie turns the head inside out
+    ear_l, ear_r = pose["ear_l"], pose["ear_r"]
+    handed = cross1(unit1(sub1(ear_l, ear_r), _EPS), unit1(sub1(pose["nose"], _mid(ear_l, ear_r)), _EPS))
+    mirrored = valid and dot1(handed, axes[1]) > MIRROR_MIN_SINE
+    # spec §4.3: a hand at the other pose wrist was mislabelled
+    if lm.pose_image is not None:  # each hand against both pose wrists, in the image plane
+        image = lm.pose_image[0].take(_POSE_AT, axis=0)[:, :2].tolist()
+        at = {n: (x_sign * u, v) for n, (u, v) in zip(_POSE_NAMES, image, strict=True)}
+
+        def nearer_other(wrist: Vec3, own: str, other: str) -> bool:
+            x, y = wrist[0], -wrist[1]  # back to image axes (x right, y down)
+            (ox, oy), (wx, wy) = at[other], at[own]
+            return (math.sqrt((x - ox) * (x - ox) + (y - oy) * (y - oy))
+                    < SWAP_DISTANCE_RATIO * math.sqrt((x - wx) * (x - wx) + (y - wy) * (y - wy)))
+
+        other_l = left is not None and nearer_other(wrist_l, "wrist_l", "wrist_r")
+        other_r = right is not None and nearer_other(wrist_r, "wrist_r", "wrist_l")
+        swapped = (other_l and other_r) or (other_l and right is None) or (other_r and left is None)
+    else:  # both hands against the pose wrists' left-right order
+        swapped = dot1(sub1(wrist_l, wrist_r), sub1(pose["wrist_l"], pose["wrist_r"])) < 0.0
+    hands = {"l": right, "r": left} if swapped else {"l": left, "r": right}
+    return _Frame(pose, vis, hands, axes, neck, valid, body, body_clamped, implausible, mirrored, swapped)
+
+
+# ---------------------------------------------------------------------------- dims
+
+
+def _put(row: list[float], cols: list[int], values: Iterable[float], clamped: list[int]) -> None:
+    # spec §3.1: only in-bounds values leave the producer; clamps are counted
+    for col, value in zip(cols, values, strict=True):
+        if value < _LOWER[col]:
+            value = _LOWER[col]
+            clamped.append(col)
+        elif value > _UPPER[col]:
+            value = _UPPER[col]
+            clamped.append(col)
+        row[col] = value
 
 
 def _spread(shoulder: Vec3, elbow: Vec3, wrist: Vec3, side: Side) -> tuple[float, bool]:
     """landmarks._spread of one arm in the body frame: degrees (NaN where undefined) and
     whether the arm is straight (spec §4.1 "Elbow spread")."""
-    axis, offset = _sub(wrist, shoulder), _sub(elbow, shoulder)
-    length = _norm(axis)
+    axis, offset = sub1(wrist, shoulder), sub1(elbow, shoulder)
+    length = norm1(axis)
     if not (_finite(axis) and _finite(offset) and length > 1e-6):
         return math.nan, False
     u = (axis[0] / length, axis[1] / length, axis[2] / length)
-    if _norm(_reject(offset, u)) < 0.01:  # a straight arm has no elbow direction: 0, counted
+    if norm1(reject1(offset, u)) < 0.01:  # a straight arm has no elbow direction: 0, counted
         return 0.0, True
     return spread_angle1(u, offset, side=side), False
+
+
+def _head(frame: _Frame, face: list[Vec3]) -> tuple[Vec3, bool] | None:
+    """landmarks._head of one frame: normalized (h_yaw, h_pitch, h_roll) and the clamp,
+    None without a face or a body frame (spec §4.4: R_bodyᵀ · R_face)."""
+    eye_l, eye_r, forehead, chin = face
+    if not (frame.valid and _finite(eye_l) and _finite(eye_r) and _finite(forehead) and _finite(chin)):
+        return None
+    x = unit1(sub1(eye_l, eye_r), _EPS)
+    y = unit1(reject1(sub1(forehead, chin), x), _EPS)
+    if not (_finite(x) and _finite(y)):
+        return None
+    cx, cy, cz = _in(frame.axes, x), _in(frame.axes, y), _in(frame.axes, cross1(x, y))  # columns of Rᵀ·F
+    return matrix_to_head1(((cx[0], cy[0], cz[0]), (cx[1], cy[1], cz[1]), (cx[2], cy[2], cz[2])))
 
 
 def encode1(lm: HolisticLandmarks, cal: LandmarkCalibration, *, visibility_threshold: float,
@@ -228,176 +332,79 @@ def encode1(lm: HolisticLandmarks, cal: LandmarkCalibration, *, visibility_thres
     """:func:`posewire.producers.landmarks.landmarks_to_vectors` of a batch of one frame
     with its calibration (module docstring)."""
     x_sign = -1.0 if mirrored == "flip" else 1.0  # spec §2.2: un-mirror a selfie image
-    pose = _points(lm.pose_world[0].tolist(), x_sign)
-    vis = lm.pose_visibility[0].tolist()
-    hands: dict[str, list[Vec3] | None] = {}
-    wrists: dict[str, Vec3] = {}
-    for s, arr in (("l", lm.left_hand), ("r", lm.right_hand)):
-        flat = arr.ravel().tolist()
-        # present = all 63 coordinates finite (the sum overflows only for absurd values)
-        present = math.isfinite(sum(flat)) or all(map(math.isfinite, flat))
-        it = iter(flat)
-        points = [(x_sign * x, -y, -z) for x, y, z in zip(it, it, it, strict=True)] if present else None
-        hands[s] = points
-        wrists[s] = points[0] if points is not None else _points([flat[:3]], x_sign)[0]
-
-    # spec §4.5: the chest frame, torso rotation relative to the pelvis
-    sl, sr, hl, hr = pose[_P["shoulder_l"]], pose[_P["shoulder_r"]], pose[_P["hip_l"]], pose[_P["hip_r"]]
-    hips_seen = vis[_P["hip_l"]] >= visibility_threshold and vis[_P["hip_r"]] >= visibility_threshold
-    solved = _chest(sl, sr, hl, hr) if hips_seen else None
-    implausible = False
-    axes: Axes = (_NAN3, _NAN3, _NAN3)
-    body: Vec3 | None = None
-    body_clamped = False
-    if solved is not None:
-        axes, _, local = solved
-        angles = matrix_to_euler1(local)
-        implausible = (abs(angles[0]) > _PLAUSIBLE[0] or abs(angles[1]) > _PLAUSIBLE[1]
-                       or abs(angles[2]) > _PLAUSIBLE[2])
-        if not implausible:
-            body, body_clamped = matrix_to_body1(local)
-    valid = solved is not None
-    if body is None:  # hips out of view or misplaced: an upright torso from the shoulders
-        trunk = _sub(_mid(sl, sr), _mid(hl, hr))
-        if not _finite(trunk):
-            trunk = _EY1
-        x = _unit(_sub(sl, sr))
-        y = _unit(_reject(trunk, x))
-        valid = _finite(x) and _finite(y)
-        axes = (x, y, cross1(x, y)) if valid else (_NAN3, _NAN3, _NAN3)
-    neck = _mid(sl, sr) if valid else _NAN3
-
-    # spec §2.2: a flipped selfie turns the head inside out
-    ear_l, ear_r = pose[_P["ear_l"]], pose[_P["ear_r"]]
-    handed = cross1(_unit(_sub(ear_l, ear_r)), _unit(_sub(pose[_P["nose"]], _mid(ear_l, ear_r))))
-    is_mirrored = valid and dot1(handed, axes[1]) > MIRROR_MIN_SINE
-    # spec §4.3: a hand at the other pose wrist was mislabelled
-    has_l, has_r = hands["l"] is not None, hands["r"] is not None
-    wl, wr = _P["wrist_l"], _P["wrist_r"]
-    if lm.pose_image is not None:
-        (ix_l, iy_l), (ix_r, iy_r) = lm.pose_image[0, wl:wr + 1, :2].tolist()
-        image = {"l": (x_sign * ix_l, iy_l), "r": (x_sign * ix_r, iy_r)}
-
-        def nearer_other(s: str, own: str, other: str) -> bool:
-            hx, hy = wrists[s][0], -wrists[s][1]  # back to image axes (x right, y down)
-            dx, dy, ex, ey = hx - image[other][0], hy - image[other][1], hx - image[own][0], hy - image[own][1]
-            return math.sqrt(dx * dx + dy * dy) < SWAP_DISTANCE_RATIO * math.sqrt(ex * ex + ey * ey)
-
-        other_l, other_r = has_l and nearer_other("l", "l", "r"), has_r and nearer_other("r", "r", "l")
-        swapped = (has_l and has_r and other_l and other_r) or (has_l and not has_r and other_l) or (
-            has_r and not has_l and other_r)
-    else:
-        swapped = dot1(_sub(wrists["l"], wrists["r"]), _sub(pose[wl], pose[wr])) < 0.0
-    if swapped:
-        hands["l"], hands["r"] = hands["r"], hands["l"]
-
+    frame = _prepare(lm, x_sign, visibility_threshold)
+    valid = frame.valid
     row = [math.nan] * N_DIMS
-    written: list[int] = []
+    clamped_cols: list[int] = []
     notes: list[str] = list(cal.notes)
     degenerate: dict[str, int] = {"body_frame": 0 if valid else 1}
-    if is_mirrored:
+    if frame.mirrored:
         degenerate["mirrored"] = 1
         notes.append(MIRRORED_NOTE.format(1))
-    if swapped:
+    if frame.swapped:
         degenerate["hands_swapped"] = 1
         notes.append(SWAPPED_NOTE.format(1))
     tracked: dict[str, bool] = {}
 
-    # spec §4.5: body dims (only with the hips seen and a plausible torso)
+    # spec §4.5: body dims, only with the hips seen and a plausible torso
+    body = frame.body
     body_ok = valid and body is not None and _finite(body)
     tracked["body"] = body_ok
-    if valid and not body_ok and not implausible:
+    if valid and not body_ok and not frame.implausible:
         degenerate["body_hips_not_visible"] = 1
-    if implausible:
+    if frame.implausible:
         degenerate["body_implausible"] = 1
         notes.append(IMPLAUSIBLE_NOTE.format(1))
     if body_ok and body is not None:
-        for col, value in zip(_BODY_COLS, body, strict=True):
-            row[col] = value
-        written += _BODY_COLS
+        _put(row, _BODY_COLS, body, clamped_cols)
 
-    hand_axes = axes if valid else _CAMERA  # hand-only frames: palm in the camera frame (spec §4.2)
-    palm_clamped: dict[str, bool] = {}
-    for s in ("l", "r"):
-        side: Side = "l" if s == "l" else "r"
-        # spec §4.1: hand position relative to the neck, elbow spread
-        wrist_i = _P[f"wrist_{s}"]
-        wrist = _in(axes, _sub(pose[wrist_i], neck))
-        arm_ok = valid and vis[wrist_i] >= visibility_threshold and _finite(wrist)
+    hand_axes = frame.axes if valid else _CAMERA  # hand-only frames: palm in the camera frame (spec §4.2)
+    palm_clamped = {"l": False, "r": False}
+    for side in ("l", "r"):
+        s: Side = "l" if side == "l" else "r"
+        # spec §4.1: hand position relative to the neck in units L, elbow spread
+        wrist = _in(frame.axes, sub1(frame.pose[f"wrist_{s}"], frame.neck))
+        arm_ok = valid and frame.visibility[f"wrist_{s}"] >= visibility_threshold and _finite(wrist)
         tracked[f"arm_{s}"] = arm_ok
         if arm_ok:
-            n = arm_to_normalized1(wrist, cal.units, side=side)
-            cols = _ARM_COLS[s]
-            row[cols[0]], row[cols[1]], row[cols[2]] = n
-            shoulder = _in(axes, _sub(pose[_P[f"shoulder_{s}"]], neck))
-            elbow = _in(axes, _sub(pose[_P[f"elbow_{s}"]], neck))
-            spread, straight = _spread(shoulder, elbow, wrist, side)
-            row[_SPREAD_COL[s]] = spread / _SPREAD_MAX[s]
-            written += cols
-            written.append(_SPREAD_COL[s])
+            shoulder = _in(frame.axes, sub1(frame.pose[f"shoulder_{s}"], frame.neck))
+            elbow = _in(frame.axes, sub1(frame.pose[f"elbow_{s}"], frame.neck))
+            spread, straight = _spread(shoulder, elbow, wrist, s)
+            _put(row, _ARM_COLS[s], (*arm_to_normalized1(wrist, cal.units, side=s), spread / _SPREAD_MAX[s]),
+                 clamped_cols)
             degenerate[f"spread_straight_arm_{s}"] = int(straight)
-        # spec §4.2, §4.3: palm and fingers
-        points = hands[s]
-        dims = None if points is None else hand_dims1(points, hand_axes, side=side)
+        # spec §4.2, §4.3: palm and fingers (posewire.producers.hand_single)
+        points = frame.hands[s]
+        dims = None if points is None else hand_dims1(points, hand_axes, side=s)
         tracked[f"hand_{s}"] = dims is not None
         degenerate[f"palm_{s}"] = int(points is not None and dims is None)
-        palm_clamped[s] = False
         if dims is not None:
             values, palm_clamped[s], unobservable = dims
             if not valid:
                 degenerate[f"palm_camera_frame_{s}"] = 1
             if unobservable:
                 degenerate[f"thumb_roll_unobservable_{s}"] = 1
-            for col, value in zip(_HAND_COLS[s], values, strict=True):
-                row[col] = value
-            written += _HAND_COLS[s]
+            _put(row, _HAND_COLS[s], values, clamped_cols)
 
-    # spec §4.4: head = R_bodyᵀ · R_face
-    head_clamped = False
+    head = None
     if lm.face is not None:
-        eye_l, eye_r, forehead, chin = _points(lm.face[0, _FACE].tolist(), x_sign)
-        head_ok = False
-        if valid and _finite(eye_l) and _finite(eye_r) and _finite(forehead) and _finite(chin):
-            x = _unit(_sub(eye_l, eye_r))
-            y = _unit(_reject(_sub(forehead, chin), x))
-            if _finite(x) and _finite(y):
-                z = cross1(x, y)
-                rel = _in(axes, x), _in(axes, y), _in(axes, z)  # columns of Rᵀ·F
-                head, head_clamped = matrix_to_head1(((rel[0][0], rel[1][0], rel[2][0]),
-                                                      (rel[0][1], rel[1][1], rel[2][1]),
-                                                      (rel[0][2], rel[1][2], rel[2][2])))
-                row[_HEAD_COLS[0]], row[_HEAD_COLS[1]], row[_HEAD_COLS[2]] = head
-                written += _HEAD_COLS
-                head_ok = True
-        tracked["head"] = head_ok
+        head = _head(frame, _points(lm.face[0].take(_FACE_AT, axis=0).tolist(), x_sign))
+        tracked["head"] = head is not None
+        if head is not None:
+            _put(row, _HEAD_COLS, head[0], clamped_cols)
 
-    # spec §3.1: only finite in-bounds values leave the producer; clamps are reported
-    clamped: dict[str, int] = {}
-    for col in sorted(written):
-        value = row[col]
-        if value < _LOWER[col]:
-            row[col] = _LOWER[col]
-            clamped[_IDS[col]] = 1
-        elif value > _UPPER[col]:
-            row[col] = _UPPER[col]
-            clamped[_IDS[col]] = 1
+    # spec §3.1: every clamp is reported (never silent)
+    clamped = {_IDS[col]: 1 for col in sorted(clamped_cols)}
     for s in ("l", "r"):
         if palm_clamped[s]:
             clamped[PALM_CLAMP_KEY.format(s)] = 1
-    if head_clamped:
+    if head is not None and head[1]:
         clamped[HEAD_CLAMP_KEY] = 1
-    if body_clamped and body_ok:
+    if body_ok and frame.body_clamped:
         clamped[BODY_CLAMP_KEY] = 1
-
-    states: dict[str, NDArray[np.str_]] = {}
-    fractions: dict[str, float] = {}
-    for part in TRACKING_PARTS:
-        if part in tracked:
-            states[part] = _STATES["tracked" if tracked[part] else "lost"]
-            fractions[part] = 1.0 if tracked[part] else 0.0
-        else:
-            states[part] = _STATES["not_estimated"]
-            fractions[part] = 0.0
+    states = {part: _STATES["not_estimated" if part not in tracked else "tracked" if tracked[part] else "lost"]
+              for part in TRACKING_PARTS}
+    fractions = {part: 1.0 if tracked.get(part) else 0.0 for part in TRACKING_PARTS}
     report = LandmarkReport(frames=1, tracked_fraction=fractions, clamped=clamped,
                             fallback_axes=cal.units.fallback_axes, degenerate=degenerate, notes=tuple(notes))
     return LandmarkResult(vectors=np.array([row]), tracking=states, calibration=cal, report=report)
