@@ -434,7 +434,9 @@ def palm_from_axes_unchecked(y: F64, z: F64) -> F64:
 # The kernels above on 3- and 4-tuples, for single-frame hot paths (the decoder's and the
 # landmark encoder's B = 1 paths) where numpy's per-call overhead, not arithmetic, is the
 # cost. Same formulas and order of operations as the batch kernels; they agree to float
-# round-off (tests/test_quaternion.py). ``Mat3`` is a tuple of rows, ``m[i][j]`` as numpy's.
+# round-off (tests/test_scalar_kernels.py). ``Mat3`` is a tuple of rows, ``m[i][j]`` as numpy's.
+# Sums start from +0.0 as numpy's reductions do (``np.sum``, ``einsum``, ``matmul``), so even
+# the sign of a zero result is the same: it decides atan2 at ±π on exactly degenerate input.
 Vec3 = tuple[float, float, float]
 Quat = tuple[float, float, float, float]
 Mat3 = tuple[Vec3, Vec3, Vec3]
@@ -456,8 +458,8 @@ def cross1(a: Vec3, b: Vec3) -> Vec3:
 
 
 def dot1(a: Vec3, b: Vec3) -> float:
-    """Dot product of two 3-tuples."""
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+    """Dot product of two 3-tuples (``(a * b).sum(-1)``: from +0.0)."""
+    return 0.0 + a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
 def sub1(a: Vec3, b: Vec3) -> Vec3:
@@ -478,7 +480,7 @@ def unit1(v: Vec3, eps: float) -> Vec3:
 
 def reject1(v: Vec3, u: Vec3) -> Vec3:
     """``v − (v·u)·u``: ``v`` without its component along the unit ``u``."""
-    k = v[0] * u[0] + v[1] * u[1] + v[2] * u[2]
+    k = 0.0 + v[0] * u[0] + v[1] * u[1] + v[2] * u[2]
     return (v[0] - k * u[0], v[1] - k * u[1], v[2] - k * u[2])
 
 

@@ -51,6 +51,7 @@ Side = Literal["l", "r"]
 Points = list[Vec3]
 
 _NAN3: Vec3 = (math.nan, math.nan, math.nan)
+_ZERO3: Vec3 = (0.0, 0.0, 0.0)  # np.nan_to_num of a NaN cross product
 _TY, _TX = as_vec1(THUMB_REST), as_vec1(THUMB_SIDE_AXIS)
 _WRIST, _INDEX, _MIDDLE, _PINKY = (HAND_POINTS[k] for k in ("wrist", "index_mcp", "middle_mcp", "pinky_mcp"))
 _CHAINS = tuple(FINGER_CHAINS.values())
@@ -76,15 +77,6 @@ def _angle(cross: Vec3, u: Vec3, v: Vec3) -> float:
     return math.atan2(math.sqrt(dot1(cross, cross)), dot1(u, v))
 
 
-def _about(u: Vec3, v: Vec3, ax: float, ay: float) -> float:
-    # _signed_angle about an axis in the palm plane, (ax, ay, 0), written out
-    k = u[0] * ax + u[1] * ay
-    ux, uy, uz = u[0] - k * ax, u[1] - k * ay, u[2]
-    k = v[0] * ax + v[1] * ay
-    vx, vy, vz = v[0] - k * ax, v[1] - k * ay, v[2]
-    return math.atan2((uy * vz - uz * vy) * ax + (uz * vx - ux * vz) * ay, ux * vx + uy * vy + uz * vz)
-
-
 def _frame(points: Points, side: Side) -> tuple[Vec3, Vec3]:
     # hand.hand_frame: fingers = wrist -> middle MCP; palm normal out of the palm (spec §2.4)
     wrist = points[_WRIST]
@@ -101,16 +93,16 @@ def _local(points: Points, fingers: Vec3, normal: Vec3, side: Side) -> Points | 
     z = unit1(reject1(normal, y), _EPS)
     if not (y[0] == y[0] and z[0] == z[0]):
         return None
-    x = cross1(y, z)
-    sign = -1.0 if side == "l" else 1.0  # (−a)·b = −(a·b) exactly: the same as negating x after
-    x0, x1, x2 = sign * x[0], sign * x[1], sign * x[2]
+    x0, x1, x2 = cross1(y, z)
     y0, y1, y2 = y
     z0, z1, z2 = z
     w0, w1, w2 = points[_WRIST]
+    sign = -1.0 if side == "l" else 1.0
     out: Points = []
-    for p in points:
+    for p in points:  # einsum's sums, from +0.0
         v0, v1, v2 = p[0] - w0, p[1] - w1, p[2] - w2
-        out.append((x0 * v0 + x1 * v1 + x2 * v2, y0 * v0 + y1 * v1 + y2 * v2, z0 * v0 + z1 * v1 + z2 * v2))
+        out.append((sign * (0.0 + x0 * v0 + x1 * v1 + x2 * v2), 0.0 + y0 * v0 + y1 * v1 + y2 * v2,
+                    0.0 + z0 * v0 + z1 * v1 + z2 * v2))
     return out
 
 
@@ -123,43 +115,37 @@ def _finger(local: Points, chain: tuple[int, int, int, int]) -> tuple[float, flo
     b3 = (tx - qx, ty - qy, tz - qz)
     # the in-plane direction d: major axis of the palm-plane projections of the phalanges,
     # along the metacarpal
-    mxx = b1[0] * b1[0] + b2[0] * b2[0] + b3[0] * b3[0]
-    myy = b1[1] * b1[1] + b2[1] * b2[1] + b3[1] * b3[1]
-    mxy = b1[0] * b1[1] + b2[0] * b2[1] + b3[0] * b3[1]
+    mxx = 0.0 + b1[0] * b1[0] + b2[0] * b2[0] + b3[0] * b3[0]
+    myy = 0.0 + b1[1] * b1[1] + b2[1] * b2[1] + b3[1] * b3[1]
+    mxy = 0.0 + b1[0] * b1[1] + b2[0] * b2[1] + b3[0] * b3[1]
     theta = 0.5 * math.atan2(2.0 * mxy, mxx - myy)
     dx, dy = math.cos(theta), math.sin(theta)
     if dx * mx + dy * my < 0.0:
         dx, dy = -dx, -dy
-    # the bend axis of the two distal joints (a zero-length phalanx adds nothing), weighted
+    # the bend axis of the two distal joints (a zero-length phalanx adds 0), weighted
     # against d × Z by how well d is seen
-    n1 = math.sqrt(b1[0] * b1[0] + b1[1] * b1[1] + b1[2] * b1[2])
-    n2 = math.sqrt(b2[0] * b2[0] + b2[1] * b2[1] + b2[2] * b2[2])
-    n3 = math.sqrt(b3[0] * b3[0] + b3[1] * b3[1] + b3[2] * b3[2])
+    n1, n2, n3 = math.sqrt(dot1(b1, b1)), math.sqrt(dot1(b2, b2)), math.sqrt(dot1(b3, b3))
     length = n1 + n2 + n3
-    bx = by = 0.0  # only its palm-plane components are used
-    if n2 > _EPS:
-        vx, vy, vz = b2[0] / n2, b2[1] / n2, b2[2] / n2
-        if n1 > _EPS:  # + cross(u1, u2)
-            ux, uy, uz = b1[0] / n1, b1[1] / n1, b1[2] / n1
-            bx, by = uy * vz - uz * vy, uz * vx - ux * vz
-        if n3 > _EPS:  # + cross(u2, u3)
-            wx, wy, wz = b3[0] / n3, b3[1] / n3, b3[2] / n3
-            bx, by = bx + (vy * wz - vz * wy), by + (vz * wx - vx * wz)
-    if bx * dy + by * -dx < 0.0:  # bend · (d × Z)
-        bx, by = -bx, -by
+    u2 = (b2[0] / n2, b2[1] / n2, b2[2] / n2) if n2 > _EPS else _NAN3
+    c12 = cross1((b1[0] / n1, b1[1] / n1, b1[2] / n1), u2) if n1 > _EPS and n2 > _EPS else _ZERO3
+    c23 = cross1(u2, (b3[0] / n3, b3[1] / n3, b3[2] / n3)) if n2 > _EPS and n3 > _EPS else _ZERO3
+    bend = (c12[0] + c23[0], c12[1] + c23[1], c12[2] + c23[2])
+    flip = -1.0 if bend[0] * dy + bend[1] * -dx + bend[2] * 0.0 < 0.0 else 1.0  # bend · (d × Z)
     half = 0.5 * (mxx - myy)
     spread_len = math.sqrt(0.5 * (mxx + myy) + math.sqrt(half * half + mxy * mxy))
     w2 = 2.0 * (spread_len / length if length > _EPS else math.nan)
-    lx, ly = bx + w2 * dy, by + w2 * -dx  # the lateral axis, in the palm plane
-    if lx * lx + ly * ly < 1e-18:  # a straight finger along the palm normal: side 0
-        lx, ly = my, -mx
-    ln = math.sqrt(lx * lx + ly * ly)
-    lx, ly = (lx / ln, ly / ln) if ln > 0.0 else (math.nan, math.nan)
-    # d = Z × lateral; side = its angle minus the metacarpal's, + toward the pinky
-    turn = math.atan2(ly, lx) - math.atan2(-mx, my)
+    # the lateral axis, in the palm plane
+    lateral = (bend[0] * flip + w2 * dy, bend[1] * flip + w2 * -dx, (bend[2] * flip + w2 * 0.0) * 0.0)
+    if dot1(lateral, lateral) < 1e-18:  # a straight finger along the palm normal: side 0
+        lateral = (my, -mx, 0.0)
+    ln = math.sqrt(dot1(lateral, lateral))
+    lateral = (lateral[0] / ln, lateral[1] / ln, lateral[2] / ln) if ln > 0.0 else _NAN3
+    d = (-lateral[1], lateral[0], 0.0)  # Z × lateral
+    # side: the angle of d minus the metacarpal's, + toward the pinky
+    turn = math.atan2(-d[0], d[1]) - math.atan2(-mx, my)
     side = ((turn + math.pi) % (2.0 * math.pi) - math.pi) * _DEG
-    fold = _about((-ly, lx, 0.0), b1, lx, ly) * _DEG
-    curl = 0.5 * (_about(b1, b2, lx, ly) + _about(b2, b3, lx, ly)) * _DEG
+    fold = _signed_angle(d, b1, lateral) * _DEG
+    curl = 0.5 * (_signed_angle(b1, b2, lateral) + _signed_angle(b2, b3, lateral)) * _DEG
     return curl, fold, side
 
 
@@ -220,8 +206,8 @@ def hand_dims1(points: Points, axes: tuple[Vec3, Vec3, Vec3], *, side: Side) -> 
     (x0, x1, x2), (y0, y1, y2), (z0, z1, z2) = axes
     f0, f1, f2 = fingers
     n0, n1, n2 = normal
-    f_body = (x0 * f0 + x1 * f1 + x2 * f2, y0 * f0 + y1 * f1 + y2 * f2, z0 * f0 + z1 * f1 + z2 * f2)
-    n_body = (x0 * n0 + x1 * n1 + x2 * n2, y0 * n0 + y1 * n1 + y2 * n2, z0 * n0 + z1 * n1 + z2 * n2)
+    f_body = (0.0 + x0 * f0 + x1 * f1 + x2 * f2, 0.0 + y0 * f0 + y1 * f1 + y2 * f2, 0.0 + z0 * f0 + z1 * f1 + z2 * f2)
+    n_body = (0.0 + x0 * n0 + x1 * n1 + x2 * n2, 0.0 + y0 * n0 + y1 * n1 + y2 * n2, 0.0 + z0 * n0 + z1 * n1 + z2 * n2)
     fn = math.sqrt(dot1(f_body, f_body))
     ortho = cross1(f_body, n_body)
     if not (fn > _EPS and math.sqrt(dot1(ortho, ortho)) > 1e-6 * max(fn * math.sqrt(dot1(n_body, n_body)), _EPS)):

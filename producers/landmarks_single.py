@@ -118,15 +118,18 @@ def _finite(v: Vec3) -> bool:
 
 
 def _in(axes: Axes, v: Vec3) -> Vec3:
-    # Rᵀ·v: world -> the frame of ``axes``
+    # Rᵀ·v: world -> the frame of ``axes`` (einsum's sums, from +0.0)
     (x0, x1, x2), (y0, y1, y2), (z0, z1, z2) = axes
-    return (x0 * v[0] + x1 * v[1] + x2 * v[2], y0 * v[0] + y1 * v[1] + y2 * v[2], z0 * v[0] + z1 * v[1] + z2 * v[2])
+    v0, v1, v2 = v
+    return (0.0 + x0 * v0 + x1 * v1 + x2 * v2, 0.0 + y0 * v0 + y1 * v1 + y2 * v2, 0.0 + z0 * v0 + z1 * v1 + z2 * v2)
 
 
 def _points(rows: list[list[float]], x_sign: float) -> list[Vec3]:
     """MediaPipe camera axes -> y-up (spec §2.3, landmarks.MEDIAPIPE_TO_Y_UP), x negated
-    for ``mirrored="flip"``; a point with any non-finite coordinate is NaN."""
-    return [(x_sign * x, -y, -z) if x * 0.0 + y * 0.0 + z * 0.0 == 0.0 else _NAN3 for x, y, z in rows]
+    for ``mirrored="flip"``; a point with any non-finite coordinate is NaN. ``+ 0.0``: the
+    product with the diagonal matrix sums from +0.0, so a zero coordinate is +0.0."""
+    return [(x_sign * (x + 0.0), -y + 0.0, -z + 0.0) if x * 0.0 + y * 0.0 + z * 0.0 == 0.0 else _NAN3
+            for x, y, z in rows]
 
 
 def _hand(arr: NDArray[np.float64], x_sign: float) -> tuple[Points | None, Vec3]:
@@ -136,7 +139,7 @@ def _hand(arr: NDArray[np.float64], x_sign: float) -> tuple[Points | None, Vec3]
     # past 1e306: then each is checked)
     if math.isfinite(sum(flat)) or all(map(math.isfinite, flat)):
         it = iter(flat)
-        points = [(x_sign * x, -y, -z) for x, y, z in zip(it, it, it, strict=True)]
+        points = [(x_sign * (x + 0.0), -y + 0.0, -z + 0.0) for x, y, z in zip(it, it, it, strict=True)]
         return points, points[0]
     return None, _points([flat[:3]], x_sign)[0]
 
@@ -156,7 +159,8 @@ def _trunk_vector(q: Quat) -> Vec3:
         s_cos += math.cos(theta * share) * length
         s_sin += math.sin(theta * share) * length
     k = ay * (_TRUNK_LENGTH - s_cos)
-    return (s_sin * -az + k * ax, s_cos + k * ay, s_sin * ax + k * az)
+    # s_cos·e_y + s_sin·(a × e_y) + k·a, term by term as the batch path
+    return (s_cos * 0.0 + s_sin * -az + k * ax, s_cos * 1.0 + s_sin * 0.0 + k * ay, s_cos * 0.0 + s_sin * ax + k * az)
 
 
 def _chest(sl: Vec3, sr: Vec3, hl: Vec3, hr: Vec3) -> tuple[Axes, Mat3] | None:
