@@ -19,6 +19,7 @@ gives NaN for every angle.
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Literal
 
@@ -67,9 +68,30 @@ _DEG = 180.0 / math.pi
 
 
 def _signed_angle(u: Vec3, v: Vec3, axis: Vec3) -> float:
-    # hand._signed_angle: from u to v about axis, both projected off it (right-hand rule)
-    up, vp = reject1(u, axis), reject1(v, axis)
-    return math.atan2(dot1(cross1(up, vp), axis), dot1(up, vp))
+    """hand._signed_angle: from ``u`` to ``v`` about the unit ``axis``, both projected off
+    it (right-hand rule); written out (reject1, cross1, dot1 in one)."""
+    ax, ay, az = axis
+    k = 0.0 + u[0] * ax + u[1] * ay + u[2] * az
+    ux, uy, uz = u[0] - k * ax, u[1] - k * ay, u[2] - k * az
+    k = 0.0 + v[0] * ax + v[1] * ay + v[2] * az
+    vx, vy, vz = v[0] - k * ax, v[1] - k * ay, v[2] - k * az
+    return math.atan2(0.0 + (uy * vz - uz * vy) * ax + (uz * vx - ux * vz) * ay + (ux * vy - uy * vx) * az,
+                      0.0 + ux * vx + uy * vy + uz * vz)
+
+
+def _chain_angles(chain: tuple[Vec3, Vec3, Vec3, Vec3], axis: Vec3) -> tuple[float, float, float]:
+    """:func:`_signed_angle` of each consecutive pair of ``chain`` about one unit ``axis``
+    (each vector projected off it once)."""
+    ax, ay, az = axis
+    p = []
+    for v in chain:
+        k = 0.0 + v[0] * ax + v[1] * ay + v[2] * az
+        p.append((v[0] - k * ax, v[1] - k * ay, v[2] - k * az))
+    out = []
+    for (ux, uy, uz), (vx, vy, vz) in itertools.pairwise(p):
+        out.append(math.atan2(0.0 + (uy * vz - uz * vy) * ax + (uz * vx - ux * vz) * ay + (ux * vy - uy * vx) * az,
+                              0.0 + ux * vx + uy * vy + uz * vz))
+    return out[0], out[1], out[2]
 
 
 def _angle(cross: Vec3, u: Vec3, v: Vec3) -> float:
@@ -124,29 +146,40 @@ def _finger(local: Points, chain: tuple[int, int, int, int]) -> tuple[float, flo
         dx, dy = -dx, -dy
     # the bend axis of the two distal joints (a zero-length phalanx adds 0), weighted
     # against d × Z by how well d is seen
-    n1, n2, n3 = math.sqrt(dot1(b1, b1)), math.sqrt(dot1(b2, b2)), math.sqrt(dot1(b3, b3))
+    n1 = math.sqrt(b1[0] * b1[0] + b1[1] * b1[1] + b1[2] * b1[2])
+    n2 = math.sqrt(b2[0] * b2[0] + b2[1] * b2[1] + b2[2] * b2[2])
+    n3 = math.sqrt(b3[0] * b3[0] + b3[1] * b3[1] + b3[2] * b3[2])
     length = n1 + n2 + n3
-    u2 = (b2[0] / n2, b2[1] / n2, b2[2] / n2) if n2 > _EPS else _NAN3
-    c12 = cross1((b1[0] / n1, b1[1] / n1, b1[2] / n1), u2) if n1 > _EPS and n2 > _EPS else _ZERO3
-    c23 = cross1(u2, (b3[0] / n3, b3[1] / n3, b3[2] / n3)) if n2 > _EPS and n3 > _EPS else _ZERO3
+    c12 = c23 = _ZERO3
+    if n2 > _EPS:
+        vx, vy, vz = b2[0] / n2, b2[1] / n2, b2[2] / n2
+        if n1 > _EPS:  # cross(u1, u2)
+            ux, uy, uz = b1[0] / n1, b1[1] / n1, b1[2] / n1
+            c12 = (uy * vz - uz * vy, uz * vx - ux * vz, ux * vy - uy * vx)
+        if n3 > _EPS:  # cross(u2, u3)
+            wx, wy, wz = b3[0] / n3, b3[1] / n3, b3[2] / n3
+            c23 = (vy * wz - vz * wy, vz * wx - vx * wz, vx * wy - vy * wx)
     bend = (c12[0] + c23[0], c12[1] + c23[1], c12[2] + c23[2])
-    flip = -1.0 if bend[0] * dy + bend[1] * -dx + bend[2] * 0.0 < 0.0 else 1.0  # bend · (d × Z)
+    flip = -1.0 if bend[0] * dy + bend[1] * -dx < 0.0 else 1.0  # bend · (d × Z), Z-term 0
     half = 0.5 * (mxx - myy)
     spread_len = math.sqrt(0.5 * (mxx + myy) + math.sqrt(half * half + mxy * mxy))
     w2 = 2.0 * (spread_len / length if length > _EPS else math.nan)
     # the lateral axis, in the palm plane
     lateral = (bend[0] * flip + w2 * dy, bend[1] * flip + w2 * -dx, (bend[2] * flip + w2 * 0.0) * 0.0)
-    if dot1(lateral, lateral) < 1e-18:  # a straight finger along the palm normal: side 0
+    squared = lateral[0] * lateral[0] + lateral[1] * lateral[1] + lateral[2] * lateral[2]
+    if squared < 1e-18:  # a straight finger along the palm normal: side 0
         lateral = (my, -mx, 0.0)
-    ln = math.sqrt(dot1(lateral, lateral))
+        squared = my * my + mx * mx
+    ln = math.sqrt(squared)
     lateral = (lateral[0] / ln, lateral[1] / ln, lateral[2] / ln) if ln > 0.0 else _NAN3
     d = (-lateral[1], lateral[0], 0.0)  # Z × lateral
     # side: the angle of d minus the metacarpal's, + toward the pinky
     turn = math.atan2(-d[0], d[1]) - math.atan2(-mx, my)
     side = ((turn + math.pi) % (2.0 * math.pi) - math.pi) * _DEG
-    fold = _signed_angle(d, b1, lateral) * _DEG
-    curl = 0.5 * (_signed_angle(b1, b2, lateral) + _signed_angle(b2, b3, lateral)) * _DEG
-    return curl, fold, side
+    fold, first, second = _chain_angles((d, b1, b2, b3), lateral)
+    return 0.5 * (first + second) * _DEG, fold * _DEG, side
+
+
 
 
 def _thumb(local: Points) -> tuple[float, float, float, float]:

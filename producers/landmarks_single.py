@@ -79,7 +79,8 @@ _NAN3: Vec3 = (math.nan, math.nan, math.nan)
 _EX1, _EY1, _EZ1 = as_vec1(_EX), as_vec1(_EY), as_vec1(_EZ)
 _CAMERA: Axes = (as_vec1(CAMERA_FALLBACK_ROTATION[:, 0]), as_vec1(CAMERA_FALLBACK_ROTATION[:, 1]),
                  as_vec1(CAMERA_FALLBACK_ROTATION[:, 2]))
-_TRUNK1 = tuple((float(length), float(share)) for length, share in TRUNK_MODEL)
+_TRUNK_STILL = sum(float(length) for length, share in TRUNK_MODEL if share == 0.0)
+_TRUNK_TURNING = tuple((float(length), float(share)) for length, share in TRUNK_MODEL if share != 0.0)
 _PLAUSIBLE = as_vec1(BODY_PLAUSIBLE * BODY_MAX_DEG)
 #: The pose sites used (POSE_POINTS) and the face-mesh points of the head frame, gathered at once.
 _POSE_NAMES = tuple(POSE_POINTS)
@@ -147,15 +148,14 @@ def _hand(arr: NDArray[np.float64], x_sign: float) -> tuple[Points | None, Vec3]
 # ---------------------------------------------------------------------------- chest (spec §4.5)
 
 
-def _trunk_vector(q: Quat) -> Vec3:
-    # landmarks._trunk_vector: Σ w_k · R(u, C_k·θ)·e_y by Rodrigues
-    w, x, y, z = q
+def _trunk_vector(w: float, x: float, y: float, z: float) -> Vec3:
+    """landmarks._trunk_vector of one quaternion: Σ w_k · R(u, C_k·θ)·e_y by Rodrigues."""
     sin_half = math.sqrt(x * x + y * y + z * z)
     d = sin_half if sin_half > 0 else 1.0
     ax, ay, az = x / d, y / d, z / d
     theta = 2.0 * math.atan2(sin_half, w)
-    s_cos = s_sin = 0.0
-    for length, share in _TRUNK1:
+    s_cos, s_sin = _TRUNK_STILL, 0.0  # segments with C_k = 0: cos 0 = 1, sin 0 = 0
+    for length, share in _TRUNK_TURNING:
         s_cos += math.cos(theta * share) * length
         s_sin += math.sin(theta * share) * length
     k = ay * (_TRUNK_LENGTH - s_cos)
@@ -189,13 +189,14 @@ def _chest(sl: Vec3, sr: Vec3, hl: Vec3, hr: Vec3) -> tuple[Axes, Mat3] | None:
     t_p = reject1(t, a)
     t_pxa = cross1(t_p, a)
 
+    (q0w, q0x, q0y, q0z), (q1w, q1x, q1y, q1z) = q0, q0i
+
     def q_of(psi: float) -> Quat:
         ch, sh = math.cos(0.5 * psi), math.sin(0.5 * psi)
-        return (ch * q0[0] + sh * q0i[0], ch * q0[1] + sh * q0i[1], ch * q0[2] + sh * q0i[2],
-                ch * q0[3] + sh * q0i[3])
+        return (ch * q0w + sh * q1w, ch * q0x + sh * q1x, ch * q0y + sh * q1y, ch * q0z + sh * q1z)
 
     def miss(psi: float) -> float:
-        d = _trunk_vector(q_of(psi))
+        d = _trunk_vector(*q_of(psi))
         return math.atan2(dot1(d, t_pxa), dot1(d, t_p))
 
     # the twist ψ about the shoulder line by the secant method
