@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from posewire.codec.quaternion import (
     Vec3,
@@ -37,8 +37,13 @@ from posewire.codec.quaternion import (
 from posewire.producers.hand import (
     _EPS,
     _FINGER_DEG,
+    _FINGER_NEUTRAL,
     _FINGER_ROWS,
+    _FOLD_COLUMNS,
+    _SIDE_COLUMNS,
+    DEPTH_FLIP_FOLD_DEG,
     FINGER_CHAINS,
+    FINGER_SIDE_IMPLAUSIBLE_DEG,
     HAND_POINTS,
     THUMB_CHAIN,
     THUMB_REST,
@@ -46,7 +51,7 @@ from posewire.producers.hand import (
     THUMB_SIDE_AXIS,
 )
 
-__all__ = ["finger_angles1", "hand_dims1"]
+__all__ = ["HandDims1", "finger_angles1", "hand_dims1"]
 
 Side = Literal["l", "r"]
 Points = list[Vec3]
@@ -59,6 +64,10 @@ _CHAINS = tuple(FINGER_CHAINS.values())
 #: |bend| of a thumb bent THUMB_ROLL_MIN_CURL_DEG at each joint (hand.finger_angles' test).
 _OBSERVABLE = 2.0 * math.sin(math.radians(THUMB_ROLL_MIN_CURL_DEG))
 _FINGER_DEG1 = {s: tuple(v.tolist()) for s, v in _FINGER_DEG.items()}
+_FINGER_NEUTRAL1 = {s: tuple(v.tolist()) for s, v in _FINGER_NEUTRAL.items()}
+_FOLDS = tuple(_FOLD_COLUMNS.tolist())
+#: index…pinky: (side, fold, curl) slots, as hand._SIDE_COLUMNS − 0, 1, 2
+_FINGER_SLOTS = tuple((k, k - 1, k - 2) for k in _SIDE_COLUMNS.tolist())
 _ROW = {row: k for k, row in enumerate(_FINGER_ROWS)}
 #: (curl, fold, side) slots of each finger in the finger rows, thumb first; the roll's slot.
 _SLOTS = tuple(tuple(_ROW[f"g_{f}_{k}"] for k in ("curl", "fold", "side")) for f in ("thumb", *FINGER_CHAINS))
@@ -229,28 +238,65 @@ def finger_angles1(points: Points, *, side: Side) -> list[float]:
     return _angles(points, *_frame(points, side), side)
 
 
-def hand_dims1(points: Points, axes: tuple[Vec3, Vec3, Vec3], *, side: Side) -> tuple[list[float], bool, bool] | None:
-    """:func:`posewire.producers.hand.hand_dims` of one present hand (all 21 points finite)
-    given the body axes ``(X, Y, Z)`` in world coordinates (spec §2.3): ``(values,
-    palm_clamped, roll_unobservable)`` with ``values`` the normalized palm dims
-    ``(w_qx, w_qy, w_qz)`` then the finger rows (order of :func:`finger_angles1`), not yet
-    clamped to the registry bounds; None where the palm frame is degenerate."""
-    fingers, normal = _frame(points, side)
+def _depth_mirrored(points: Points) -> Points:
+    # hand._depth_mirrored: z -> 2·z_wrist − z (the palm normal turns over)
+    z2 = 2.0 * points[_WRIST][2]
+    return [(x, y, z * -1.0 + z2) for x, y, z in points]
+
+
+def _in(axes: tuple[Vec3, Vec3, Vec3], v: Vec3) -> Vec3:
+    # Rᵀ·v (einsum "bji,bj->bi": sums from +0.0)
     (x0, x1, x2), (y0, y1, y2), (z0, z1, z2) = axes
-    f0, f1, f2 = fingers
-    n0, n1, n2 = normal
-    f_body = (0.0 + x0 * f0 + x1 * f1 + x2 * f2, 0.0 + y0 * f0 + y1 * f1 + y2 * f2, 0.0 + z0 * f0 + z1 * f1 + z2 * f2)
-    n_body = (0.0 + x0 * n0 + x1 * n1 + x2 * n2, 0.0 + y0 * n0 + y1 * n1 + y2 * n2, 0.0 + z0 * n0 + z1 * n1 + z2 * n2)
+    v0, v1, v2 = v
+    return (0.0 + x0 * v0 + x1 * v1 + x2 * v2, 0.0 + y0 * v0 + y1 * v1 + y2 * v2, 0.0 + z0 * v0 + z1 * v1 + z2 * v2)
+
+
+class HandDims1(NamedTuple):
+    """:class:`posewire.producers.hand.HandDims` of one tracked hand: ``values`` the
+    normalized palm dims ``(w_qx, w_qy, w_qz)`` then the finger rows (order of
+    :func:`finger_angles1`), not yet clamped to the registry bounds."""
+
+    values: list[float]
+    palm_clamped: bool
+    roll_unobservable: bool
+    fingers_implausible: int
+    depth_flipped: bool
+
+
+def hand_dims1(points: Points, axes: tuple[Vec3, Vec3, Vec3], *, side: Side,
+               depth_ambiguous: bool = False) -> HandDims1 | None:
+    """:func:`posewire.producers.hand.hand_dims` of one present hand (all 21 points finite)
+    given the body axes ``(X, Y, Z)`` in world coordinates (spec §2.3); None where the
+    palm frame is degenerate (not tracked)."""
+    fingers, normal = _frame(points, side)
+    f_body, n_body = _in(axes, fingers), _in(axes, normal)
     fn = math.sqrt(dot1(f_body, f_body))
     ortho = cross1(f_body, n_body)
     if not (fn > _EPS and math.sqrt(dot1(ortho, ortho)) > 1e-6 * max(fn * math.sqrt(dot1(n_body, n_body)), _EPS)):
         return None
+    angles = _angles(points, fingers, normal, side)
+    flipped = False
+    if depth_ambiguous and sum(angles[k] for k in _FOLDS) / len(_FOLDS) < -DEPTH_FLIP_FOLD_DEG:
+        # spec §4.3 "Producer checks": monocular depth read backward, taken mirrored
+        points = _depth_mirrored(points)
+        fingers, normal = _frame(points, side)
+        angles = _angles(points, fingers, normal, side)
+        f_body, n_body = _in(axes, fingers), _in(axes, normal)
+        flipped = True
     # spec §4.2: palm_from_directions / palm_encode (left mirrored, canonical, clamp 0.98)
     y = unit1(f_body, _EPS)
     stored, clamped = palm_encode1(palm_from_axes1(y, unit1(reject1(n_body, y), _EPS)), side=side)
-    # spec §4.3: finger angles / angle_deg; thumb roll 0 where unobservable (seed 000 §4.3)
-    values = [a / deg for a, deg in zip(_angles(points, fingers, normal, side), _FINGER_DEG1[side], strict=True)]
+    # spec §4.3: a finger bent in the palm plane is not estimated
+    neutral = _FINGER_NEUTRAL1[side]
+    implausible = 0
+    for slots in _FINGER_SLOTS:
+        if abs(angles[slots[0]] - neutral[slots[0]]) > FINGER_SIDE_IMPLAUSIBLE_DEG:
+            implausible += 1
+            for k in slots:
+                angles[k] = math.nan
+    # spec §4.3: (angle − neutral_deg) / angle_deg; thumb roll 0 where unobservable (seed 000 §4.3)
+    values = [(a - n) / d for a, n, d in zip(angles, neutral, _FINGER_DEG1[side], strict=True)]
     unobservable = not math.isfinite(values[_ROLL])
     if unobservable:
         values[_ROLL] = 0.0
-    return [*stored, *values], clamped, unobservable
+    return HandDims1([*stored, *values], clamped, unobservable, implausible, flipped)

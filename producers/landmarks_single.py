@@ -380,16 +380,21 @@ def encode1(lm: HolisticLandmarks, cal: LandmarkCalibration, *, visibility_thres
             degenerate[f"spread_straight_arm_{s}"] = int(straight)
         # spec §4.2, §4.3: palm and fingers (posewire.producers.hand_single)
         points = frame.hands[s]
-        dims = None if points is None else hand_dims1(points, hand_axes, side=s)
+        # spec §4.3: monocular depth, so a depth-flipped hand is read mirrored (reported)
+        dims = None if points is None else hand_dims1(points, hand_axes, side=s, depth_ambiguous=True)
         tracked[f"hand_{s}"] = dims is not None
         degenerate[f"palm_{s}"] = int(points is not None and dims is None)
         if dims is not None:
-            values, palm_clamped[s], unobservable = dims
+            if dims.depth_flipped:
+                degenerate[f"hand_depth_flipped_{s}"] = 1
+            if dims.fingers_implausible:
+                degenerate[f"fingers_implausible_{s}"] = dims.fingers_implausible
             if not valid:
                 degenerate[f"palm_camera_frame_{s}"] = 1
-            if unobservable:
+            if dims.roll_unobservable:
                 degenerate[f"thumb_roll_unobservable_{s}"] = 1
-            _put(row, _HAND_COLS[s], values, clamped_cols)
+            palm_clamped[s] = dims.palm_clamped
+            _put(row, _HAND_COLS[s], dims.values, clamped_cols)
 
     head = None
     if lm.face is not None:

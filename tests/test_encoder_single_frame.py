@@ -90,7 +90,7 @@ def _pool() -> tuple[HolisticLandmarks, LandmarkCalibration]:
 _MUTATIONS = ("no_left", "no_right", "no_face", "face_478", "nan_pose_point", "nan_hand_point", "nan_face_point",
               "hands_only", "swap_labels", "selfie", "no_pose_image", "hips_unseen", "wrist_unseen",
               "collapsed_hand", "zero_phalanx", "straight_arm", "shoulders_together", "hips_turned",
-              "far_away", "finger_along_normal")
+              "far_away", "finger_along_normal", "depth_flip", "finger_sideways")
 
 
 @st.composite
@@ -168,6 +168,21 @@ def frames(draw: st.DrawFn) -> tuple[HolisticLandmarks, str]:
             if np.linalg.norm(normal) > 1e-6:
                 for k in (6, 7, 8):
                     h[k] = h[5] + (k - 5) * 0.02 * normal / np.linalg.norm(normal)
+        elif m == "depth_flip":  # a hand mirrored in depth about its wrist: folded backward
+            hand = left if draw(st.booleans()) else right
+            hand[0, :, 2] = 2.0 * hand[0, 0, 2] - hand[0, :, 2]
+        elif m == "finger_sideways":  # a finger turned 60° in the palm plane about its MCP
+            hand = left if draw(st.booleans()) else right
+            h = hand[0]
+            mcp = draw(st.sampled_from([5, 9, 13, 17]))
+            normal = np.cross(h[5] - h[0], h[17] - h[0])
+            if np.linalg.norm(normal) > 1e-6:
+                axis = normal / np.linalg.norm(normal)
+                turn = np.radians(draw(st.sampled_from([60.0, -60.0])))
+                for k in (mcp + 1, mcp + 2, mcp + 3):  # Rodrigues about the normal through the MCP
+                    v = h[k] - h[mcp]
+                    h[k] = h[mcp] + v * np.cos(turn) + np.cross(axis, v) * np.sin(turn) \
+                        + axis * (axis @ v) * (1 - np.cos(turn))
     out = HolisticLandmarks(pose, vis, left, right, face, lm.hand_scale, image)
     return out, draw(st.sampled_from(["report", "flip"]))
 
