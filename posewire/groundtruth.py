@@ -26,12 +26,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from posewire.codec.quaternion import from_matrix, multiply_unchecked, rotate_unchecked
+from posewire.codec.registry import REGISTRY
 from posewire.consumers.pose import decode_pose
 from posewire.consumers.skeleton import Skeleton, fk, helix_humanoid
 from posewire.producers.landmarks import MEDIAPIPE_TO_Y_UP, HolisticLandmarks
 from posewire.producers.vr import VR_JOINTS
 
-__all__ = ["HEAD_POINTS", "GroundTruth", "noise", "render"]
+__all__ = ["HEAD_POINTS", "GroundTruth", "noise", "render", "thumb_roll_error_deg"]
 
 F64 = NDArray[np.float64]
 
@@ -215,3 +216,16 @@ def noise(lm: HolisticLandmarks, rng: np.random.Generator, *, xy: float = 0.002,
 
     return replace(lm, pose_world=jitter(lm.pose_world), left_hand=jitter(lm.left_hand),
                    right_hand=jitter(lm.right_hand), face=None if lm.face is None else jitter(lm.face))
+
+
+def thumb_roll_error_deg(got: F64, want: F64) -> F64:
+    """Error (degrees) of normalized ``g_thumb_roll`` values ``got`` against ``want``
+    (same shape), up to the thumb's double cover (spec §4.3): the bend axis and its
+    opposite describe the same thumb, so ``(roll, curl)`` and ``(roll ∓ 180°, −curl)``
+    are one pose, and near ``|roll| = 90°`` noise flips between them (the producer keeps
+    ``|roll| ≤ 90°``, then clamps). The smaller of the two distances."""
+    deg = float(REGISTRY.by_id["g_thumb_roll_r"].row.angle_deg or 0.0)
+    direct = np.abs(got - want) * deg
+    flipped = np.abs(got * deg - (want * deg - np.copysign(180.0, want)))
+    out: F64 = np.minimum(direct, flipped)
+    return out

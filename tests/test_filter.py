@@ -83,3 +83,26 @@ def test_bad_input_is_a_usage_error() -> None:
         VectorFilter(params={"legs": OneEuroParams()})
     with pytest.raises(UsageError):
         filter_vectors(np.zeros((3, N_DIMS)), np.arange(2))
+
+
+@settings(max_examples=20)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["l", "r"]), st.sampled_from([1.0, -1.0]))
+def test_thumb_roll_stays_on_its_side_of_the_double_cover(seed: int, side: str, sign: float) -> None:
+    # spec §4.3: (roll, curl) and (roll ∓ 180°, −curl) are one thumb for a camera; a thumb
+    # held near roll ±88° whose readings flip to the other end must not spin 180°
+    rng = np.random.default_rng(seed)
+    roll_i, curl_i = REGISTRY.index(f"g_thumb_roll_{side}"), REGISTRY.index(f"g_thumb_curl_{side}")
+    f = VectorFilter()
+    rolls, curls = [], []
+    for k in range(60):
+        v = DEFAULTS.copy()
+        roll = sign * 0.975 + (rng.normal(0.0, 0.02) if k else 0.0)  # the first reading sets the branch
+        curl = 0.4 + rng.normal(0.0, 0.01)
+        if abs(roll) > 1.0:  # the producer's reading: |roll| ≤ 90°, the other form, clamped
+            roll, curl = float(np.clip(roll - np.copysign(2.0, roll), -1.0, 1.0)), -curl
+        v[roll_i], v[curl_i] = roll, curl
+        out = f(k / 30.0, v)
+        rolls.append(out[roll_i])
+        curls.append(out[curl_i])
+    assert (np.sign(rolls) == sign).all() and (np.asarray(rolls) * sign > 0.9).all()
+    assert (np.asarray(curls) > 0.3).all()
