@@ -11,9 +11,11 @@
    bound) per dim group, and frame-to-frame finger jitter (radians per frame) of our raw
    and One-Euro-filtered output beside the npm kalidokit 1.1.5 hand solver run in Node on
    the same hand landmarks (benchmarks/js, pinned by its package-lock.json).
-3. Encode time: µs per frame, single frames (one call each, the live path) and one batch.
+3. Encode time: µs per frame, single frames (one call each, the live path: the Python-float
+   path, beside the numpy path on the same frames as its peer, alternated round by round)
+   and batches.
 
-Usage: python benchmarks/fidelity_bench.py [--frames N] [--quick]
+Usage: python benchmarks/fidelity_bench.py [--frames N] [--quick] [--encode-only [--rounds R]]
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import time
 from dataclasses import replace
@@ -38,7 +41,7 @@ from posewire.consumers.skeleton import helix_humanoid
 from posewire.groundtruth import noise, random_vectors, render, thumb_roll_error_deg
 from posewire.producers.filter import filter_vectors, jitter
 from posewire.producers.hand import THUMB_ROLL_MIN_CURL_DEG
-from posewire.producers.landmarks import HolisticLandmarks, landmarks_to_vectors
+from posewire.producers.landmarks import HolisticLandmarks, _encode_batch, landmarks_to_vectors
 from posewire.producers.poseformat import read_pose_file
 
 F64 = NDArray[np.float64]
@@ -233,14 +236,14 @@ def _one(lm: HolisticLandmarks, i: int) -> HolisticLandmarks:
                              lm.right_hand[i:i + 1], cut(lm.face), cut(lm.hand_scale), cut(lm.pose_image))
 
 
-def encode_speed(frames: int) -> None:
+def encode_speed(frames: int, rounds: int) -> None:
     print("## Encode time (landmarks_to_vectors)\n")
     pf = read_pose_file(RECORDINGS[0])
     lm = pf.landmarks
     cal = landmarks_to_vectors(lm).calibration
-    singles = [_one(lm, i) for i in range(lm.batch)]
-    for f in singles[:5]:
-        landmarks_to_vectors(f, calibration=cal)
+    rng = np.random.default_rng(1)
+    truth = noise(render(random_vectors(rng, 100), view_yaw_deg=rng.uniform(-45, 45, 100)).landmarks, rng)
+    truth_cal = landmarks_to_vectors(truth).calibration
     reps = max(1, frames // lm.batch)
 
     def timed(fn: object, count: int) -> tuple[float, float]:
@@ -248,25 +251,39 @@ def encode_speed(frames: int) -> None:
         fn()  # type: ignore[operator]
         return ((time.perf_counter() - wall) / count * 1e6, (time.process_time() - cpu) / count * 1e6)
 
-    def run_single() -> None:
-        for _ in range(reps):
-            for f in singles:
-                landmarks_to_vectors(f, calibration=cal)
+    # one call per frame: the Python-float path (landmarks_to_vectors on a batch of one,
+    # producers.landmarks_single) against the numpy path on the same frames (its peer: the
+    # single-frame path before issue 8 point 5), alternated round by round; best round
+    print("| one call per frame | float path: best / median CPU µs | numpy path: best / median CPU µs "
+          "| numpy / float (best) |")
+    print("| --- | --- | --- | --- |")
+    for name, source, source_cal in ((RECORDINGS[0].name, lm, cal),
+                                     ("ground truth, every part present, 2/6 mm noise", truth, truth_cal)):
+        singles = [_one(source, i) for i in range(source.batch)]
+        for f in singles[:5]:
+            landmarks_to_vectors(f, calibration=source_cal)
+            _encode_batch(f, source_cal, 0.5, "report")
+        fast: list[float] = []
+        slow: list[float] = []
+        for _ in range(rounds):
+            fast.append(timed(lambda s=singles, c=source_cal: [landmarks_to_vectors(f, calibration=c) for f in s],
+                              len(singles))[1])
+            slow.append(timed(lambda s=singles, c=source_cal: [_encode_batch(f, c, 0.5, "report") for f in s],
+                              len(singles))[1])
+        print(f"| {name} | {min(fast):.0f} / {statistics.median(fast):.0f} | {min(slow):.0f} / "
+              f"{statistics.median(slow):.0f} | {min(slow) / min(fast):.1f} |")
 
     def run_batch() -> None:
         for _ in range(reps):
             landmarks_to_vectors(lm, calibration=cal)
 
-    single = timed(run_single, reps * lm.batch)
     batch = timed(run_batch, reps * lm.batch)
-    rng = np.random.default_rng(1)
     big = render(random_vectors(rng, 2000)).landmarks
     big_cal = landmarks_to_vectors(replace(big)).calibration
     big_us = timed(lambda: landmarks_to_vectors(big, calibration=big_cal), big.batch)
-    print("| path | µs per frame (wall) | µs per frame (CPU of this process) | frames/s (wall) |")
+    print("\n| batch path | µs per frame (wall) | µs per frame (CPU of this process) | frames/s (wall) |")
     print("| --- | --- | --- | --- |")
-    for name, (wall, cpu) in ((f"single frame (one call per frame, {RECORDINGS[0].name})", single),
-                              (f"batch of {lm.batch} (the same recording)", batch),
+    for name, (wall, cpu) in ((f"batch of {lm.batch} ({RECORDINGS[0].name})", batch),
                               (f"batch of {big.batch} (ground truth, every part present)", big_us)):
         print(f"| {name} | {wall:.1f} | {cpu:.1f} | {1e6 / wall:.0f} |")
     load = os.getloadavg()
@@ -278,11 +295,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--frames", type=int, default=1000, help="ground-truth frames per noise level")
     parser.add_argument("--quick", action="store_true", help="a small run (smoke test)")
+    parser.add_argument("--encode-only", action="store_true", help="section 3 only (encode time)")
+    parser.add_argument("--rounds", type=int, default=7, help="alternated rounds of the single-frame timing")
     args = parser.parse_args()
     frames = 60 if args.quick else args.frames
-    round_trip_table(frames)
-    real_recordings()
-    encode_speed(100 if args.quick else 1000)
+    if not args.encode_only:
+        round_trip_table(frames)
+        real_recordings()
+    encode_speed(100 if args.quick else 1000, 1 if args.quick else args.rounds)
 
 
 if __name__ == "__main__":

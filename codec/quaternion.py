@@ -523,12 +523,22 @@ def from_matrix1(m: Mat3) -> Quat:
     branch of the largest of ``w, x, y, z`` (the first on ties, as ``np.argmax``)."""
     m00, m11, m22 = m[0][0], m[1][1], m[2][2]
     sq = (1 + m00 + m11 + m22, 1 + m00 - m11 - m22, 1 - m00 + m11 - m22, 1 - m00 - m11 + m22)
-    branch = max(range(4), key=sq.__getitem__)
+    branch = 0
+    for k in (1, 2, 3):
+        if sq[k] > sq[branch]:
+            branch = k
     big = math.sqrt(max(sq[branch], 0.0))
     b2 = big * big
     d21, d02, d10 = m[2][1] - m[1][2], m[0][2] - m[2][0], m[1][0] - m[0][1]
-    s01, s02, s12 = m[0][1] + m[1][0], m[0][2] + m[2][0], m[1][2] + m[2][1]
-    q: Quat = ((b2, d21, d02, d10), (d21, b2, s01, s02), (d02, s01, b2, s12), (d10, s02, s12, b2))[branch]
+    q: Quat
+    if branch == 0:
+        q = (b2, d21, d02, d10)
+    elif branch == 1:
+        q = (d21, b2, m[0][1] + m[1][0], m[0][2] + m[2][0])
+    elif branch == 2:
+        q = (d02, m[0][1] + m[1][0], b2, m[1][2] + m[2][1])
+    else:
+        q = (d10, m[0][2] + m[2][0], m[1][2] + m[2][1], b2)
     return canonicalize1(q)
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from math import asin, atan2, cos, isfinite, sin, sqrt
 from typing import Literal, NamedTuple
 
 from posewire.codec.quaternion import (
@@ -62,7 +63,7 @@ _TY, _TX = as_vec1(THUMB_REST), as_vec1(THUMB_SIDE_AXIS)
 _WRIST, _INDEX, _MIDDLE, _PINKY = (HAND_POINTS[k] for k in ("wrist", "index_mcp", "middle_mcp", "pinky_mcp"))
 _CHAINS = tuple(FINGER_CHAINS.values())
 #: |bend| of a thumb bent THUMB_ROLL_MIN_CURL_DEG at each joint (hand.finger_angles' test).
-_OBSERVABLE = 2.0 * math.sin(math.radians(THUMB_ROLL_MIN_CURL_DEG))
+_OBSERVABLE = 2.0 * sin(math.radians(THUMB_ROLL_MIN_CURL_DEG))
 _FINGER_DEG1 = {s: tuple(v.tolist()) for s, v in _FINGER_DEG.items()}
 _FINGER_NEUTRAL1 = {s: tuple(v.tolist()) for s, v in _FINGER_NEUTRAL.items()}
 _FOLDS = tuple(_FOLD_COLUMNS.tolist())
@@ -76,36 +77,21 @@ _ROLL = _ROW["g_thumb_roll"]
 _DEG = 180.0 / math.pi
 
 
-def _signed_angle(u: Vec3, v: Vec3, axis: Vec3) -> float:
-    """hand._signed_angle: from ``u`` to ``v`` about the unit ``axis``, both projected off
-    it (right-hand rule); written out (reject1, cross1, dot1 in one)."""
-    ax, ay, az = axis
-    k = 0.0 + u[0] * ax + u[1] * ay + u[2] * az
-    ux, uy, uz = u[0] - k * ax, u[1] - k * ay, u[2] - k * az
-    k = 0.0 + v[0] * ax + v[1] * ay + v[2] * az
-    vx, vy, vz = v[0] - k * ax, v[1] - k * ay, v[2] - k * az
-    return math.atan2(0.0 + (uy * vz - uz * vy) * ax + (uz * vx - ux * vz) * ay + (ux * vy - uy * vx) * az,
-                      0.0 + ux * vx + uy * vy + uz * vz)
-
-
-def _chain_angles(chain: tuple[Vec3, Vec3, Vec3, Vec3], axis: Vec3) -> tuple[float, float, float]:
-    """:func:`_signed_angle` of each consecutive pair of ``chain`` about one unit ``axis``
-    (each vector projected off it once)."""
+def _chain_angles(chain: tuple[Vec3, ...], axis: Vec3) -> list[float]:
+    """hand._signed_angle (from ``u`` to ``v`` about the unit ``axis``, both projected off
+    it, right-hand rule) of each consecutive pair of ``chain``, each vector projected once."""
     ax, ay, az = axis
     p = []
     for v in chain:
         k = 0.0 + v[0] * ax + v[1] * ay + v[2] * az
         p.append((v[0] - k * ax, v[1] - k * ay, v[2] - k * az))
-    out = []
-    for (ux, uy, uz), (vx, vy, vz) in itertools.pairwise(p):
-        out.append(math.atan2(0.0 + (uy * vz - uz * vy) * ax + (uz * vx - ux * vz) * ay + (ux * vy - uy * vx) * az,
-                              0.0 + ux * vx + uy * vy + uz * vz))
-    return out[0], out[1], out[2]
+    return [atan2(0.0 + (uy * vz - uz * vy) * ax + (uz * vx - ux * vz) * ay + (ux * vy - uy * vx) * az,
+                       0.0 + ux * vx + uy * vy + uz * vz) for (ux, uy, uz), (vx, vy, vz) in itertools.pairwise(p)]
 
 
 def _angle(cross: Vec3, u: Vec3, v: Vec3) -> float:
     # hand._angle: unsigned angle between u and v, given their cross product
-    return math.atan2(math.sqrt(dot1(cross, cross)), dot1(u, v))
+    return atan2(sqrt(dot1(cross, cross)), dot1(u, v))
 
 
 def _frame(points: Points, side: Side) -> tuple[Vec3, Vec3]:
@@ -140,7 +126,8 @@ def _local(points: Points, fingers: Vec3, normal: Vec3, side: Side) -> Points | 
 def _finger(local: Points, chain: tuple[int, int, int, int]) -> tuple[float, float, float]:
     """``(curl, fold, side)`` degrees of one of index…pinky (spec §4.3 "Finger geometry",
     :func:`posewire.producers.hand.finger_angles`)."""
-    (mx, my, mz), (px, py, pz), (qx, qy, qz), (tx, ty, tz) = (local[i] for i in chain)
+    m, p, q, t = chain
+    (mx, my, mz), (px, py, pz), (qx, qy, qz), (tx, ty, tz) = local[m], local[p], local[q], local[t]
     b1 = (px - mx, py - my, pz - mz)
     b2 = (qx - px, qy - py, qz - pz)
     b3 = (tx - qx, ty - qy, tz - qz)
@@ -149,15 +136,15 @@ def _finger(local: Points, chain: tuple[int, int, int, int]) -> tuple[float, flo
     mxx = 0.0 + b1[0] * b1[0] + b2[0] * b2[0] + b3[0] * b3[0]
     myy = 0.0 + b1[1] * b1[1] + b2[1] * b2[1] + b3[1] * b3[1]
     mxy = 0.0 + b1[0] * b1[1] + b2[0] * b2[1] + b3[0] * b3[1]
-    theta = 0.5 * math.atan2(2.0 * mxy, mxx - myy)
-    dx, dy = math.cos(theta), math.sin(theta)
+    theta = 0.5 * atan2(2.0 * mxy, mxx - myy)
+    dx, dy = cos(theta), sin(theta)
     if dx * mx + dy * my < 0.0:
         dx, dy = -dx, -dy
     # the bend axis of the two distal joints (a zero-length phalanx adds 0), weighted
     # against d × Z by how well d is seen
-    n1 = math.sqrt(b1[0] * b1[0] + b1[1] * b1[1] + b1[2] * b1[2])
-    n2 = math.sqrt(b2[0] * b2[0] + b2[1] * b2[1] + b2[2] * b2[2])
-    n3 = math.sqrt(b3[0] * b3[0] + b3[1] * b3[1] + b3[2] * b3[2])
+    n1 = sqrt(b1[0] * b1[0] + b1[1] * b1[1] + b1[2] * b1[2])
+    n2 = sqrt(b2[0] * b2[0] + b2[1] * b2[1] + b2[2] * b2[2])
+    n3 = sqrt(b3[0] * b3[0] + b3[1] * b3[1] + b3[2] * b3[2])
     length = n1 + n2 + n3
     c12 = c23 = _ZERO3
     if n2 > _EPS:
@@ -171,7 +158,7 @@ def _finger(local: Points, chain: tuple[int, int, int, int]) -> tuple[float, flo
     bend = (c12[0] + c23[0], c12[1] + c23[1], c12[2] + c23[2])
     flip = -1.0 if bend[0] * dy + bend[1] * -dx < 0.0 else 1.0  # bend · (d × Z), Z-term 0
     half = 0.5 * (mxx - myy)
-    spread_len = math.sqrt(0.5 * (mxx + myy) + math.sqrt(half * half + mxy * mxy))
+    spread_len = sqrt(0.5 * (mxx + myy) + sqrt(half * half + mxy * mxy))
     w2 = 2.0 * (spread_len / length if length > _EPS else math.nan)
     # the lateral axis, in the palm plane
     lateral = (bend[0] * flip + w2 * dy, bend[1] * flip + w2 * -dx, (bend[2] * flip + w2 * 0.0) * 0.0)
@@ -179,11 +166,11 @@ def _finger(local: Points, chain: tuple[int, int, int, int]) -> tuple[float, flo
     if squared < 1e-18:  # a straight finger along the palm normal: side 0
         lateral = (my, -mx, 0.0)
         squared = my * my + mx * mx
-    ln = math.sqrt(squared)
+    ln = sqrt(squared)
     lateral = (lateral[0] / ln, lateral[1] / ln, lateral[2] / ln) if ln > 0.0 else _NAN3
     d = (-lateral[1], lateral[0], 0.0)  # Z × lateral
     # side: the angle of d minus the metacarpal's, + toward the pinky
-    turn = math.atan2(-d[0], d[1]) - math.atan2(-mx, my)
+    turn = atan2(-d[0], d[1]) - atan2(-mx, my)
     side = ((turn + math.pi) % (2.0 * math.pi) - math.pi) * _DEG
     fold, first, second = _chain_angles((d, b1, b2, b3), lateral)
     return 0.5 * (first + second) * _DEG, fold * _DEG, side
@@ -194,24 +181,26 @@ def _finger(local: Points, chain: tuple[int, int, int, int]) -> tuple[float, flo
 def _thumb(local: Points) -> tuple[float, float, float, float]:
     """``(curl, fold, side, roll)`` degrees of the thumb (spec §4.3, roll NaN where the
     thumb is too straight to show it)."""
-    t1, t2, t3, t4 = (local[i] for i in THUMB_CHAIN)
+    c, m, i, t = THUMB_CHAIN
+    t1, t2, t3, t4 = local[c], local[m], local[i], local[t]
     a1, a2, a3 = unit1(sub1(t2, t1), _EPS), unit1(sub1(t3, t2), _EPS), unit1(sub1(t4, t3), _EPS)
     # hand._thumb_swing: S = R_Z(fold)·R_tx(side); e1 = S·t_x, e2 = S·Z
-    side = math.asin(min(max(a1[2], -1.0), 1.0)) if a1[2] == a1[2] else math.nan
-    fold = math.atan2(_TY[0] * a1[1] - _TY[1] * a1[0], _TY[0] * a1[0] + _TY[1] * a1[1])
-    cf, sf, cs, ss = math.cos(fold), math.sin(fold), math.cos(side), math.sin(side)
+    side = asin(min(max(a1[2], -1.0), 1.0)) if a1[2] == a1[2] else math.nan
+    fold = atan2(_TY[0] * a1[1] - _TY[1] * a1[0], _TY[0] * a1[0] + _TY[1] * a1[1])
+    cf, sf, cs, ss = cos(fold), sin(fold), cos(side), sin(side)
     e1 = (_TX[0] * cf - _TX[1] * sf, _TX[0] * sf + _TX[1] * cf, _TX[2])
     r0, r1 = -_TY[0] * ss, -_TY[1] * ss  # R_tx(side)·Z = Z·cos(side) − t_y·sin(side)
     e2 = (r0 * cf - r1 * sf, r0 * sf + r1 * cf, cs)
     c12, c23 = cross1(a1, a2), cross1(a2, a3)
     bend = (c12[0] + c23[0], c12[1] + c23[1], c12[2] + c23[2])
-    bend_n = math.sqrt(dot1(bend, bend))
+    bend_n = sqrt(dot1(bend, bend))
     if bend_n >= _OBSERVABLE:
         n = (bend[0] / bend_n, bend[1] / bend_n, bend[2] / bend_n)
         if dot1(n, e2) < 0.0:
             n = (-n[0], -n[1], -n[2])
-        curl = 0.5 * (_signed_angle(a1, a2, n) + _signed_angle(a2, a3, n))
-        roll = math.atan2(dot1(n, e1), dot1(n, e2)) * _DEG
+        first, second = _chain_angles((a1, a2, a3), n)
+        curl = 0.5 * (first + second)
+        roll = atan2(dot1(n, e1), dot1(n, e2)) * _DEG
     else:  # too straight to see the bend axis: the bend's size, signed by its side of e2
         curl = 0.5 * (_angle(c12, a1, a2) + _angle(c23, a2, a3)) * (-1.0 if dot1(bend, e2) < 0.0 else 1.0)
         roll = math.nan
@@ -270,9 +259,9 @@ def hand_dims1(points: Points, axes: tuple[Vec3, Vec3, Vec3], *, side: Side,
     palm frame is degenerate (not tracked)."""
     fingers, normal = _frame(points, side)
     f_body, n_body = _in(axes, fingers), _in(axes, normal)
-    fn = math.sqrt(dot1(f_body, f_body))
+    fn = sqrt(dot1(f_body, f_body))
     ortho = cross1(f_body, n_body)
-    if not (fn > _EPS and math.sqrt(dot1(ortho, ortho)) > 1e-6 * max(fn * math.sqrt(dot1(n_body, n_body)), _EPS)):
+    if not (fn > _EPS and sqrt(dot1(ortho, ortho)) > 1e-6 * max(fn * sqrt(dot1(n_body, n_body)), _EPS)):
         return None
     angles = _angles(points, fingers, normal, side)
     flipped = False
@@ -296,7 +285,7 @@ def hand_dims1(points: Points, axes: tuple[Vec3, Vec3, Vec3], *, side: Side,
                 angles[k] = math.nan
     # spec §4.3: (angle − neutral_deg) / angle_deg; thumb roll 0 where unobservable (seed 000 §4.3)
     values = [(a - n) / d for a, n, d in zip(angles, neutral, _FINGER_DEG1[side], strict=True)]
-    unobservable = not math.isfinite(values[_ROLL])
+    unobservable = not isfinite(values[_ROLL])
     if unobservable:
         values[_ROLL] = 0.0
     return HandDims1([*stored, *values], clamped, unobservable, implausible, flipped)

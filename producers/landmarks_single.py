@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from math import atan2, cos, isfinite, sin, sqrt
 from typing import Literal, NamedTuple
 
 import numpy as np
@@ -138,7 +139,7 @@ def _hand(arr: NDArray[np.float64], x_sign: float) -> tuple[Points | None, Vec3]
     flat = arr.ravel().tolist()
     # all 63 coordinates finite (the sum is not finite only with a NaN or infinity, or
     # past 1e306: then each is checked)
-    if math.isfinite(sum(flat)) or all(map(math.isfinite, flat)):
+    if isfinite(sum(flat)) or all(map(math.isfinite, flat)):
         it = iter(flat)
         points = [(x_sign * (x + 0.0), -y + 0.0, -z + 0.0) for x, y, z in zip(it, it, it, strict=True)]
         return points, points[0]
@@ -150,14 +151,14 @@ def _hand(arr: NDArray[np.float64], x_sign: float) -> tuple[Points | None, Vec3]
 
 def _trunk_vector(w: float, x: float, y: float, z: float) -> Vec3:
     """landmarks._trunk_vector of one quaternion: Σ w_k · R(u, C_k·θ)·e_y by Rodrigues."""
-    sin_half = math.sqrt(x * x + y * y + z * z)
+    sin_half = sqrt(x * x + y * y + z * z)
     d = sin_half if sin_half > 0 else 1.0
     ax, ay, az = x / d, y / d, z / d
-    theta = 2.0 * math.atan2(sin_half, w)
+    theta = 2.0 * atan2(sin_half, w)
     s_cos, s_sin = _TRUNK_STILL, 0.0  # segments with C_k = 0: cos 0 = 1, sin 0 = 0
     for length, share in _TRUNK_TURNING:
-        s_cos += math.cos(theta * share) * length
-        s_sin += math.sin(theta * share) * length
+        s_cos += cos(theta * share) * length
+        s_sin += sin(theta * share) * length
     k = ay * (_TRUNK_LENGTH - s_cos)
     # s_cos·e_y + s_sin·(a × e_y) + k·a, term by term as the batch path
     return (s_cos * 0.0 + s_sin * -az + k * ax, s_cos * 1.0 + s_sin * 0.0 + k * ay, s_cos * 0.0 + s_sin * ax + k * az)
@@ -181,26 +182,28 @@ def _chest(sl: Vec3, sr: Vec3, hl: Vec3, hr: Vec3) -> tuple[Axes, Mat3] | None:
     w = 1.0 + dot1(_EX1, a)
     c = cross1(_EX1, a)
     q0: Quat = (0.0, 0.0, 1.0, 0.0) if w < 1e-9 else (w, c[0], c[1], c[2])
-    n = math.sqrt(q0[0] * q0[0] + q0[1] * q0[1] + q0[2] * q0[2] + q0[3] * q0[3])
+    n = sqrt(q0[0] * q0[0] + q0[1] * q0[1] + q0[2] * q0[2] + q0[3] * q0[3])
     q0 = (q0[0] / n, q0[1] / n, q0[2] / n, q0[3] / n)
     y0, z0 = rotate1(q0, _EY1), rotate1(q0, _EZ1)
     q0i = (-q0[1], q0[0], q0[3], -q0[2])
     # the miss: the signed angle about a from the model trunk d to t (both off a)
     t_p = reject1(t, a)
     t_pxa = cross1(t_p, a)
+    (a0, a1, a2), (p0, p1, p2) = t_pxa, t_p
 
     (q0w, q0x, q0y, q0z), (q1w, q1x, q1y, q1z) = q0, q0i
 
     def q_of(psi: float) -> Quat:
-        ch, sh = math.cos(0.5 * psi), math.sin(0.5 * psi)
+        ch, sh = cos(0.5 * psi), sin(0.5 * psi)
         return (ch * q0w + sh * q1w, ch * q0x + sh * q1x, ch * q0y + sh * q1y, ch * q0z + sh * q1z)
 
     def miss(psi: float) -> float:
-        d = _trunk_vector(*q_of(psi))
-        return math.atan2(dot1(d, t_pxa), dot1(d, t_p))
+        ch, sh = cos(0.5 * psi), sin(0.5 * psi)  # q_of, written out
+        d0, d1, d2 = _trunk_vector(ch * q0w + sh * q1w, ch * q0x + sh * q1x, ch * q0y + sh * q1y, ch * q0z + sh * q1z)
+        return atan2(0.0 + d0 * a0 + d1 * a1 + d2 * a2, 0.0 + d0 * p0 + d1 * p1 + d2 * p2)
 
     # the twist ψ about the shoulder line by the secant method
-    psi0 = math.atan2(dot1(t, z0), dot1(t, y0))
+    psi0 = atan2(dot1(t, z0), dot1(t, y0))
     f0 = miss(psi0)
     psi1 = psi0 + f0 / _TRUNK_SHARE
     f1 = miss(psi1)
@@ -278,8 +281,8 @@ def _prepare(lm: HolisticLandmarks, x_sign: float, visibility_threshold: float) 
         def nearer_other(wrist: Vec3, own: str, other: str) -> bool:
             x, y = wrist[0], -wrist[1]  # back to image axes (x right, y down)
             (ox, oy), (wx, wy) = at[other], at[own]
-            return (math.sqrt((x - ox) * (x - ox) + (y - oy) * (y - oy))
-                    < SWAP_DISTANCE_RATIO * math.sqrt((x - wx) * (x - wx) + (y - wy) * (y - wy)))
+            return (sqrt((x - ox) * (x - ox) + (y - oy) * (y - oy))
+                    < SWAP_DISTANCE_RATIO * sqrt((x - wx) * (x - wx) + (y - wy) * (y - wy)))
 
         other_l = left is not None and nearer_other(wrist_l, "wrist_l", "wrist_r")
         other_r = right is not None and nearer_other(wrist_r, "wrist_r", "wrist_l")
