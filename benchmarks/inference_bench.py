@@ -29,7 +29,9 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from posewire.codec.calibration import REFERENCE_CALIBRATION, units
 from posewire.producers.face import blendshape_dims
+from posewire.producers.landmarks import LandmarkCalibration, _encode_batch, landmarks_to_vectors
 from posewire.producers.live import LiveEncoder
 from posewire.producers.mediapipe_source import MediaPipeEstimator
 
@@ -111,6 +113,22 @@ def run(mode: str, frames: list[np.ndarray], warmup: int) -> None:
     print(f"  our encode again, models closed: median {quiet_med:6.0f} µs (landmark encoder "
           f"{statistics.median(quiet_lm):6.0f} µs, the rest "
           f"{statistics.median([q - m for q, m in zip(quiet, quiet_lm, strict=True)]):5.0f} µs)")
+    # the landmark encoder's peer on the same observations: the numpy path for one frame
+    # (what a single frame ran before issue 8 point 5), alternated with the float path
+    cal = again.calibration or LandmarkCalibration(REFERENCE_CALIBRATION, units(REFERENCE_CALIBRATION))
+    fast: list[float] = []
+    slow: list[float] = []
+    for _ in range(3):
+        for obs in kept:
+            t0 = time.process_time()
+            landmarks_to_vectors(obs.landmarks, calibration=cal)
+            t1 = time.process_time()
+            _encode_batch(obs.landmarks, cal, 0.5, "report")
+            fast.append((t1 - t0) * 1e6)
+            slow.append((time.process_time() - t1) * 1e6)
+    print(f"  landmarks_to_vectors on one frame, CPU: float path median {statistics.median(fast):6.0f} µs, "
+          f"numpy path (its peer) median {statistics.median(slow):6.0f} µs "
+          f"({statistics.median(slow) / statistics.median(fast):.1f}x)")
     print(f"  our share of the frame time: {100 * quiet_med / 1e3 / (total_ms + quiet_med / 1e3):.2f} % "
           f"(models closed), {100 * enc_med / 1e3 / (total_ms + enc_med / 1e3):.2f} % (in the loop); target ≤ 1 %")
     share = enc_med / 1e3 / (total_ms + enc_med / 1e3)

@@ -43,6 +43,9 @@ LATERAL: dict[str, F64] = {"l": np.array([1.0, 0.0, 0.0]), "r": np.array([-1.0, 
 #: Fixed swing sense where ``(u × ref) · lateral`` vanishes (spec §4.1).
 FIXED_SENSE: dict[str, float] = {"l": 1.0, "r": -1.0}
 
+#: |ref| under which the reference is along the arm, |+Z rejected| under which +Z is too,
+#: and |(u × ref) · lateral| under which the swing sense is fixed (module docstring).
+_REF_PARALLEL, _Z_PARALLEL, _SENSE_MIN = 1e-9, 1e-6, 1e-6
 _Z = np.array([0.0, 0.0, 1.0])
 _DOWN = np.array([0.0, -1.0, 0.0])
 
@@ -62,16 +65,16 @@ def spread_basis_unchecked(u: F64, lateral: F64, fixed: F64 | float) -> tuple[F6
     sense (broadcastable); no validation."""
     r = _reject(np.broadcast_to(ELBOW_REFERENCE, u.shape), u)
     n = _norm(r)
-    bad = n < 1e-9
+    bad = n < _REF_PARALLEL
     if bad.any():
         alt = _reject(np.broadcast_to(_Z, u.shape), u)
-        alt = np.where((_norm(alt) < 1e-6)[..., None], _reject(np.broadcast_to(_DOWN, u.shape), u), alt)
+        alt = np.where((_norm(alt) < _Z_PARALLEL)[..., None], _reject(np.broadcast_to(_DOWN, u.shape), u), alt)
         r = np.where(bad[..., None], alt, r)
         n = _norm(r)
     r = r / n[..., None]
     t = np.cross(u, r)
     toward = (t * lateral).sum(axis=-1)
-    sense = np.where(np.abs(toward) > 1e-6, np.sign(toward), fixed)
+    sense = np.where(np.abs(toward) > _SENSE_MIN, np.sign(toward), fixed)
     return r, t * sense[..., None]
 
 
@@ -124,15 +127,15 @@ def spread_basis1(u: Vec3, lateral: Vec3, fixed: float) -> tuple[Vec3, Vec3]:
     """:func:`spread_basis_unchecked` of one unit direction ``u``: ``(ref, toward)``."""
     r = reject1(_REF1, u)
     n = math.sqrt(dot1(r, r))
-    if n < 1e-9:  # the reference is along the arm: +Z, then -Y (module docstring)
+    if n < _REF_PARALLEL:  # the reference is along the arm: +Z, then -Y (module docstring)
         r = reject1(_Z1, u)
-        if math.sqrt(dot1(r, r)) < 1e-6:
+        if math.sqrt(dot1(r, r)) < _Z_PARALLEL:
             r = reject1(_DOWN1, u)
         n = math.sqrt(dot1(r, r))
     r = (r[0] / n, r[1] / n, r[2] / n)
     t = cross1(u, r)
     toward = dot1(t, lateral)
-    sense = math.copysign(1.0, toward) if abs(toward) > 1e-6 else fixed
+    sense = math.copysign(1.0, toward) if abs(toward) > _SENSE_MIN else fixed
     return r, (t[0] * sense, t[1] * sense, t[2] * sense)
 
 

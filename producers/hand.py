@@ -100,6 +100,8 @@ THUMB_SIDE_AXIS: F64 = cross_unchecked(THUMB_REST, np.array([0.0, 0.0, 1.0]))
 #: A thumb bent less than this (degrees, each joint on average) has no measurable roll:
 #: the roll is then sent as 0 and counted (spec §4.3).
 THUMB_ROLL_MIN_CURL_DEG = 8.0
+#: |u1 × u2 + u2 × u3| of a thumb bent THUMB_ROLL_MIN_CURL_DEG at each joint.
+_OBSERVABLE_BEND = float(2.0 * np.sin(np.radians(THUMB_ROLL_MIN_CURL_DEG)))
 #: A finger (index…pinky) turned further than this (degrees) from its relaxed splay
 #: (the side row's ``neutral_deg``) bends in the palm plane, which no finger joint can:
 #: its three dims are not estimated in that frame and it is counted (spec §4.3).
@@ -109,6 +111,11 @@ FINGER_SIDE_IMPLAUSIBLE_DEG = 45.0
 #: every finger forward by exactly as much).
 DEPTH_FLIP_FOLD_DEG = 60.0
 _EPS = 1e-9
+#: Squared length of a finger's lateral axis under which the finger is taken straight
+#: along the palm normal (no direction: side 0, its metacarpal's lateral axis).
+_FLAT_LATERAL = 1e-18
+#: |fingers × palm normal| under this fraction of |fingers|·|normal|: a degenerate palm frame.
+_PALM_MIN_SINE = 1e-6
 _MCP, _PIP, _DIP, _TIP = (np.array(c) for c in zip(*FINGER_CHAINS.values(), strict=True))
 _XY = np.array([1.0, 1.0, 0.0])
 _ANGLE_DEG = {d.id: float(d.row.angle_deg) for d in REGISTRY.dimensions if d.row.angle_deg is not None}
@@ -261,7 +268,7 @@ def finger_angles(hand: F64, *, side: Side) -> dict[str, F64]:
     weight = spread_len / np.where(length > _EPS, length, np.nan)
     lateral = (bend + (2.0 * weight)[..., None] * lateral_pca) * _XY
     # a straight finger along the palm normal shows no direction: side 0 (its metacarpal)
-    flat = (lateral * lateral).sum(-1) < 1e-18
+    flat = (lateral * lateral).sum(-1) < _FLAT_LATERAL
     lateral = np.where(flat[..., None], np.stack([meta[..., 1], -meta[..., 0], zeros], axis=-1), lateral)
     lateral = lateral / np.sqrt((lateral * lateral).sum(-1, keepdims=True))
     d = np.stack([-lateral[..., 1], lateral[..., 0], zeros], axis=-1)  # Z × lateral
@@ -278,7 +285,7 @@ def finger_angles(hand: F64, *, side: Side) -> dict[str, F64]:
     fold, side_t, e1, e2 = _thumb_swing(a1)
     bend = cross_unchecked(a1, a2) + cross_unchecked(a2, a3)
     bend_n = _norm(bend)
-    observable = bend_n >= 2.0 * np.sin(np.radians(THUMB_ROLL_MIN_CURL_DEG))
+    observable = bend_n >= _OBSERVABLE_BEND
     n = bend / np.where(observable, bend_n, 1.0)[:, None]
     n = n * np.where(_dot(n, e2) < 0.0, -1.0, 1.0)[:, None]
     n = np.where(observable[:, None], n, e2)
@@ -376,7 +383,7 @@ def hand_dims(hand: F64, rotation: F64, present: Bool, *, side: Side,
     fn = _norm(f_body)
     ortho = _norm(cross_unchecked(f_body, n_body))
     # a depth mirror keeps every length and |f × n|: the same rows are degenerate either way
-    ok = present & (fn > _EPS) & (ortho > 1e-6 * np.maximum(fn * _norm(n_body), _EPS))
+    ok = present & (fn > _EPS) & (ortho > _PALM_MIN_SINE * np.maximum(fn * _norm(n_body), _EPS))
     rows = np.flatnonzero(ok)
     angles = np.full((batch, len(_FINGER_ROWS)), np.nan)
     flipped = np.zeros(batch, dtype=bool)

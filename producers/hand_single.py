@@ -40,7 +40,10 @@ from posewire.producers.hand import (
     _FINGER_DEG,
     _FINGER_NEUTRAL,
     _FINGER_ROWS,
+    _FLAT_LATERAL,
     _FOLD_COLUMNS,
+    _OBSERVABLE_BEND,
+    _PALM_MIN_SINE,
     _SIDE_COLUMNS,
     DEPTH_FLIP_FOLD_DEG,
     FINGER_CHAINS,
@@ -48,7 +51,6 @@ from posewire.producers.hand import (
     HAND_POINTS,
     THUMB_CHAIN,
     THUMB_REST,
-    THUMB_ROLL_MIN_CURL_DEG,
     THUMB_SIDE_AXIS,
 )
 
@@ -62,8 +64,6 @@ _ZERO3: Vec3 = (0.0, 0.0, 0.0)  # np.nan_to_num of a NaN cross product
 _TY, _TX = as_vec1(THUMB_REST), as_vec1(THUMB_SIDE_AXIS)
 _WRIST, _INDEX, _MIDDLE, _PINKY = (HAND_POINTS[k] for k in ("wrist", "index_mcp", "middle_mcp", "pinky_mcp"))
 _CHAINS = tuple(FINGER_CHAINS.values())
-#: |bend| of a thumb bent THUMB_ROLL_MIN_CURL_DEG at each joint (hand.finger_angles' test).
-_OBSERVABLE = 2.0 * sin(math.radians(THUMB_ROLL_MIN_CURL_DEG))
 _FINGER_DEG1 = {s: tuple(v.tolist()) for s, v in _FINGER_DEG.items()}
 _FINGER_NEUTRAL1 = {s: tuple(v.tolist()) for s, v in _FINGER_NEUTRAL.items()}
 _FOLDS = tuple(_FOLD_COLUMNS.tolist())
@@ -163,7 +163,7 @@ def _finger(local: Points, chain: tuple[int, int, int, int]) -> tuple[float, flo
     # the lateral axis, in the palm plane
     lateral = (bend[0] * flip + w2 * dy, bend[1] * flip + w2 * -dx, (bend[2] * flip + w2 * 0.0) * 0.0)
     squared = lateral[0] * lateral[0] + lateral[1] * lateral[1] + lateral[2] * lateral[2]
-    if squared < 1e-18:  # a straight finger along the palm normal: side 0
+    if squared < _FLAT_LATERAL:  # a straight finger along the palm normal: side 0
         lateral = (my, -mx, 0.0)
         squared = my * my + mx * mx
     ln = sqrt(squared)
@@ -194,7 +194,7 @@ def _thumb(local: Points) -> tuple[float, float, float, float]:
     c12, c23 = cross1(a1, a2), cross1(a2, a3)
     bend = (c12[0] + c23[0], c12[1] + c23[1], c12[2] + c23[2])
     bend_n = sqrt(dot1(bend, bend))
-    if bend_n >= _OBSERVABLE:
+    if bend_n >= _OBSERVABLE_BEND:
         n = (bend[0] / bend_n, bend[1] / bend_n, bend[2] / bend_n)
         if dot1(n, e2) < 0.0:
             n = (-n[0], -n[1], -n[2])
@@ -261,7 +261,7 @@ def hand_dims1(points: Points, axes: tuple[Vec3, Vec3, Vec3], *, side: Side,
     f_body, n_body = _in(axes, fingers), _in(axes, normal)
     fn = sqrt(dot1(f_body, f_body))
     ortho = cross1(f_body, n_body)
-    if not (fn > _EPS and sqrt(dot1(ortho, ortho)) > 1e-6 * max(fn * sqrt(dot1(n_body, n_body)), _EPS)):
+    if not (fn > _EPS and sqrt(dot1(ortho, ortho)) > _PALM_MIN_SINE * max(fn * sqrt(dot1(n_body, n_body)), _EPS)):
         return None
     angles = _angles(points, fingers, normal, side)
     flipped = False

@@ -128,6 +128,16 @@ TRUNK_MODEL: tuple[tuple[float, float], ...] = (
     (0.10, 0.0), (0.08, 0.10), (0.08, 0.25), (0.08, 0.50), (0.08, 0.75), (0.08, 1.0))
 
 _EPS = 1e-9
+#: Shortest hip line, shoulder line and shoulder → wrist (metres) that give a direction.
+_MIN_LENGTH = 1e-6
+#: |shoulder line × trunk| under this: shoulders along the trunk, no chest frame.
+_MIN_CROSS = 1e-9
+#: The chest solve's secant method (spec §4.5): at most this many steps, stopping when
+#: the miss is within the tolerance (radians); a step whose denominator is under the
+#: last constant is not taken.
+_SECANT_STEPS, _SECANT_TOL, _SECANT_MIN_DENOM = 6, 1e-13, 1e-15
+#: An elbow nearer the shoulder → wrist line than this (metres): a straight arm, spread 0.
+_STRAIGHT_ARM = 0.01
 #: Right side lateral is -X, left side +X (spec §3.2).
 _LATERAL = {"l": np.array([1.0, 0.0, 0.0]), "r": np.array([-1.0, 0.0, 0.0])}
 def _idx(dim_id: str) -> int:
@@ -323,8 +333,8 @@ def _chest(sl: F64, sr: F64, hl: F64, hr: F64, wanted: Bool) -> tuple[F64, F64, 
     x_p = x_p - x_p[:, 1:2] * _EY
     across = sl - sr
     trunk = 0.5 * (sl + sr) - 0.5 * (hl + hr)
-    ok = (wanted & np.isfinite(x_p).all(-1) & np.isfinite(across).all(-1) & (_norm(x_p) > 1e-6)
-          & (_norm(across) > 1e-6) & (_norm(cross_unchecked(across, trunk)) > 1e-9))
+    ok = (wanted & np.isfinite(x_p).all(-1) & np.isfinite(across).all(-1) & (_norm(x_p) > _MIN_LENGTH)
+          & (_norm(across) > _MIN_LENGTH) & (_norm(cross_unchecked(across, trunk)) > _MIN_CROSS))
     quat = np.full((batch, 4), np.nan)
     chest = np.full((batch, 3, 3), np.nan)
     local = np.full((batch, 3, 3), np.nan)
@@ -339,7 +349,7 @@ def _chest(sl: F64, sr: F64, hl: F64, hr: F64, wanted: Bool) -> tuple[F64, F64, 
     # Q0: the smallest rotation e_x -> a; Q(ψ) = Q0 · R_X(ψ)
     w = 1.0 + _dot(ex, a)
     q0 = np.concatenate([w[:, None], cross_unchecked(ex, a)], axis=-1)
-    flip = w < 1e-9
+    flip = w < _EPS
     q0[flip] = np.array([0.0, 0.0, 1.0, 0.0])
     q0 = q0 / _norm(q0)[:, None]
     y0 = rotate_unchecked(q0, np.broadcast_to(_EY, a.shape))
@@ -366,11 +376,12 @@ def _chest(sl: F64, sr: F64, hl: F64, hr: F64, wanted: Bool) -> tuple[F64, F64, 
     f0 = miss(psi0)
     psi1 = psi0 + f0 / _TRUNK_SHARE
     f1 = miss(psi1)
-    for _ in range(6):
-        if not (np.abs(f1) > 1e-13).any():
+    for _ in range(_SECANT_STEPS):
+        if not (np.abs(f1) > _SECANT_TOL).any():
             break
         denom = f1 - f0
-        step = np.where(np.abs(denom) > 1e-15, f1 * (psi1 - psi0) / np.where(np.abs(denom) > 1e-15, denom, 1.0), 0.0)
+        big = np.abs(denom) > _SECANT_MIN_DENOM
+        step = np.where(big, f1 * (psi1 - psi0) / np.where(big, denom, 1.0), 0.0)
         psi0, f0 = psi1, f1
         psi1 = psi1 - step
         f1 = miss(psi1)
@@ -606,7 +617,7 @@ def _spread(body: F64, side: Side) -> tuple[F64, Bool]:
     axis = wrist - shoulder
     offset = elbow - shoulder
     length = _norm(axis)
-    ok = np.isfinite(axis).all(-1) & np.isfinite(offset).all(-1) & (length > 1e-6)
+    ok = np.isfinite(axis).all(-1) & np.isfinite(offset).all(-1) & (length > _MIN_LENGTH)
     angle = np.full(axis.shape[0], np.nan)
     straight = np.zeros(axis.shape[0], dtype=bool)
     if ok.any():  # rows checked here: finite, non-zero axis
@@ -614,7 +625,7 @@ def _spread(body: F64, side: Side) -> tuple[F64, Bool]:
         angle[ok] = spread_angle_unchecked(u, offset[ok], side=side)
         perp = offset[ok] - _dot(offset[ok], u)[:, None] * u
         # a straight arm has no elbow direction: spread is undefined -> default 0, counted
-        straight[ok] = _norm(perp) < 0.01
+        straight[ok] = _norm(perp) < _STRAIGHT_ARM
         angle[straight] = 0.0
     return angle, straight
 

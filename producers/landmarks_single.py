@@ -50,6 +50,12 @@ from posewire.producers.landmarks import (
     _EX,
     _EY,
     _EZ,
+    _MIN_CROSS,
+    _MIN_LENGTH,
+    _SECANT_MIN_DENOM,
+    _SECANT_STEPS,
+    _SECANT_TOL,
+    _STRAIGHT_ARM,
     _TRUNK_LENGTH,
     _TRUNK_SHARE,
     BODY_CLAMP_KEY,
@@ -170,8 +176,8 @@ def _chest(sl: Vec3, sr: Vec3, hl: Vec3, hr: Vec3) -> tuple[Axes, Mat3] | None:
     x_p = (hl[0] - hr[0], 0.0, hl[2] - hr[2])  # hip line made horizontal
     across = sub1(sl, sr)
     trunk = sub1(_mid(sl, sr), _mid(hl, hr))
-    if not (_finite(hl) and _finite(hr) and _finite(across) and norm1(x_p) > 1e-6 and norm1(across) > 1e-6
-            and norm1(cross1(across, trunk)) > 1e-9):
+    if not (_finite(hl) and _finite(hr) and _finite(across) and norm1(x_p) > _MIN_LENGTH
+            and norm1(across) > _MIN_LENGTH and norm1(cross1(across, trunk)) > _MIN_CROSS):
         return None
     xp = unit1(x_p, _EPS)
     zp = cross1(xp, _EY1)
@@ -181,7 +187,7 @@ def _chest(sl: Vec3, sr: Vec3, hl: Vec3, hr: Vec3) -> tuple[Axes, Mat3] | None:
     # Q0: the smallest rotation e_x -> a; Q(ψ) = Q0 · R_X(ψ) = cos ψ/2 · Q0 + sin ψ/2 · Q0·i
     w = 1.0 + dot1(_EX1, a)
     c = cross1(_EX1, a)
-    q0: Quat = (0.0, 0.0, 1.0, 0.0) if w < 1e-9 else (w, c[0], c[1], c[2])
+    q0: Quat = (0.0, 0.0, 1.0, 0.0) if w < _EPS else (w, c[0], c[1], c[2])
     n = sqrt(q0[0] * q0[0] + q0[1] * q0[1] + q0[2] * q0[2] + q0[3] * q0[3])
     q0 = (q0[0] / n, q0[1] / n, q0[2] / n, q0[3] / n)
     y0, z0 = rotate1(q0, _EY1), rotate1(q0, _EZ1)
@@ -207,11 +213,11 @@ def _chest(sl: Vec3, sr: Vec3, hl: Vec3, hr: Vec3) -> tuple[Axes, Mat3] | None:
     f0 = miss(psi0)
     psi1 = psi0 + f0 / _TRUNK_SHARE
     f1 = miss(psi1)
-    for _ in range(6):
-        if not abs(f1) > 1e-13:
+    for _ in range(_SECANT_STEPS):
+        if not abs(f1) > _SECANT_TOL:
             break
         denom = f1 - f0
-        step = f1 * (psi1 - psi0) / denom if abs(denom) > 1e-15 else 0.0
+        step = f1 * (psi1 - psi0) / denom if abs(denom) > _SECANT_MIN_DENOM else 0.0
         psi0, f0 = psi1, f1
         psi1 = psi1 - step
         f1 = miss(psi1)
@@ -313,10 +319,10 @@ def _spread(shoulder: Vec3, elbow: Vec3, wrist: Vec3, side: Side) -> tuple[float
     whether the arm is straight (spec §4.1 "Elbow spread")."""
     axis, offset = sub1(wrist, shoulder), sub1(elbow, shoulder)
     length = norm1(axis)
-    if not (_finite(axis) and _finite(offset) and length > 1e-6):
+    if not (_finite(axis) and _finite(offset) and length > _MIN_LENGTH):
         return math.nan, False
     u = (axis[0] / length, axis[1] / length, axis[2] / length)
-    if norm1(reject1(offset, u)) < 0.01:  # a straight arm has no elbow direction: 0, counted
+    if norm1(reject1(offset, u)) < _STRAIGHT_ARM:  # a straight arm has no elbow direction: 0, counted
         return 0.0, True
     return spread_angle1(u, offset, side=side), False
 
