@@ -176,8 +176,6 @@ def _finger(local: Points, chain: tuple[int, int, int, int]) -> tuple[float, flo
     return 0.5 * (first + second) * _DEG, fold * _DEG, side
 
 
-
-
 def _thumb(local: Points) -> tuple[float, float, float, float]:
     """``(curl, fold, side, roll)`` degrees of the thumb (spec §4.3, roll NaN where the
     thumb is too straight to show it)."""
@@ -265,7 +263,8 @@ def hand_dims1(points: Points, axes: tuple[Vec3, Vec3, Vec3], *, side: Side,
         return None
     angles = _angles(points, fingers, normal, side)
     flipped = False
-    if depth_ambiguous and sum(angles[k] for k in _FOLDS) / len(_FOLDS) < -DEPTH_FLIP_FOLD_DEG:
+    f0, f1, f2, f3 = _FOLDS
+    if depth_ambiguous and (angles[f0] + angles[f1] + angles[f2] + angles[f3]) / 4.0 < -DEPTH_FLIP_FOLD_DEG:
         # spec §4.3 "Producer checks": monocular depth read backward, taken mirrored
         points = _depth_mirrored(points)
         fingers, normal = _frame(points, side)
