@@ -90,7 +90,7 @@ def _pool() -> tuple[HolisticLandmarks, LandmarkCalibration]:
 _MUTATIONS = ("no_left", "no_right", "no_face", "face_478", "nan_pose_point", "nan_hand_point", "nan_face_point",
               "hands_only", "swap_labels", "selfie", "no_pose_image", "hips_unseen", "wrist_unseen",
               "collapsed_hand", "zero_phalanx", "straight_arm", "shoulders_together", "hips_turned",
-              "far_away", "finger_along_normal", "depth_flip", "finger_sideways")
+              "far_away", "finger_along_normal", "depth_flip", "finger_sideways", "float32")
 
 
 @st.composite
@@ -183,6 +183,9 @@ def frames(draw: st.DrawFn) -> tuple[HolisticLandmarks, str]:
                     v = h[k] - h[mcp]
                     h[k] = h[mcp] + v * np.cos(turn) + np.cross(axis, v) * np.sin(turn) \
                         + axis * (axis @ v) * (1 - np.cos(turn))
+        elif m == "float32":  # MediaPipe's own precision
+            pose, vis, left, right = (a.astype(np.float32) for a in (pose, vis, left, right))
+            face = None if face is None else face.astype(np.float32)
     out = HolisticLandmarks(pose, vis, left, right, face, lm.hand_scale, image)
     return out, draw(st.sampled_from(["report", "flip"]))
 
