@@ -153,3 +153,7 @@ def test_fidelity_bench_quick_run_prints_every_table(capsys: pytest.CaptureFixtu
     assert "holistic_signer.pose" in out and "kalidokit" in out
     for group in bench.GROUPS:
         assert f"| {group} |" in out
+    bench.encode_speed(47, 1)  # section 3: the float path beside its numpy peer (figures only)
+    out = capsys.readouterr().out
+    assert "| numpy / float (best) |" in out and "| holistic_signer.pose |" in out
+    assert "| ground truth, every part present, 2/6 mm noise |" in out and "batch of 2000" in out
