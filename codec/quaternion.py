@@ -75,6 +75,7 @@ __all__ = [
     "rotate_unchecked",
     "sub1",
     "to_axis_angle",
+    "to_frame1",
     "to_matrix",
     "to_matrix1",
     "unit1",
@@ -482,6 +483,14 @@ def reject1(v: Vec3, u: Vec3) -> Vec3:
     """``v − (v·u)·u``: ``v`` without its component along the unit ``u``."""
     k = 0.0 + v[0] * u[0] + v[1] * u[1] + v[2] * u[2]
     return (v[0] - k * u[0], v[1] - k * u[1], v[2] - k * u[2])
+
+
+def to_frame1(axes: tuple[Vec3, Vec3, Vec3], v: Vec3) -> Vec3:
+    """``Rᵀ·v`` for the rotation ``R`` whose columns are ``axes`` (a frame's X, Y, Z in world
+    coordinates): ``v`` in that frame (``einsum("bji,bj->bi", R, v)``)."""
+    (x0, x1, x2), (y0, y1, y2), (z0, z1, z2) = axes
+    v0, v1, v2 = v
+    return (0.0 + x0 * v0 + x1 * v1 + x2 * v2, 0.0 + y0 * v0 + y1 * v1 + y2 * v2, 0.0 + z0 * v0 + z1 * v1 + z2 * v2)
 
 
 def multiply1(a: Quat, b: Quat) -> Quat:

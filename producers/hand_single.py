@@ -33,6 +33,7 @@ from posewire.codec.quaternion import (
     palm_from_axes1,
     reject1,
     sub1,
+    to_frame1,
     unit1,
 )
 from posewire.producers.hand import (
@@ -231,13 +232,6 @@ def _depth_mirrored(points: Points) -> Points:
     return [(x, y, z * -1.0 + z2) for x, y, z in points]
 
 
-def _in(axes: tuple[Vec3, Vec3, Vec3], v: Vec3) -> Vec3:
-    # Rᵀ·v (einsum "bji,bj->bi": sums from +0.0)
-    (x0, x1, x2), (y0, y1, y2), (z0, z1, z2) = axes
-    v0, v1, v2 = v
-    return (0.0 + x0 * v0 + x1 * v1 + x2 * v2, 0.0 + y0 * v0 + y1 * v1 + y2 * v2, 0.0 + z0 * v0 + z1 * v1 + z2 * v2)
-
-
 class HandDims1(NamedTuple):
     """:class:`posewire.producers.hand.HandDims` of one tracked hand: ``values`` the
     normalized palm dims ``(w_qx, w_qy, w_qz)`` then the finger rows (order of
@@ -256,7 +250,7 @@ def hand_dims1(points: Points, axes: tuple[Vec3, Vec3, Vec3], *, side: Side,
     given the body axes ``(X, Y, Z)`` in world coordinates (spec §2.3); None where the
     palm frame is degenerate (not tracked)."""
     fingers, normal = _frame(points, side)
-    f_body, n_body = _in(axes, fingers), _in(axes, normal)
+    f_body, n_body = to_frame1(axes, fingers), to_frame1(axes, normal)
     fn = sqrt(dot1(f_body, f_body))
     ortho = cross1(f_body, n_body)
     if not (fn > _EPS and sqrt(dot1(ortho, ortho)) > _PALM_MIN_SINE * max(fn * sqrt(dot1(n_body, n_body)), _EPS)):
@@ -269,7 +263,7 @@ def hand_dims1(points: Points, axes: tuple[Vec3, Vec3, Vec3], *, side: Side,
         points = _depth_mirrored(points)
         fingers, normal = _frame(points, side)
         angles = _angles(points, fingers, normal, side)
-        f_body, n_body = _in(axes, fingers), _in(axes, normal)
+        f_body, n_body = to_frame1(axes, fingers), to_frame1(axes, normal)
         flipped = True
     # spec §4.2: palm_from_directions / palm_encode (left mirrored, canonical, clamp 0.98)
     y = unit1(f_body, _EPS)

@@ -38,6 +38,7 @@ from posewire.codec.quaternion import (
     reject1,
     rotate1,
     sub1,
+    to_frame1,
     to_matrix1,
     unit1,
 )
@@ -125,13 +126,6 @@ def _finite(v: Vec3) -> bool:
     return v[0] * 0.0 + v[1] * 0.0 + v[2] * 0.0 == 0.0
 
 
-def _in(axes: Axes, v: Vec3) -> Vec3:
-    # Rᵀ·v: world -> the frame of ``axes`` (einsum's sums, from +0.0)
-    (x0, x1, x2), (y0, y1, y2), (z0, z1, z2) = axes
-    v0, v1, v2 = v
-    return (0.0 + x0 * v0 + x1 * v1 + x2 * v2, 0.0 + y0 * v0 + y1 * v1 + y2 * v2, 0.0 + z0 * v0 + z1 * v1 + z2 * v2)
-
-
 def _points(rows: list[list[float]], x_sign: float) -> list[Vec3]:
     """MediaPipe camera axes -> y-up (spec §2.3, landmarks.MEDIAPIPE_TO_Y_UP), x negated
     for ``mirrored="flip"``; a point with any non-finite coordinate is NaN. ``+ 0.0``: the
@@ -145,9 +139,8 @@ def _hand(arr: NDArray[np.float64], x_sign: float) -> tuple[Points | None, Vec3]
     flat = arr.ravel().tolist()
     # all 63 coordinates finite (the sum is not finite only with a NaN or infinity, or
     # past 1e306: then each is checked)
-    if isfinite(sum(flat)) or all(map(math.isfinite, flat)):
-        it = iter(flat)
-        points = [(x_sign * (x + 0.0), -y + 0.0, -z + 0.0) for x, y, z in zip(it, it, it, strict=True)]
+    if isfinite(sum(flat)) or all(map(isfinite, flat)):
+        points = _points(arr[0].tolist(), x_sign)
         return points, points[0]
     return None, _points([flat[:3]], x_sign)[0]
 
@@ -182,8 +175,8 @@ def _chest(sl: Vec3, sr: Vec3, hl: Vec3, hr: Vec3) -> tuple[Axes, Mat3] | None:
     xp = unit1(x_p, _EPS)
     zp = cross1(xp, _EY1)
     pelvis: Axes = (xp, _EY1, zp)
-    a = unit1(_in(pelvis, across), _EPS)
-    t = unit1(_in(pelvis, trunk), _EPS)
+    a = unit1(to_frame1(pelvis, across), _EPS)
+    t = unit1(to_frame1(pelvis, trunk), _EPS)
     # Q0: the smallest rotation e_x -> a; Q(ψ) = Q0 · R_X(ψ) = cos ψ/2 · Q0 + sin ψ/2 · Q0·i
     w = 1.0 + dot1(_EX1, a)
     c = cross1(_EX1, a)
@@ -337,7 +330,8 @@ def _head(frame: _Frame, face: list[Vec3]) -> tuple[Vec3, bool] | None:
     y = unit1(reject1(sub1(forehead, chin), x), _EPS)
     if not (_finite(x) and _finite(y)):
         return None
-    cx, cy, cz = _in(frame.axes, x), _in(frame.axes, y), _in(frame.axes, cross1(x, y))  # columns of Rᵀ·F
+    axes = frame.axes  # Rᵀ·F by columns
+    cx, cy, cz = to_frame1(axes, x), to_frame1(axes, y), to_frame1(axes, cross1(x, y))
     return matrix_to_head1(((cx[0], cy[0], cz[0]), (cx[1], cy[1], cz[1]), (cx[2], cy[2], cz[2])))
 
 
@@ -377,12 +371,12 @@ def encode1(lm: HolisticLandmarks, cal: LandmarkCalibration, *, visibility_thres
     for side in ("l", "r"):
         s: Side = "l" if side == "l" else "r"
         # spec §4.1: hand position relative to the neck in units L, elbow spread
-        wrist = _in(frame.axes, sub1(frame.pose[f"wrist_{s}"], frame.neck))
+        wrist = to_frame1(frame.axes, sub1(frame.pose[f"wrist_{s}"], frame.neck))
         arm_ok = valid and frame.visibility[f"wrist_{s}"] >= visibility_threshold and _finite(wrist)
         tracked[f"arm_{s}"] = arm_ok
         if arm_ok:
-            shoulder = _in(frame.axes, sub1(frame.pose[f"shoulder_{s}"], frame.neck))
-            elbow = _in(frame.axes, sub1(frame.pose[f"elbow_{s}"], frame.neck))
+            shoulder = to_frame1(frame.axes, sub1(frame.pose[f"shoulder_{s}"], frame.neck))
+            elbow = to_frame1(frame.axes, sub1(frame.pose[f"elbow_{s}"], frame.neck))
             spread, straight = _spread(shoulder, elbow, wrist, s)
             _put(row, _ARM_COLS[s], (*arm_to_normalized1(wrist, cal.units, side=s), spread / _SPREAD_MAX[s]),
                  clamped_cols)

@@ -60,6 +60,15 @@ def test_vector_helpers(a: qn.Vec3, b: qn.Vec3) -> None:
         assert all(math.isnan(c) for c in u)
 
 
+@given(quat | quat_special, vec3)
+def test_to_frame(q: qn.Quat, v: qn.Vec3) -> None:
+    m = qn.to_matrix(np.array(q))
+    axes = tuple(tuple(c) for c in m.T.tolist())  # the columns
+    expected = np.einsum("bji,bj->bi", m[None], np.array(v)[None])[0]
+    _close(qn.to_frame1(axes, v), expected)  # type: ignore[arg-type]
+    _same_zeros(qn.to_frame1(axes, v), expected)  # type: ignore[arg-type]
+
+
 @given(quat | quat_special, quat | quat_special, vec3)
 def test_quaternion_products(a: qn.Quat, b: qn.Quat, v: qn.Vec3) -> None:
     _close(qn.multiply1(a, b), qn.multiply_unchecked(np.array(a), np.array(b)), 1e-10)
