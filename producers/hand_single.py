@@ -68,8 +68,8 @@ _CHAINS = tuple(FINGER_CHAINS.values())
 _FINGER_DEG1 = {s: tuple(v.tolist()) for s, v in _FINGER_DEG.items()}
 _FINGER_NEUTRAL1 = {s: tuple(v.tolist()) for s, v in _FINGER_NEUTRAL.items()}
 _FOLDS = tuple(_FOLD_COLUMNS.tolist())
-#: index…pinky: (side, fold, curl) slots, as hand._SIDE_COLUMNS − 0, 1, 2
-_FINGER_SLOTS = tuple((k, k - 1, k - 2) for k in _SIDE_COLUMNS.tolist())
+#: index…pinky: (side, fold, curl) slots, as hand._SIDE_COLUMNS − 0, 1, 2 (the plausibility check)
+_SIDE_FOLD_CURL = tuple((k, k - 1, k - 2) for k in _SIDE_COLUMNS.tolist())
 _ROW = {row: k for k, row in enumerate(_FINGER_ROWS)}
 #: (curl, fold, side) slots of each finger in the finger rows, thumb first; the roll's slot.
 _SLOTS = tuple(tuple(_ROW[f"g_{f}_{k}"] for k in ("curl", "fold", "side")) for f in ("thumb", *FINGER_CHAINS))
@@ -87,7 +87,8 @@ def _chain_angles(chain: tuple[Vec3, ...], axis: Vec3) -> list[float]:
         k = 0.0 + v[0] * ax + v[1] * ay + v[2] * az
         p.append((v[0] - k * ax, v[1] - k * ay, v[2] - k * az))
     return [atan2(0.0 + (uy * vz - uz * vy) * ax + (uz * vx - ux * vz) * ay + (ux * vy - uy * vx) * az,
-                       0.0 + ux * vx + uy * vy + uz * vz) for (ux, uy, uz), (vx, vy, vz) in itertools.pairwise(p)]
+                  0.0 + ux * vx + uy * vy + uz * vz)
+            for (ux, uy, uz), (vx, vy, vz) in itertools.pairwise(p)]
 
 
 def _angle(cross: Vec3, u: Vec3, v: Vec3) -> float:
@@ -271,7 +272,7 @@ def hand_dims1(points: Points, axes: tuple[Vec3, Vec3, Vec3], *, side: Side,
     # spec §4.3: a finger bent in the palm plane is not estimated
     neutral = _FINGER_NEUTRAL1[side]
     implausible = 0
-    for slots in _FINGER_SLOTS:
+    for slots in _SIDE_FOLD_CURL:
         if abs(angles[slots[0]] - neutral[slots[0]]) > FINGER_SIDE_IMPLAUSIBLE_DEG:
             implausible += 1
             for k in slots:
