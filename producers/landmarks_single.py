@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from math import atan2, cos, isfinite, sin, sqrt
+from math import atan2, cos, sin, sqrt
 from typing import Literal, NamedTuple
 
 import numpy as np
@@ -126,23 +126,20 @@ def _finite(v: Vec3) -> bool:
     return v[0] * 0.0 + v[1] * 0.0 + v[2] * 0.0 == 0.0
 
 
-def _points(rows: list[list[float]], x_sign: float) -> list[Vec3]:
-    """MediaPipe camera axes -> y-up (spec §2.3, landmarks.MEDIAPIPE_TO_Y_UP), x negated
-    for ``mirrored="flip"``; a point with any non-finite coordinate is NaN. ``+ 0.0``: the
-    product with the diagonal matrix sums from +0.0, so a zero coordinate is +0.0."""
+def _points(arr: NDArray[np.float64], x_sign: float) -> list[Vec3]:
+    """Points ``(K, 3)`` in MediaPipe camera axes -> y-up 3-tuples (spec §2.3,
+    landmarks.MEDIAPIPE_TO_Y_UP), x negated for ``mirrored="flip"``; a point with any
+    non-finite coordinate is NaN. ``+ 0.0``: the product with the diagonal matrix sums from
+    +0.0, so a zero coordinate is +0.0."""
+    it = iter(arr.ravel().tolist())
     return [(x_sign * (x + 0.0), -y + 0.0, -z + 0.0) if x * 0.0 + y * 0.0 + z * 0.0 == 0.0 else _NAN3
-            for x, y, z in rows]
+            for x, y, z in zip(it, it, it, strict=True)]
 
 
 def _hand(arr: NDArray[np.float64], x_sign: float) -> tuple[Points | None, Vec3]:
     """One hand's 21 points when all are present (else None) and its wrist."""
-    flat = arr.ravel().tolist()
-    # all 63 coordinates finite (the sum is not finite only with a NaN or infinity, or
-    # past 1e306: then each is checked)
-    if isfinite(sum(flat)) or all(map(isfinite, flat)):
-        points = _points(arr[0].tolist(), x_sign)
-        return points, points[0]
-    return None, _points([flat[:3]], x_sign)[0]
+    points = _points(arr, x_sign)
+    return (points if _NAN3 not in points else None), points[0]  # _points' own _NAN3 (identity)
 
 
 # ---------------------------------------------------------------------------- chest (spec §4.5)
@@ -241,7 +238,7 @@ class _Frame(NamedTuple):
 
 def _prepare(lm: HolisticLandmarks, x_sign: float, visibility_threshold: float) -> _Frame:
     """landmarks._prepare of a batch of one frame."""
-    pose = dict(zip(_POSE_NAMES, _points(lm.pose_world[0].take(_POSE_AT, axis=0).tolist(), x_sign), strict=True))
+    pose = dict(zip(_POSE_NAMES, _points(lm.pose_world[0].take(_POSE_AT, axis=0), x_sign), strict=True))
     vis = dict(zip(_POSE_NAMES, lm.pose_visibility[0].take(_POSE_AT).tolist(), strict=True))
     (left, wrist_l), (right, wrist_r) = _hand(lm.left_hand, x_sign), _hand(lm.right_hand, x_sign)
 
@@ -401,7 +398,7 @@ def encode1(lm: HolisticLandmarks, cal: LandmarkCalibration, *, visibility_thres
 
     head = None
     if lm.face is not None:
-        head = _head(frame, _points(lm.face[0].take(_FACE_AT, axis=0).tolist(), x_sign))
+        head = _head(frame, _points(lm.face[0].take(_FACE_AT, axis=0), x_sign))
         tracked["head"] = head is not None
         if head is not None:
             _put(row, _HEAD_COLS, head[0], clamped_cols)
