@@ -93,6 +93,7 @@ _PLAUSIBLE = as_vec1(BODY_PLAUSIBLE * BODY_MAX_DEG)
 #: The pose sites used (POSE_POINTS) and the face-mesh points of the head frame, gathered at once.
 _POSE_NAMES = tuple(POSE_POINTS)
 _POSE_AT = np.array([POSE_POINTS[n] for n in _POSE_NAMES], dtype=np.intp)
+_WRISTS_AT = np.array([POSE_POINTS["wrist_l"], POSE_POINTS["wrist_r"]], dtype=np.intp)
 _FACE_AT = np.array([FACE_POINTS[k] for k in ("eye_outer_l", "eye_outer_r", "forehead", "chin")], dtype=np.intp)
 _LOWER, _UPPER = LOWER.tolist(), UPPER.tolist()
 _IDS = [d.id for d in REGISTRY.dimensions]
@@ -220,6 +221,15 @@ def _chest(sl: Vec3, sr: Vec3, hl: Vec3, hr: Vec3) -> tuple[Axes, Mat3] | None:
     return (chest[0], chest[1], chest[2]), m
 
 
+def _nearer_other(wrist: Vec3, own: tuple[float, float], other: tuple[float, float]) -> bool:
+    """landmarks._prepare's check: a hand's wrist (y-up, back to image axes: x right, y
+    down) lies nearer the other pose wrist by SWAP_DISTANCE_RATIO than its own."""
+    x, y = wrist[0], -wrist[1]
+    (ox, oy), (wx, wy) = other, own
+    return (sqrt((x - ox) * (x - ox) + (y - oy) * (y - oy))
+            < SWAP_DISTANCE_RATIO * sqrt((x - wx) * (x - wx) + (y - wy) * (y - wy)))
+
+
 class _Frame(NamedTuple):
     """landmarks._Prepared of one frame."""
 
@@ -271,17 +281,10 @@ def _prepare(lm: HolisticLandmarks, x_sign: float, visibility_threshold: float) 
     mirrored = valid and dot1(handed, axes[1]) > MIRROR_MIN_SINE
     # spec §4.3: a hand at the other pose wrist was mislabelled
     if lm.pose_image is not None:  # each hand against both pose wrists, in the image plane
-        image = lm.pose_image[0].take(_POSE_AT, axis=0)[:, :2].tolist()
-        at = {n: (x_sign * u, v) for n, (u, v) in zip(_POSE_NAMES, image, strict=True)}
-
-        def nearer_other(wrist: Vec3, own: str, other: str) -> bool:
-            x, y = wrist[0], -wrist[1]  # back to image axes (x right, y down)
-            (ox, oy), (wx, wy) = at[other], at[own]
-            return (sqrt((x - ox) * (x - ox) + (y - oy) * (y - oy))
-                    < SWAP_DISTANCE_RATIO * sqrt((x - wx) * (x - wx) + (y - wy) * (y - wy)))
-
-        other_l = left is not None and nearer_other(wrist_l, "wrist_l", "wrist_r")
-        other_r = right is not None and nearer_other(wrist_r, "wrist_r", "wrist_l")
+        (ul, vl), (ur, vr) = lm.pose_image[0].take(_WRISTS_AT, axis=0)[:, :2].tolist()
+        image_l, image_r = (x_sign * ul, vl), (x_sign * ur, vr)
+        other_l = left is not None and _nearer_other(wrist_l, image_l, image_r)
+        other_r = right is not None and _nearer_other(wrist_r, image_r, image_l)
         swapped = (other_l and other_r) or (other_l and right is None) or (other_r and left is None)
     else:  # both hands against the pose wrists' left-right order
         swapped = dot1(sub1(wrist_l, wrist_r), sub1(pose["wrist_l"], pose["wrist_r"])) < 0.0
