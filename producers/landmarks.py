@@ -418,7 +418,9 @@ def _prepare(lm: HolisticLandmarks, mirrored: str = "report", visibility_thresho
     sl, sr = pose[:, POSE_POINTS["shoulder_l"]], pose[:, POSE_POINTS["shoulder_r"]]
     hl, hr = pose[:, POSE_POINTS["hip_l"]], pose[:, POSE_POINTS["hip_r"]]
     vis = np.asarray(lm.pose_visibility, dtype=np.float64)
-    hips_seen: Bool = np.asarray((vis[:, [POSE_POINTS["hip_l"], POSE_POINTS["hip_r"]]] >= visibility_threshold).all(-1))
+    # a hip point that is missing (NaN) is not seen, whatever its visibility says
+    hips_seen: Bool = np.asarray((vis[:, [POSE_POINTS["hip_l"], POSE_POINTS["hip_r"]]] >= visibility_threshold).all(-1)
+                                 & np.isfinite(hl).all(-1) & np.isfinite(hr).all(-1))
     rotation, quat, local, valid = _chest(sl, sr, hl, hr, hips_seen)  # frames without hips: below
     # a torso turned far beyond the registry range relative to the pelvis means the hips
     # are misplaced (occluded, cropped): treated like hips out of view, reported
@@ -539,8 +541,7 @@ def _calibrate(lm: HolisticLandmarks, prep: _Prepared, visibility_threshold: flo
     neck_med = 0.5 * (shoulder_l + shoulder_r)
     chord = np.linalg.norm(0.5 * (body[:, POSE_POINTS["shoulder_l"]] + body[:, POSE_POINTS["shoulder_r"]])
                            - 0.5 * (body[:, POSE_POINTS["hip_l"]] + body[:, POSE_POINTS["hip_r"]]), axis=-1)
-    trunk = float(np.median(chord * _trunk_stretch(prep.quat[prep.valid])))
-    hip_mid = neck_med + np.array([0.0, -trunk, 0.0])  # the upright trunk below the neck
+    trunk = _median(chord * _trunk_stretch(prep.quat[prep.valid]))
 
     # d_z: arm length = upper arm + forearm, which is the extended-arm length whatever the
     # elbow bend (spec §4.1: never measured from the animated pose itself).
@@ -576,7 +577,11 @@ def _calibrate(lm: HolisticLandmarks, prep: _Prepared, visibility_threshold: flo
         notes.append("hand length not measurable: no hand_scale (image -> metres)")
     # reference pose (spec §4.1): the measured arm hangs straight down from shoulder_r and
     # the open hand continues it; measure_calibration then applies the §2.2 site rules.
-    sites: dict[str, F64] = {"shoulder_l": shoulder_l, "shoulder_r": shoulder_r, "hip_mid": hip_mid}
+    sites: dict[str, F64] = {"shoulder_l": shoulder_l, "shoulder_r": shoulder_r}
+    if trunk is not None:
+        sites["hip_mid"] = neck_med + np.array([0.0, -trunk, 0.0])  # the upright trunk below the neck
+    else:  # spec §4.1 fallback: the y axis falls back to shoulder width (reported)
+        notes.append("torso length not measurable: no frame has both hip points")
     if d_z is not None:
         sites["wrist_r"] = shoulder_r + np.array([0.0, -d_z, 0.0])
         if d_x is not None:

@@ -254,7 +254,9 @@ def _prepare(lm: HolisticLandmarks, x_sign: float, visibility_threshold: float) 
 
     # spec §4.5: the chest from the pelvis and the torso rotation Q
     sl, sr, hl, hr = pose["shoulder_l"], pose["shoulder_r"], pose["hip_l"], pose["hip_r"]
-    hips_seen = vis["hip_l"] >= visibility_threshold and vis["hip_r"] >= visibility_threshold
+    # a hip point that is missing (NaN) is not seen, whatever its visibility says
+    hips_seen = (vis["hip_l"] >= visibility_threshold and vis["hip_r"] >= visibility_threshold
+                 and all(math.isfinite(c) for c in (*hl, *hr)))
     solved = _chest(sl, sr, hl, hr) if hips_seen else None
     axes: Axes = (_NAN3, _NAN3, _NAN3)
     body: Vec3 | None = None

@@ -133,3 +133,33 @@ def test_a_finger_bent_in_the_palm_plane_is_not_estimated() -> None:
             seen = _roll_seen(vec, d.id[-1])
             got, want = got[seen], want[seen]
         np.testing.assert_allclose(got, want, atol=1e-6, err_msg=d.id)
+
+
+def test_missing_hip_points_are_hips_not_seen_in_both_paths() -> None:
+    # a hip landmark missing (NaN, e.g. confidence 0 in a .pose file) with a high
+    # visibility: no crash; the frame takes the upright chest (spec §4.5), body dims are not
+    # estimated and reported, and without any hip the torso axis falls back to S (§4.1)
+    rng = np.random.default_rng(3)
+    gt = render(random_vectors(rng, 3))
+    pose = gt.landmarks.pose_world.copy()
+    pose[:, 23] = np.nan
+    lm = replace(gt.landmarks, pose_world=pose)
+    batch = landmarks_to_vectors(lm)
+    assert batch.report.degenerate["body_hips_not_visible"] == 3
+    assert "y" in batch.calibration.units.fallback_axes
+    assert any("torso length not measurable" in n for n in batch.report.notes)
+    body = [REGISTRY.index(i) for i in ("b_yaw", "b_pitch", "b_roll")]
+    assert np.isnan(batch.vectors[:, body]).all()
+    assert np.isfinite(batch.vectors[:, REGISTRY.index("a_x_r")]).all()
+    for k in range(3):  # the single-frame path, calibrated the same way
+        one = landmarks_to_vectors(_frame(lm, k), calibration=batch.calibration)
+        np.testing.assert_allclose(one.vectors[0], batch.vectors[k], atol=1e-9, equal_nan=True)
+        assert one.report.degenerate["body_hips_not_visible"] == 1
+
+
+def _frame(lm: HolisticLandmarks, k: int) -> HolisticLandmarks:
+    def pick(a: F64 | None) -> F64 | None:
+        return None if a is None else a[k:k + 1]
+    return HolisticLandmarks(pose_world=lm.pose_world[k:k + 1], pose_visibility=lm.pose_visibility[k:k + 1],
+                             left_hand=lm.left_hand[k:k + 1], right_hand=lm.right_hand[k:k + 1],
+                             face=pick(lm.face), hand_scale=pick(lm.hand_scale), pose_image=pick(lm.pose_image))
