@@ -470,7 +470,8 @@ class Relay:
     * ``ping_interval`` / ``ping_timeout`` — keepalive (None: off); a producer hello for a
       busy stream replaces a producer that does not answer a ping within ``ping_timeout``.
     * ``send_window`` — frames a consumer may have in flight beyond the last
-      acknowledged one before the relay holds only its newest frame.
+      acknowledged one before the relay holds only its newest frame (a window ping after
+      every half window, spec §5.7 rule 4).
     * ``status_every`` — seconds between status lines on ``status_file`` (0/None: off);
       ``send_buffer`` — kernel send buffer per connection in bytes (None: OS default).
     * ``broker`` — a :class:`posewire.cluster.Broker`: share the streams with the relays
@@ -488,7 +489,7 @@ class Relay:
                  hello_timeout: float = 3.0, hello_rate: float = 50.0, hello_burst: int = 200,
                  ping_interval: float | None = DEFAULT_PING_INTERVAL,
                  ping_timeout: float | None = DEFAULT_PING_TIMEOUT,
-                 send_window: int = 64,
+                 send_window: int = 128,
                  status_every: float | None = None, status_file: TextIO | None = None,
                  send_buffer: int | None = 16384, close_timeout: float = 2.0,
                  broker: Broker | None = None) -> None:
@@ -539,7 +540,7 @@ class Relay:
         self.ping_interval = ping_interval
         self.ping_timeout = ping_timeout
         self.send_window = send_window
-        self._ping_every = max(1, send_window // 4)
+        self._ping_every = max(1, send_window // 2)
         self._phase = count()
         self.status_every = status_every
         self.status_file = status_file
@@ -1119,7 +1120,7 @@ class Relay:
         for kind, item in stream.late_join():  # spec §5.7: late joiner
             box.put(kind, item)
         client.mailbox = box
-        # spec §5.7 rule 4: the consumers' window pings are spread over W/4 frames (one
+        # spec §5.7 rule 4: the consumers' window pings are spread over W/2 frames (one
         # phase each) instead of all falling on the same frame
         client.ping_mark = -(next(self._phase) % self._ping_every)
         stream.consumers.add(client)

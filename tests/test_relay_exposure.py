@@ -481,26 +481,26 @@ async def test_keepalive_pings_have_a_phase_and_close_a_consumer_that_stops_answ
 
 
 async def test_window_pings_of_consumers_fall_on_different_frames() -> None:
-    window = 32  # a ping every 8 frames per consumer
+    window = 16  # a ping every 8 frames per consumer
     async with Relay("127.0.0.1", port=0, max_fps=1000, burst_s=2.0, send_window=window,
                      ping_interval=None) as relay:
         consumers = [await open_raw(relay.url, "consumer", "s", connection_class=PingWatch)
                      for _ in range(8)]
         pub = await open_raw(relay.url, "producer", "s")
-        for seq in range(window // 4):
+        for seq in range(window // 2):
             await pub.send(frame(seq))
         for c in consumers:
-            for seq in range(window // 4):
+            for seq in range(window // 2):
                 got = await c.recv()
                 assert isinstance(got, Frame) and got.seq == seq
         watches = [c.ws for c in consumers if isinstance(c.ws, PingWatch)]
         assert len(watches) == len(consumers)
         await wait_for(lambda: all(w.window_pings for w in watches))
         # spec §5.7 rule 4: each consumer has its own phase, so the pings (and the pongs
-        # the relay reads back) spread over W/4 frames instead of all coming at once
+        # the relay reads back) spread over W/2 frames instead of all coming at once
         firsts = sorted(w.window_pings[0] for w in watches)
-        assert firsts == list(range(2, window // 4 + 2))  # the welcome, then 1…8 frames
-        await wait_for(lambda: all(c.in_flight < window // 4 for c in relay.consumers("s")))
+        assert firsts == list(range(2, window // 2 + 2))  # the welcome, then 1…8 frames
+        await wait_for(lambda: all(c.in_flight < window // 2 for c in relay.consumers("s")))
 
 
 async def test_a_full_window_is_probed_again_until_a_pong_reopens_it() -> None:
