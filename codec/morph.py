@@ -27,7 +27,8 @@ in :data:`posewire.codec.registry.ARKIT_CHANNELS` order (52) or registry order (
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -53,6 +54,7 @@ __all__ = [
     "arkit_array_to_dict",
     "arkit_dict_to_array",
     "arkit_to_dims",
+    "arkit_to_dims1",
     "dims_to_arkit",
     "validate_weights",
 ]
@@ -358,3 +360,53 @@ def arkit_to_dims(
     # clipped silently; a real overshoot is reported (spec §4.6)
     dims_clipped[..., FACE_DIM_INDICES] = np.abs(solved) > 1.0 + SOLVE_ROUNDING
     return out, WeightReport(report.clamped, report.replaced, dims_clipped)
+
+
+def arkit_to_dims1(weights: NDArray[np.float64]) -> tuple[list[float], dict[str, list[str]]]:
+    """:func:`arkit_to_dims` of one ``(52,)`` weight array under ``policy="clamp"``, for the
+    live encoder's one frame at a time (spec §4.6): numpy's per-call overhead, not the
+    arithmetic, is the cost there. Returns the face/mouth values in
+    :data:`FACE_DIM_INDICES` order and :meth:`WeightReport.channels` of the report.
+
+    The same steps as the batch path: weights outside ``[0, 1]`` clamped, non-finite ones
+    replaced by 0 (:func:`validate_weights`); the one solve ``w @ G⁺`` (the batch path's
+    own matmul, so the parts are bit-equal); then per dim ``p, m`` rounded to 0 up to
+    :data:`SOLVE_ROUNDING`, ``n = p − m`` clipped to ``[-1, 1]``, clips past the rounding
+    reported.
+    """
+    arr = np.asarray(weights, dtype=np.float64)
+    if arr.shape != (N_ARKIT,):
+        raise UsageError("usage.shape", f"expected one ({N_ARKIT},) weight array, got {arr.shape}")
+    values: list[float] = arr.tolist()
+    clamped: list[str] = []
+    replaced: list[str] = []
+    if not all(0.0 <= w <= 1.0 for w in values):  # validate_weights, policy="clamp"
+        for c, w in enumerate(values):
+            if math.isfinite(w):
+                if not 0.0 <= w <= 1.0:
+                    clamped.append(ARKIT_CHANNELS[c])
+                    values[c] = 0.0 if w < 0.0 else 1.0
+            else:
+                replaced.append(ARKIT_CHANNELS[c])
+                values[c] = 0.0
+        arr = np.array(values)
+    return _solve1(arr @ _SOLVE, clamped, replaced)
+
+
+_FACE_IDS: tuple[str, ...] = tuple(DIMENSIONS[int(i)].id for i in FACE_DIM_INDICES)
+
+
+def _solve1(solved_parts: NDArray[np.float64], clamped: list[str],
+            replaced: list[str]) -> tuple[list[float], dict[str, list[str]]]:
+    # spec §4.6: p, m ≥ 0 (rounding to 0), n = p − m clipped to [-1, 1], real overshoots reported
+    parts: Sequence[float] = solved_parts.tolist()
+    k = len(_FACE_IDS)
+    face: list[float] = []
+    clipped: list[str] = []
+    for i in range(k):
+        p, m = parts[i], parts[k + i]
+        n = (p if p > SOLVE_ROUNDING else 0.0) - (m if m > SOLVE_ROUNDING else 0.0)
+        if abs(n) > 1.0 + SOLVE_ROUNDING:
+            clipped.append(_FACE_IDS[i])
+        face.append(1.0 if n > 1.0 else -1.0 if n < -1.0 else n)
+    return face, {"clamped": clamped, "replaced": replaced, "dims_clipped": clipped}

@@ -26,26 +26,32 @@ canonical face has +x toward the subject's left eye, +y up, +z out of the face.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
 
 from posewire.codec.errors import UsageError
 from posewire.codec.euler import matrix_to_head
-from posewire.codec.morph import N_ARKIT, arkit_to_dims
+from posewire.codec.morph import FACE_DIM_INDICES, N_ARKIT, arkit_to_dims, arkit_to_dims1
+from posewire.codec.quaternion import Mat3, Vec3, dot1, norm1, sub1
 from posewire.codec.registry import REGISTRY
 from posewire.codec.vector import N_DIMS
 
 __all__ = [
     "EYEBALL_RADIUS_EYE_WIDTHS",
+    "EYE_MESH_INDEX",
     "EYE_POINTS",
     "GAZE_FULL_DEG",
     "UNOBSERVED_BY_BLENDSHAPES",
     "blendshape_dims",
+    "blendshape_dims1",
     "head_from_face_matrix",
     "iris_gaze",
+    "iris_gaze1",
     "rotation_part",
+    "rotation_part1",
 ]
 
 F64 = NDArray[np.float64]
@@ -62,9 +68,12 @@ GAZE_FULL_DEG = 30.0
 #: Dims whose only ARKit channel MediaPipe's blendshape model lacks (``tongueOut``): left
 #: NaN (not estimated) rather than a made-up 0.
 UNOBSERVED_BY_BLENDSHAPES: tuple[str, ...] = ("m_tongue",)
+#: The mesh rows :func:`iris_gaze1` reads: :data:`EYE_POINTS` of "r" then "l", flattened.
+EYE_MESH_INDEX: NDArray[np.intp] = np.array([i for eye in EYE_POINTS.values() for i in eye], dtype=np.intp)
 
 _EYE = np.eye(3)
 _UNOBSERVED = np.array([REGISTRY.index(d) for d in UNOBSERVED_BY_BLENDSHAPES], dtype=np.intp)
+_UNOBSERVED_FACE = tuple(FACE_DIM_INDICES.tolist().index(i) for i in _UNOBSERVED.tolist())
 
 
 def blendshape_dims(weights: NDArray[np.float64]) -> tuple[F64, list[str]]:
@@ -147,3 +156,93 @@ def iris_gaze(mesh: F64, head_rotation: F64) -> tuple[F64, Bool]:
     out: F64 = np.clip(n, -1.0, 1.0)
     return out, clipped
 
+
+
+# ---------------------------------------------------------------------------- one frame
+# The live encoder's B = 1 path (issue 8 point 5): the same formulas in Python floats (or
+# one numpy call where numpy is cheaper), pinned to the batch functions above to 1e-9 by
+# tests/test_face_single_frame.py.
+
+#: Newton iterations of :func:`rotation_part1` before it hands the matrix to the SVD.
+_POLAR_ITERATIONS = 30
+#: Newton step (largest element change) below which the next step is the last one:
+#: quadratic convergence puts it at float round-off.
+_POLAR_STEP = 1e-9
+
+
+def blendshape_dims1(weights: NDArray[np.float64]) -> tuple[list[float], list[str]]:
+    """:func:`blendshape_dims` of one ``(52,)`` weight array: the face/mouth values in
+    :data:`~posewire.codec.morph.FACE_DIM_INDICES` order (``m_tongue`` NaN) and the names
+    clamped or clipped, in the same order (spec §4.6, :func:`~posewire.codec.morph.arkit_to_dims1`)."""
+    face, changed = arkit_to_dims1(weights)
+    for k in _UNOBSERVED_FACE:
+        face[k] = math.nan
+    return face, changed["clamped"] + changed["replaced"] + changed["dims_clipped"]
+
+
+def rotation_part1(matrix: F64) -> Mat3:
+    """:func:`rotation_part` of one ``(4, 4)`` or ``(3, 3)`` matrix, as rows of floats.
+
+    The polar factor by the scaled Newton iteration ``X ← ½(γX + (γX)⁻ᵀ)``,
+    ``γ = |det X|^(-1/3)`` (it converges quadratically to the polar factor ``U·Vᵀ`` of the
+    SVD for ``det > 0``); ``(γX)⁻ᵀ = cof(X) / (γ det X)``. A matrix with ``det ≤ 0``,
+    non-finite entries, or no convergence goes to :func:`rotation_part` (its SVD's sign
+    fix decides there)."""
+    m = np.asarray(matrix, dtype=np.float64)
+    (a, b, c), (d, e, f), (g, h, i) = m[:3, :3].tolist()
+    last = False
+    for _ in range(_POLAR_ITERATIONS):
+        ca, cb, cc = e * i - f * h, f * g - d * i, d * h - e * g  # cofactors, row by row
+        cd, ce, cf = c * h - b * i, a * i - c * g, b * g - a * h
+        cg, ch, ci = b * f - c * e, c * d - a * f, a * e - b * d
+        det = a * ca + b * cb + c * cc
+        if not 0.0 < det < math.inf:
+            break
+        gamma = det ** (-1.0 / 3.0)
+        s, t = 0.5 * gamma, 0.5 / (gamma * det)
+        x = (s * a + t * ca, s * b + t * cb, s * c + t * cc, s * d + t * cd, s * e + t * ce, s * f + t * cf,
+             s * g + t * cg, s * h + t * ch, s * i + t * ci)
+        step = max(abs(x[0] - a), abs(x[1] - b), abs(x[2] - c), abs(x[3] - d), abs(x[4] - e),
+                   abs(x[5] - f), abs(x[6] - g), abs(x[7] - h), abs(x[8] - i))
+        a, b, c, d, e, f, g, h, i = x
+        if last:
+            return ((a, b, c), (d, e, f), (g, h, i))
+        last = step < _POLAR_STEP
+    (a, b, c), (d, e, f), (g, h, i) = rotation_part(m).tolist()
+    return ((a, b, c), (d, e, f), (g, h, i))
+
+
+def _asin_deg(offset: float, radius: float) -> float:
+    # iris_gaze's degrees(arcsin(clip(offset / radius, -1, 1))), NaN kept; numpy's
+    # division by a zero radius (an underflowed width) gives ±inf or NaN
+    if radius == 0.0:
+        ratio = math.nan if offset == 0.0 or math.isnan(offset) else math.copysign(math.inf, offset)
+    else:
+        ratio = offset / radius
+    if ratio > 1.0:
+        ratio = 1.0
+    elif ratio < -1.0:
+        ratio = -1.0
+    return math.degrees(math.asin(ratio)) if ratio == ratio else math.nan
+
+
+def iris_gaze1(eyes: Sequence[Sequence[float]], head_rotation: Mat3) -> tuple[tuple[float, float], bool]:
+    """:func:`iris_gaze` of one frame: ``eyes`` the 10 mesh points ``mesh[EYE_MESH_INDEX]``
+    (y-up camera axes), ``head_rotation`` rows of floats; returns ``(f_gaze_yaw,
+    f_gaze_pitch)`` and the clip flag (same formulas, spec/07-camera.md)."""
+    col_x: Vec3 = (head_rotation[0][0], head_rotation[1][0], head_rotation[2][0])
+    col_y: Vec3 = (head_rotation[0][1], head_rotation[1][1], head_rotation[2][1])
+    yaw = pitch = 0.0
+    for k in (0, 5):
+        (o0, o1, o2), (n0, n1, n2), iris_pt, (u0, u1, u2), (l0, l1, l2) = eyes[k:k + 5]
+        iris: Vec3 = (iris_pt[0], iris_pt[1], iris_pt[2])
+        corners: Vec3 = (0.5 * (o0 + n0), 0.5 * (o1 + n1), 0.5 * (o2 + n2))
+        lids: Vec3 = (0.5 * (u0 + l0), 0.5 * (u1 + l1), 0.5 * (u2 + l2))
+        width = norm1(sub1((o0, o1, o2), (n0, n1, n2)))
+        radius = EYEBALL_RADIUS_EYE_WIDTHS * (width if width > 0 else math.nan)
+        yaw += _asin_deg(dot1(col_x, sub1(iris, corners)), radius)
+        pitch += _asin_deg(dot1(col_y, sub1(iris, lids)), radius)
+    n_yaw, n_pitch = 0.5 * yaw / GAZE_FULL_DEG, 0.5 * pitch / GAZE_FULL_DEG
+    clipped = (math.isfinite(n_yaw) and abs(n_yaw) > 1.0) or (math.isfinite(n_pitch) and abs(n_pitch) > 1.0)
+    return ((1.0 if n_yaw > 1.0 else -1.0 if n_yaw < -1.0 else n_yaw),
+            (1.0 if n_pitch > 1.0 else -1.0 if n_pitch < -1.0 else n_pitch)), clipped

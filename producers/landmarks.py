@@ -96,10 +96,13 @@ __all__ = [
     "SWAPPED_NOTE",
     "SWAP_DISTANCE_RATIO",
     "TRUNK_MODEL",
+    "CalibrationSamples",
     "HolisticLandmarks",
     "LandmarkCalibration",
     "LandmarkReport",
     "LandmarkResult",
+    "calibration_from_samples",
+    "calibration_samples",
     "estimate_calibration",
     "finger_angles",
     "image_to_world_scale",
@@ -530,35 +533,77 @@ def _median(values: F64) -> float | None:
 HAND_LENGTH_RANGE: tuple[float, float] = (0.12, 0.26)
 
 
-def _calibrate(lm: HolisticLandmarks, prep: _Prepared, visibility_threshold: float,
-               hand_length_range: tuple[float, float]) -> LandmarkCalibration:
-    notes: list[str] = []
+@dataclass(frozen=True)
+class CalibrationSamples:
+    """The per-frame measurements behind :func:`estimate_calibration` (spec §4.1), whose
+    medians over frames are the estimate (:func:`calibration_from_samples`). Frames are
+    independent rows, so the samples of a stream can be taken as frames arrive and kept
+    (:class:`posewire.producers.live.LiveCalibration`): medians do not depend on the order.
+
+    ``shoulders (B, 2, 3)``: shoulder_l, shoulder_r in the body frame (used where ``valid``); ``valid (B,)``:
+    the body frame is defined; ``trunk (B,)``: the neck → hip_mid chord undone to the upright
+    trunk (NaN where not valid); ``arm (B, 2)``: upper arm + forearm, right then left (NaN
+    where not seen); ``hand (B, 2)``: the wrist → middle-tip chain × ``hand_scale``, right
+    then left (NaN where the hand is absent), None without ``hand_scale``.
+    """
+
+    shoulders: F64
+    valid: Bool
+    trunk: F64
+    arm: F64
+    hand: F64 | None
+
+
+_CALIBRATION_SITES = np.array([POSE_POINTS[p] for p in ("shoulder_l", "shoulder_r", "hip_l", "hip_r")],
+                              dtype=np.intp)
+
+
+def _samples(lm: HolisticLandmarks, prep: _Prepared, visibility_threshold: float) -> CalibrationSamples:
     # the torso length is a chord of the bent spine: undo the bend of the trunk model
     # (spec §4.5) so that a turned torso measures the upright length
-    body = _to_body(prep.pose, prep)[prep.valid]
-    med = np.median(body, axis=0)  # (33, 3) robust body-frame sites
-    shoulder_l, shoulder_r = med[POSE_POINTS["shoulder_l"]], med[POSE_POINTS["shoulder_r"]]
-    neck_med = 0.5 * (shoulder_l + shoulder_r)
-    chord = np.linalg.norm(0.5 * (body[:, POSE_POINTS["shoulder_l"]] + body[:, POSE_POINTS["shoulder_r"]])
-                           - 0.5 * (body[:, POSE_POINTS["hip_l"]] + body[:, POSE_POINTS["hip_r"]]), axis=-1)
-    trunk = _median(chord * _trunk_stretch(prep.quat[prep.valid]))
-
+    body = _to_body(prep.pose[:, _CALIBRATION_SITES], prep)  # shoulders l, r, hips l, r
+    chord = np.linalg.norm(0.5 * (body[:, 0] + body[:, 1]) - 0.5 * (body[:, 2] + body[:, 3]), axis=-1)
+    trunk = np.full(lm.batch, np.nan)
+    trunk[prep.valid] = chord[prep.valid] * _trunk_stretch(prep.quat[prep.valid])
     # d_z: arm length = upper arm + forearm, which is the extended-arm length whatever the
     # elbow bend (spec §4.1: never measured from the animated pose itself).
-    def arm_length(side: Side) -> float | None:
+    arm = np.full((lm.batch, 2), np.nan)
+    for column, side in enumerate(("r", "l")):
         s, e, w = (POSE_POINTS[f"{j}_{side}"] for j in ("shoulder", "elbow", "wrist"))
         seen = prep.valid & (lm.pose_visibility[:, [s, e, w]] >= visibility_threshold).all(-1)
         pts = prep.pose[seen]
-        return _median(np.linalg.norm(pts[:, e] - pts[:, s], axis=-1) + np.linalg.norm(pts[:, w] - pts[:, e], axis=-1))
-
+        arm[seen, column] = (np.linalg.norm(pts[:, e] - pts[:, s], axis=-1)
+                             + np.linalg.norm(pts[:, w] - pts[:, e], axis=-1))
     # d_x: hand length = sum of wrist -> middle mcp -> pip -> dip -> tip = the open hand.
-    def hand_length(side: Side) -> float | None:
-        if lm.hand_scale is None:
+    hand = None
+    if lm.hand_scale is not None:
+        hand = np.full((lm.batch, 2), np.nan)
+        for column, points in enumerate((prep.right, prep.left)):
+            chain = points[:, [0, 9, 10, 11, 12]]
+            length = np.linalg.norm(np.diff(chain, axis=1), axis=-1).sum(axis=-1) * lm.hand_scale
+            hand[:, column] = np.where(_hand_present(points), length, np.nan)
+    return CalibrationSamples(body[:, :2], prep.valid, trunk, arm, hand)
+
+
+def calibration_samples(lm: HolisticLandmarks, *, visibility_threshold: float = 0.5) -> CalibrationSamples:
+    """The per-frame measurements of ``lm`` behind :func:`estimate_calibration`."""
+    return _samples(lm, _prepare(lm, "report", visibility_threshold), visibility_threshold)
+
+
+def calibration_from_samples(samples: CalibrationSamples, *,
+                             hand_length_range: tuple[float, float] = HAND_LENGTH_RANGE) -> LandmarkCalibration:
+    """:func:`estimate_calibration` from the per-frame measurements (medians over frames,
+    spec §4.1)."""
+    notes: list[str] = []
+    # robust body-frame shoulder sites
+    shoulder_l, shoulder_r = np.median(samples.shoulders[samples.valid], axis=0)
+    neck_med = 0.5 * (shoulder_l + shoulder_r)
+    trunk = _median(samples.trunk[samples.valid])
+
+    def hand_length(column: int, side: Side) -> float | None:
+        if samples.hand is None:
             return None
-        hand = prep.right if side == "r" else prep.left
-        chain = hand[:, [0, 9, 10, 11, 12]]
-        length = np.linalg.norm(np.diff(chain, axis=1), axis=-1).sum(axis=-1) * lm.hand_scale
-        measured = _median(np.where(_hand_present(hand), length, np.nan))
+        measured = _median(samples.hand[:, column])
         low, high = hand_length_range
         if measured is not None and not low <= measured <= high:
             notes.append(f"hand length {measured:.3f} m ({side}) outside the plausible range "
@@ -567,13 +612,13 @@ def _calibrate(lm: HolisticLandmarks, prep: _Prepared, visibility_threshold: flo
             return None
         return measured
 
-    d_z = arm_length("r")
-    if d_z is None and (d_z := arm_length("l")) is not None:
+    d_z = _median(samples.arm[:, 0])
+    if d_z is None and (d_z := _median(samples.arm[:, 1])) is not None:
         notes.append("arm length measured on the left arm (no usable right-arm measurement)")
-    d_x = hand_length("r")
-    if d_x is None and (d_x := hand_length("l")) is not None:
+    d_x = hand_length(0, "r")
+    if d_x is None and (d_x := hand_length(1, "l")) is not None:
         notes.append("hand length measured on the left hand (no usable right-hand measurement)")
-    if lm.hand_scale is None:
+    if samples.hand is None:
         notes.append("hand length not measurable: no hand_scale (image -> metres)")
     # reference pose (spec §4.1): the measured arm hangs straight down from shoulder_r and
     # the open hand continues it; measure_calibration then applies the §2.2 site rules.
@@ -606,7 +651,8 @@ def estimate_calibration(lm: HolisticLandmarks, *, visibility_threshold: float =
     (:func:`posewire.codec.calibration.units` reports them). Raises ``usage.calibration`` when no
     frame has a body frame.
     """
-    return _calibrate(lm, _prepare(lm, "report", visibility_threshold), visibility_threshold, hand_length_range)
+    return calibration_from_samples(_samples(lm, _prepare(lm, "report", visibility_threshold), visibility_threshold),
+                                    hand_length_range=hand_length_range)
 
 
 # ---------------------------------------------------------------------------- dims
@@ -709,7 +755,7 @@ def landmarks_to_vectors(
 def _own_calibration(lm: HolisticLandmarks, prep: _Prepared, visibility_threshold: float) -> LandmarkCalibration:
     """The calibration of a batch encoded without one (:func:`landmarks_to_vectors`)."""
     if prep.valid.any():
-        return _calibrate(lm, prep, visibility_threshold, HAND_LENGTH_RANGE)
+        return calibration_from_samples(_samples(lm, prep, visibility_threshold))
     return LandmarkCalibration(REFERENCE_CALIBRATION, units(REFERENCE_CALIBRATION),
                                ("no frame has a body (shoulders and hips): reference-avatar calibration, "
                                 "arms and body not estimated",))

@@ -27,6 +27,7 @@ arm units are the reference avatar's (arms are not tracked then, so nothing depe
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field, fields
@@ -37,17 +38,26 @@ from numpy.typing import NDArray
 from posewire.codec.calibration import REFERENCE_CALIBRATION, Calibration, units
 from posewire.codec.conditions import Conditions
 from posewire.codec.errors import UsageError
-from posewire.codec.morph import FACE_DIM_INDICES
+from posewire.codec.morph import FACE_DIM_INDICES, N_ARKIT
 from posewire.codec.registry import REGISTRY
-from posewire.producers.face import blendshape_dims, head_from_face_matrix, iris_gaze, rotation_part
+from posewire.producers.face import (
+    EYE_MESH_INDEX,
+    blendshape_dims,
+    blendshape_dims1,
+    head_from_face_matrix,
+    iris_gaze1,
+    rotation_part1,
+)
 from posewire.producers.filter import VectorFilter
 from posewire.producers.landmarks import (
     FACE_POINTS,
     MEDIAPIPE_TO_Y_UP,
     POSE_POINTS,
+    CalibrationSamples,
     HolisticLandmarks,
     LandmarkCalibration,
-    estimate_calibration,
+    calibration_from_samples,
+    calibration_samples,
     landmarks_to_vectors,
 )
 from posewire.producers.mediapipe_source import Observation
@@ -58,6 +68,10 @@ F64 = NDArray[np.float64]
 
 _HEAD = np.array([REGISTRY.index(d) for d in ("h_yaw", "h_pitch", "h_roll")], dtype=np.intp)
 _GAZE = np.array([REGISTRY.index(d) for d in ("f_gaze_yaw", "f_gaze_pitch")], dtype=np.intp)
+#: The face points of the landmark encoder's head frame, at +X, −X, +Y, −Y (spec §4.4).
+_HEAD_FRAME_POINTS = np.array([FACE_POINTS[p] for p in ("eye_outer_l", "eye_outer_r", "forehead", "chin")],
+                              dtype=np.intp)
+_HEAD_FRAME_SIGNS = np.array([[1.0], [-1.0], [1.0], [-1.0]])
 _REFERENCE = LandmarkCalibration(REFERENCE_CALIBRATION, units(REFERENCE_CALIBRATION),
                                  ("reference avatar: no body seen yet",))
 
@@ -74,9 +88,8 @@ def _axes_as_face_points(rotation: F64) -> F64:
     (y-up camera axes, columns X = subject's left, Y = up): eye corners at ±X, forehead and
     chin at ±Y, so the landmark encoder's head frame equals ``rotation``."""
     pts = np.full((1, 478, 3), np.nan)
-    x, y = rotation[:, 0] @ MEDIAPIPE_TO_Y_UP, rotation[:, 1] @ MEDIAPIPE_TO_Y_UP
-    pts[0, FACE_POINTS["eye_outer_l"]], pts[0, FACE_POINTS["eye_outer_r"]] = x, -x
-    pts[0, FACE_POINTS["forehead"]], pts[0, FACE_POINTS["chin"]] = y, -y
+    axes = rotation[:, :2].T @ MEDIAPIPE_TO_Y_UP  # rows X, Y in MediaPipe axes
+    pts[0, _HEAD_FRAME_POINTS] = axes[[0, 0, 1, 1]] * _HEAD_FRAME_SIGNS
     return pts
 
 
@@ -93,7 +106,15 @@ def _close(a: F64, b: F64, tolerance: float) -> bool:
 
 
 class LiveCalibration:
-    """The running robust estimate of the performer's calibration (module docstring)."""
+    """The running robust estimate of the performer's calibration (module docstring).
+
+    Incremental: each frame's measurements (:func:`~posewire.producers.landmarks.calibration_samples`:
+    body-frame shoulders, trunk, arm and hand lengths) are taken once, in a batch of the frames
+    that arrived since the last estimate, and kept for the last ``window`` frames with a
+    body; an estimate is the medians over them
+    (:func:`~posewire.producers.landmarks.calibration_from_samples`), the same values as
+    :func:`~posewire.producers.landmarks.estimate_calibration` of those frames.
+    """
 
     def __init__(self, *, window: int = 150, every: int = 15, settle: int = 3, tolerance: float = 0.03,
                  visibility_threshold: float = 0.5) -> None:
@@ -101,25 +122,49 @@ class LiveCalibration:
             raise UsageError("usage.bad_option", "window, every, settle must be >= 1 and 0 < tolerance < 1")
         self.window, self.every, self.settle, self.tolerance = window, every, settle, tolerance
         self.visibility_threshold = visibility_threshold
-        self._frames: deque[HolisticLandmarks] = deque(maxlen=window)
+        self._pending: deque[HolisticLandmarks] = deque(maxlen=window)  # not yet measured
+        self._samples: CalibrationSamples | None = None  # ring of the last `window` frames
+        self._count = 0  # frames measured so far (the ring's next row: _count % window)
         self._estimates: deque[F64] = deque(maxlen=settle)
         self._since = 0
         self.current: LandmarkCalibration | None = None
         self.updates = 0
 
-    def _estimate(self) -> LandmarkCalibration:
+    def _measure(self) -> CalibrationSamples:
+        """The pending frames' measurements into the ring (one batch, spec §4.1); the ring."""
         def stack(name: str) -> F64:
-            return np.concatenate([getattr(f, name) for f in self._frames])
+            return np.concatenate([getattr(f, name) for f in self._pending])
 
         batch = HolisticLandmarks(stack("pose_world"), stack("pose_visibility"), stack("left_hand"),
                                   stack("right_hand"), None, stack("hand_scale"))
-        return estimate_calibration(batch, visibility_threshold=self.visibility_threshold)
+        self._pending.clear()
+        new = calibration_samples(batch, visibility_threshold=self.visibility_threshold)
+        if self._samples is None:
+            self._samples = CalibrationSamples(
+                np.full((self.window, 2, 3), np.nan), np.zeros(self.window, dtype=bool),
+                np.full(self.window, np.nan), np.full((self.window, 2), np.nan), np.full((self.window, 2), np.nan))
+        rows = (self._count + np.arange(batch.batch)) % self.window
+        ring = self._samples
+        ring.shoulders[rows], ring.valid[rows], ring.trunk[rows], ring.arm[rows] = (new.shoulders, new.valid, new.trunk,
+                                                                                     new.arm)
+        if ring.hand is not None:  # hand_scale is always stacked (NaN when unknown)
+            ring.hand[rows] = np.nan if new.hand is None else new.hand
+        self._count += batch.batch
+        return ring
+
+    def _estimate(self) -> LandmarkCalibration:
+        ring = self._measure()
+        if self._count < self.window:  # the ring is not full yet: its first rows only
+            n = self._count
+            ring = CalibrationSamples(ring.shoulders[:n], ring.valid[:n], ring.trunk[:n], ring.arm[:n],
+                                      None if ring.hand is None else ring.hand[:n])
+        return calibration_from_samples(ring)
 
     def update(self, lm: HolisticLandmarks) -> LandmarkCalibration | None:
         """Feed one frame; returns the new calibration when it changed (to be sent)."""
         if not _has_body(lm):
             return None
-        self._frames.append(HolisticLandmarks(lm.pose_world, lm.pose_visibility, lm.left_hand, lm.right_hand,
+        self._pending.append(HolisticLandmarks(lm.pose_world, lm.pose_visibility, lm.left_hand, lm.right_hand,
                                               None, lm.hand_scale if lm.hand_scale is not None
                                               else np.full(1, np.nan)))
         self._since += 1
@@ -207,7 +252,10 @@ class LiveEncoder:
         lm = obs.landmarks
         changed = None if self.live is None else self.live.update(lm)
         cal = self.calibration or _REFERENCE
-        face_rot = None if obs.face_matrix is None else rotation_part(obs.face_matrix)
+        # one frame: the face path's float kernels (producers.face *1, pinned to the batch
+        # functions by tests/test_face_single_frame.py)
+        face_rot1 = None if obs.face_matrix is None else rotation_part1(obs.face_matrix)
+        face_rot = None if face_rot1 is None else np.array(face_rot1)
         if face_rot is not None:
             # head from the face transform, through the landmark encoder's own head maths
             # and body frame (spec §4.4): its face frame is X = eye_outer_l − eye_outer_r,
@@ -227,8 +275,12 @@ class LiveEncoder:
                 self.report.notes[f"landmark encoder: {key}{hint}"] += count
 
         if obs.blendshapes is not None:
-            face, clipped = blendshape_dims(obs.blendshapes)
-            vec[FACE_DIM_INDICES] = face[FACE_DIM_INDICES]
+            if np.shape(obs.blendshapes) == (N_ARKIT,):
+                face1, clipped = blendshape_dims1(obs.blendshapes)
+                vec[FACE_DIM_INDICES] = face1
+            else:  # a batch of weights: the batch path (and its usage.shape error)
+                face, clipped = blendshape_dims(obs.blendshapes)
+                vec[FACE_DIM_INDICES] = face[FACE_DIM_INDICES]
             for name in clipped:
                 self.report.clamped[name] += 1
             states["face"] = states["mouth"] = "tracked"
@@ -236,7 +288,7 @@ class LiveEncoder:
             vec[FACE_DIM_INDICES] = np.nan
             states["face"] = states["mouth"] = "lost"
 
-        if face_rot is not None and obs.face_matrix is not None:
+        if face_rot1 is not None and obs.face_matrix is not None:
             if states["head"] != "tracked":  # no body frame: the head relative to the camera
                 head, clamped = head_from_face_matrix(obs.face_matrix)
                 if np.isfinite(head).all():
@@ -246,11 +298,13 @@ class LiveEncoder:
                     if bool(clamped):
                         self.report.clamped["h_* (angle beyond max)"] += 1
             if obs.face_mesh is not None and obs.face_mesh.shape[0] == 478:
-                mesh = obs.face_mesh @ MEDIAPIPE_TO_Y_UP
-                gaze, gaze_clipped = iris_gaze(mesh, face_rot)
-                if np.isfinite(gaze).all():
+                if obs.face_mesh.shape != (478, 3):
+                    raise UsageError("usage.shape", f"expected a (478, 3) mesh with irises, got {obs.face_mesh.shape}")
+                eyes = (obs.face_mesh[EYE_MESH_INDEX] @ MEDIAPIPE_TO_Y_UP).tolist()
+                gaze, gaze_clipped = iris_gaze1(eyes, face_rot1)
+                if math.isfinite(gaze[0]) and math.isfinite(gaze[1]):
                     vec[_GAZE] = gaze
-                    if bool(gaze_clipped):
+                    if gaze_clipped:
                         self.report.clamped["f_gaze_* (eye angle beyond max)"] += 1
         if self.face_expected and states.get("head") == "not_estimated":
             states["head"] = "lost"  # the face models ran and saw no face
