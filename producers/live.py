@@ -130,8 +130,8 @@ class LiveCalibration:
         self.current: LandmarkCalibration | None = None
         self.updates = 0
 
-    def _measure(self) -> CalibrationSamples:
-        """The pending frames' measurements into the ring (one batch, spec §4.1); the ring."""
+    def _measure(self) -> None:
+        """The pending frames' measurements into the ring (one batch, spec §4.1)."""
         def stack(name: str) -> F64:
             return np.concatenate([getattr(f, name) for f in self._pending])
 
@@ -150,10 +150,13 @@ class LiveCalibration:
         if ring.hand is not None:  # hand_scale is always stacked (NaN when unknown)
             ring.hand[rows] = np.nan if new.hand is None else new.hand
         self._count += batch.batch
-        return ring
 
     def _estimate(self) -> LandmarkCalibration:
-        ring = self._measure()
+        if self._pending:
+            self._measure()
+        ring = self._samples
+        if ring is None:
+            raise UsageError("usage.calibration", "no frame with a body yet")
         if self._count < self.window:  # the ring is not full yet: its first rows only
             n = self._count
             ring = CalibrationSamples(ring.shoulders[:n], ring.valid[:n], ring.trunk[:n], ring.arm[:n],

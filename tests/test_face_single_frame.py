@@ -1,0 +1,254 @@
+"""The live encoder's one-frame face path and its incremental calibration equal the batch
+functions they stand for (issue 8 point 5): ``rotation_part1``, ``iris_gaze1``,
+``blendshape_dims1`` (``arkit_to_dims1``) against ``rotation_part``, ``iris_gaze``,
+``blendshape_dims`` (``arkit_to_dims``) to 1e-9 with equal NaN, clip and report entries
+(spec §4.4, §4.6, spec/07-camera.md); the whole :class:`LiveEncoder` against itself on
+the batch kernels; :class:`LiveCalibration` against :func:`estimate_calibration` of its
+window (spec §4.1)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import fields
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from posewire.codec.errors import UsageError
+from posewire.codec.morph import FACE_DIM_INDICES, N_ARKIT, arkit_to_dims, arkit_to_dims1
+from posewire.codec.quaternion import Mat3, to_matrix
+from posewire.groundtruth import noise, random_vectors, render
+from posewire.producers import face, live
+from posewire.producers.face import (
+    EYE_MESH_INDEX,
+    blendshape_dims,
+    blendshape_dims1,
+    iris_gaze,
+    iris_gaze1,
+    rotation_part,
+    rotation_part1,
+)
+from posewire.producers.landmarks import HolisticLandmarks, estimate_calibration
+from posewire.producers.live import LiveCalibration, LiveEncoder
+from posewire.producers.mediapipe_source import Observation
+
+finite = st.floats(-3.0, 3.0, allow_nan=False)
+quaternion = st.lists(st.floats(-1.0, 1.0, allow_nan=False), min_size=4, max_size=4).filter(
+    lambda q: sum(x * x for x in q) > 1e-3)
+
+
+def _rotation(q: list[float]) -> np.ndarray:
+    return np.asarray(to_matrix(np.asarray(q) / np.linalg.norm(q)))
+
+
+# ------------------------------------------------------------------ rotation_part1
+
+
+@given(quaternion, st.floats(0.05, 20.0), st.lists(st.floats(-0.3, 0.3), min_size=9, max_size=9),
+       st.lists(st.floats(-100.0, 100.0), min_size=3, max_size=3))
+def test_rotation_part1_is_the_svd_polar_factor(q: list[float], scale: float, wobble: list[float],
+                                                 shift: list[float]) -> None:
+    # spec §4.4: the head is the nearest rotation to the face transform's 3×3 (scale dropped)
+    m = np.eye(4)
+    m[:3, :3] = scale * _rotation(q) @ (np.eye(3) + np.reshape(wobble, (3, 3)))
+    m[:3, 3] = shift
+    assume(np.linalg.cond(m[:3, :3]) < 1e4)
+    np.testing.assert_allclose(np.array(rotation_part1(m)), rotation_part(m), rtol=0, atol=1e-9)
+
+
+@given(st.lists(finite, min_size=9, max_size=9))
+def test_rotation_part1_of_any_matrix(values: list[float]) -> None:
+    # det ≤ 0 and ill-conditioned matrices: the SVD decides (the same result exactly)
+    m = np.reshape(values, (3, 3))
+    assume(np.linalg.det(m) <= 0 or np.linalg.cond(m) < 1e4)
+    np.testing.assert_allclose(np.array(rotation_part1(m)), rotation_part(m), rtol=0, atol=1e-9)
+
+
+def test_rotation_part1_hands_reflections_and_singular_matrices_to_the_svd() -> None:
+    for m in (np.diag([1.0, 1.0, -1.0]), np.diag([2.0, 1.0, 0.0]), np.zeros((3, 3)), -np.eye(3)):
+        np.testing.assert_array_equal(np.array(rotation_part1(m)), rotation_part(m))
+        assert np.linalg.det(np.array(rotation_part1(m))) == pytest.approx(1.0)
+
+
+# ------------------------------------------------------------------ iris_gaze1
+
+
+def _eyes(draw_points: list[float], spread: float) -> np.ndarray:
+    # the 10 eye points: corners, iris, lids of each eye, around a plausible layout
+    base = np.array([[-0.6, 0, 0], [-0.2, 0, 0], [-0.4, 0, 0.05], [-0.4, 0.08, 0], [-0.4, -0.08, 0],
+                     [0.6, 0, 0], [0.2, 0, 0], [0.4, 0, 0.05], [0.4, 0.08, 0], [0.4, -0.08, 0]])
+    out: np.ndarray = base + spread * np.reshape(draw_points, (10, 3))
+    return out
+
+
+@given(st.lists(st.floats(-1.0, 1.0), min_size=30, max_size=30), st.floats(0.0, 0.5), quaternion)
+def test_iris_gaze1_equals_iris_gaze(points: list[float], spread: float, q: list[float]) -> None:
+    eyes = _eyes(points, spread)
+    rot = _rotation(q)
+    mesh = np.full((478, 3), np.nan)
+    mesh[EYE_MESH_INDEX] = eyes
+    expected, clipped = iris_gaze(mesh, rot)
+    got, got_clipped = iris_gaze1(eyes.tolist(), _mat3(rot))
+    np.testing.assert_allclose(np.array(got), expected, rtol=0, atol=1e-9)
+    assert got_clipped == bool(clipped)
+
+
+def test_iris_gaze1_degenerate_eyes() -> None:
+    rot = np.eye(3)
+    for eyes in (np.zeros((10, 3)), np.full((10, 3), np.nan), np.full((10, 3), np.inf),
+                 _eyes([0.0] * 30, 0.0) * 1e-320):  # coincident, missing, infinite, underflowing corners
+        mesh = np.full((478, 3), np.nan)
+        mesh[EYE_MESH_INDEX] = eyes
+        with np.errstate(invalid="ignore"):  # inf − inf
+            expected, clipped = iris_gaze(mesh, rot)
+        got, got_clipped = iris_gaze1(eyes.tolist(), _mat3(rot))
+        np.testing.assert_array_equal(np.array(got), expected)
+        assert got_clipped == bool(clipped)
+
+
+def _mat3(m: np.ndarray) -> Mat3:
+    (a, b, c), (d, e, f), (g, h, i) = np.asarray(m, dtype=np.float64).tolist()
+    return ((a, b, c), (d, e, f), (g, h, i))
+
+
+# ------------------------------------------------------------------ blendshape_dims1
+
+weight = st.one_of(st.floats(0.0, 1.0), st.floats(-0.5, 1.5), st.sampled_from([math.nan, math.inf, -math.inf]))
+
+
+@given(st.lists(st.one_of(st.floats(0.0, 1.0), weight), min_size=N_ARKIT, max_size=N_ARKIT))
+def test_blendshape_dims1_equals_blendshape_dims(weights: list[float]) -> None:
+    # spec §4.6: the same solve, clamps and clips, the same names in the same order
+    w = np.array(weights)
+    vec, names = blendshape_dims(w)
+    face, names1 = blendshape_dims1(w)
+    np.testing.assert_allclose(np.array(face), vec[FACE_DIM_INDICES], rtol=0, atol=1e-9)
+    assert names1 == names
+    solved, report = arkit_to_dims(w, policy="clamp")
+    values, changed = arkit_to_dims1(w)
+    np.testing.assert_allclose(np.array(values), solved[FACE_DIM_INDICES], rtol=0, atol=1e-9)
+    assert changed == report.channels()
+
+
+def test_arkit_to_dims1_rejects_a_batch() -> None:
+    with pytest.raises(UsageError) as err:
+        arkit_to_dims1(np.zeros((2, N_ARKIT)))
+    assert err.value.code == "usage.shape"
+
+
+# ------------------------------------------------------------------ the whole live encoder
+
+
+def _frames(seed: int, batch: int) -> list[HolisticLandmarks]:
+    rng = np.random.default_rng(seed)
+    gt = noise(render(random_vectors(rng, batch), view_yaw_deg=rng.uniform(-40, 40, batch)).landmarks, rng)
+    out = []
+    for i in range(batch):
+        pose = gt.pose_world[i:i + 1].copy()
+        if rng.random() < 0.15:  # no body this frame
+            pose[:] = np.nan
+        scale = None if gt.hand_scale is None else gt.hand_scale[i:i + 1]
+        vis = gt.pose_visibility[i:i + 1].copy()
+        vis[:, rng.integers(0, 33, 4)] = rng.random(4)  # some points below the threshold
+        out.append(HolisticLandmarks(pose, vis, gt.left_hand[i:i + 1], gt.right_hand[i:i + 1], None, scale))
+    return out
+
+
+def _observation(lm: HolisticLandmarks, rng: np.random.Generator) -> Observation:
+    matrix = None
+    if rng.random() < 0.85:
+        matrix = np.eye(4)
+        q = rng.normal(size=4)
+        matrix[:3, :3] = rng.uniform(0.5, 2.0) * _rotation(list(q)) @ (np.eye(3) + rng.normal(scale=0.05, size=(3, 3)))
+        matrix[:3, 3] = rng.normal(scale=30, size=3)
+    mesh = None
+    if rng.random() < 0.85:
+        mesh = rng.normal(scale=50, size=(478, 3))
+        mesh[EYE_MESH_INDEX] = _eyes(list(rng.uniform(-1, 1, 30)), 0.3) * 40
+    weights = None
+    if rng.random() < 0.85:
+        weights = rng.uniform(-0.2, 1.2, N_ARKIT)  # some outside [0, 1]: clamped and reported
+        if rng.random() < 0.7:
+            weights = np.clip(weights, 0.0, 1.0)
+    return Observation(lm, np.full((33, 3), np.nan), mesh, weights, matrix, {}, {}, (512, 512))
+
+
+def _batch_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The live module's one-frame kernels replaced by the batch functions."""
+    def rotation(m: np.ndarray) -> Mat3:
+        return _mat3(rotation_part(m))
+
+    def gaze(eyes: list[list[float]], rot: Mat3) -> tuple[tuple[float, float], bool]:
+        mesh = np.full((478, 3), np.nan)
+        mesh[EYE_MESH_INDEX] = eyes
+        g, clipped = iris_gaze(mesh, np.array(rot))
+        return (float(g[0]), float(g[1])), bool(clipped)
+
+    def blend(w: np.ndarray) -> tuple[list[float], list[str]]:
+        vec, names = blendshape_dims(w)
+        return vec[FACE_DIM_INDICES].tolist(), names
+
+    monkeypatch.setattr(live, "rotation_part1", rotation)
+    monkeypatch.setattr(live, "iris_gaze1", gaze)
+    monkeypatch.setattr(live, "blendshape_dims1", blend)
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_live_encoder_equals_itself_on_the_batch_kernels(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    observations = [_observation(lm, rng) for lm in _frames(seed, 24)]
+    fast = LiveEncoder(live=LiveCalibration(window=10, every=4))
+    got = [fast.encode(o) for o in observations]
+    with pytest.MonkeyPatch.context() as mp:
+        _batch_kernels(mp)
+        assert live.rotation_part1 is not face.rotation_part1
+        slow = LiveEncoder(live=LiveCalibration(window=10, every=4))
+        expected = [slow.encode(o) for o in observations]
+    for a, b in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(np.isnan(a.vector), np.isnan(b.vector))
+        np.testing.assert_allclose(a.vector, b.vector, rtol=0, atol=1e-9, equal_nan=True)
+        assert a.conditions == b.conditions and a.tracked == b.tracked and a.calibration == b.calibration
+    assert fast.report == slow.report
+
+
+# ------------------------------------------------------------------ live calibration
+
+
+def _stacked(frames: list[HolisticLandmarks]) -> HolisticLandmarks:
+    def stack(name: str) -> np.ndarray:
+        return np.concatenate([getattr(f, name) for f in frames])
+
+    scales = np.concatenate([np.full(1, np.nan) if f.hand_scale is None else f.hand_scale for f in frames])
+    return HolisticLandmarks(stack("pose_world"), stack("pose_visibility"), stack("left_hand"), stack("right_hand"),
+                             None, scales)
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 12), st.integers(1, 6))
+def test_live_calibration_is_the_estimate_of_its_window(seed: int, window: int, every: int) -> None:
+    # spec §4.1: the running estimate = estimate_calibration of the last `window` frames with a body
+    frames = _frames(seed, 30)
+    cal = LiveCalibration(window=window, every=every)
+    with_body: list[HolisticLandmarks] = []
+    for i, frame in enumerate(frames):
+        cal.update(frame)
+        if np.isfinite(frame.pose_world[0, [11, 12, 23, 24]]).all():
+            with_body.append(frame)
+        if i % 4 != 3 or not with_body:
+            continue
+        try:
+            expected = estimate_calibration(_stacked(with_body[-window:]))
+        except UsageError:
+            with pytest.raises(UsageError):
+                cal._estimate()
+            continue
+        got = cal._estimate()
+        for f in fields(expected.calibration):
+            a, b = getattr(got.calibration, f.name), getattr(expected.calibration, f.name)
+            assert (a is None) == (b is None)
+            if a is not None:
+                assert a == pytest.approx(b, rel=0, abs=1e-9)
+        assert got.notes == expected.notes
