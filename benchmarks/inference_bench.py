@@ -30,10 +30,25 @@ import cv2
 import numpy as np
 
 from posewire.codec.calibration import REFERENCE_CALIBRATION, units
-from posewire.producers.face import blendshape_dims
-from posewire.producers.landmarks import LandmarkCalibration, _encode_batch, landmarks_to_vectors
-from posewire.producers.live import LiveEncoder
-from posewire.producers.mediapipe_source import MediaPipeEstimator
+from posewire.producers.face import (
+    EYE_MESH_INDEX,
+    blendshape_dims,
+    blendshape_dims1,
+    iris_gaze,
+    iris_gaze1,
+    rotation_part,
+    rotation_part1,
+)
+from posewire.producers.landmarks import (
+    MEDIAPIPE_TO_Y_UP,
+    HolisticLandmarks,
+    LandmarkCalibration,
+    _encode_batch,
+    estimate_calibration,
+    landmarks_to_vectors,
+)
+from posewire.producers.live import LiveCalibration, LiveEncoder
+from posewire.producers.mediapipe_source import MediaPipeEstimator, Observation
 
 PHOTOS = Path(__file__).resolve().parents[1] / "tests" / "data" / "photos"
 
@@ -73,7 +88,7 @@ def run(mode: str, frames: list[np.ndarray], warmup: int) -> None:
             t1 = time.perf_counter()
             t2 = time.perf_counter()
             if obs.blendshapes is not None:
-                blendshape_dims(obs.blendshapes)
+                blendshape_dims1(obs.blendshapes)
             t3 = time.perf_counter()
             if i < warmup:
                 continue
@@ -92,7 +107,8 @@ def run(mode: str, frames: list[np.ndarray], warmup: int) -> None:
         print(f"  inference {k:<9} median {med:7.1f} ms  p95 {_p(v, 95):7.1f} ms  "
               f"(ran on {100 * share_run:.0f}% of frames)")
     enc_med = statistics.median(encode)
-    print(f"  our encode       median {enc_med:7.0f} µs  p95 {_p(encode, 95):7.0f} µs")
+    print(f"  our encode       median {enc_med:7.0f} µs  p95 {_p(encode, 95):7.0f} µs  "
+          f"mean {statistics.mean(encode):7.0f} µs")
     lm_med = statistics.median(landmark_step)
     print(f"    of which landmarks_to_vectors (1 frame, the landmark encoder) median {lm_med:6.0f} µs, "
           f"blendshapes -> face/mouth dims median {statistics.median(face_step):5.0f} µs")
@@ -110,7 +126,8 @@ def run(mode: str, frames: list[np.ndarray], warmup: int) -> None:
             quiet.append((time.perf_counter() - t0) * 1e6)
             quiet_lm.append(encoded.landmarks_us)
     quiet_med = statistics.median(quiet)
-    print(f"  our encode again, models closed: median {quiet_med:6.0f} µs (landmark encoder "
+    print(f"  our encode again, models closed: median {quiet_med:6.0f} µs, mean {statistics.mean(quiet):6.0f} µs "
+          f"(landmark encoder "
           f"{statistics.median(quiet_lm):6.0f} µs, the rest "
           f"{statistics.median([q - m for q, m in zip(quiet, quiet_lm, strict=True)]):5.0f} µs)")
     # the landmark encoder's peer on the same observations: the numpy path for one frame
@@ -129,10 +146,67 @@ def run(mode: str, frames: list[np.ndarray], warmup: int) -> None:
     print(f"  landmarks_to_vectors on one frame, CPU: float path median {statistics.median(fast):6.0f} µs, "
           f"numpy path (its peer) median {statistics.median(slow):6.0f} µs "
           f"({statistics.median(slow) / statistics.median(fast):.1f}x)")
+    _face_peer(kept)
+    _calibration_peer(kept)
     print(f"  our share of the frame time: {100 * quiet_med / 1e3 / (total_ms + quiet_med / 1e3):.2f} % "
           f"(models closed), {100 * enc_med / 1e3 / (total_ms + enc_med / 1e3):.2f} % (in the loop); target ≤ 1 %")
     share = enc_med / 1e3 / (total_ms + enc_med / 1e3)
     print(f"  inference per frame {total_ms:.1f} ms (in-loop share {100 * share:.2f} %)")
+
+
+def _face_peer(kept: list[Observation]) -> None:
+    # the face path of one frame (head rotation, blendshapes, gaze): the float kernels the
+    # live encoder runs against the batch functions on the same frame, alternated
+    fast: list[float] = []
+    slow: list[float] = []
+    faces = [o for o in kept if o.face_matrix is not None and o.blendshapes is not None and o.face_mesh is not None]
+    for _ in range(3):
+        for obs in faces:
+            assert obs.face_matrix is not None and obs.blendshapes is not None and obs.face_mesh is not None
+            t0 = time.process_time()
+            rot1 = rotation_part1(obs.face_matrix)
+            blendshape_dims1(obs.blendshapes)
+            iris_gaze1((obs.face_mesh[EYE_MESH_INDEX] @ MEDIAPIPE_TO_Y_UP).tolist(), rot1)
+            t1 = time.process_time()
+            rot = rotation_part(obs.face_matrix)
+            blendshape_dims(obs.blendshapes)
+            iris_gaze(obs.face_mesh @ MEDIAPIPE_TO_Y_UP, rot)
+            fast.append((t1 - t0) * 1e6)
+            slow.append((time.process_time() - t1) * 1e6)
+    if faces:
+        print(f"  face path on one frame (head rotation, blendshapes, gaze), CPU: float path median "
+              f"{statistics.median(fast):5.0f} µs, numpy path (its peer) median {statistics.median(slow):5.0f} µs "
+              f"({statistics.median(slow) / statistics.median(fast):.1f}x)")
+
+
+def _calibration_peer(kept: list[Observation], rounds: int = 4) -> None:
+    # the live calibration per frame, its re-estimate every 15 frames included (mean):
+    # incremental (LiveCalibration) against re-estimating the whole window in one batch
+    # (estimate_calibration of the last 150 frames every 15 frames), on the same frames
+    frames = [o.landmarks for o in kept if o.has_body] * rounds
+    if not frames:
+        return
+    live = LiveCalibration()
+    t0 = time.process_time()
+    for lm in frames:
+        live.update(lm)
+    incremental = (time.process_time() - t0) * 1e6 / len(frames)
+    window: list[HolisticLandmarks] = []
+
+    def stack(name: str) -> np.ndarray:
+        return np.concatenate([getattr(f, name) for f in window])
+
+    t0 = time.process_time()
+    for i, lm in enumerate(frames):
+        window = [*window[-(live.window - 1):], lm]
+        if i % live.every == 0:
+            scale = np.concatenate([np.full(1, np.nan) if f.hand_scale is None else f.hand_scale for f in window])
+            estimate_calibration(HolisticLandmarks(stack("pose_world"), stack("pose_visibility"), stack("left_hand"),
+                                                   stack("right_hand"), None, scale))
+    whole = (time.process_time() - t0) * 1e6 / len(frames)
+    print(f"  live calibration per frame (mean, re-estimate every {live.every} frames included), CPU: "
+          f"incremental {incremental:5.0f} µs, whole window re-estimated (its peer) {whole:5.0f} µs "
+          f"({whole / incremental:.1f}x)")
 
 
 def main() -> None:
