@@ -149,6 +149,8 @@ def _frames(seed: int, batch: int) -> list[HolisticLandmarks]:
         pose = gt.pose_world[i:i + 1].copy()
         if rng.random() < 0.15:  # no body this frame
             pose[:] = np.nan
+        elif rng.random() < 0.1:  # hips missing: the upright chest, no torso length (spec §4.5)
+            pose[:, [23, 24]] = np.nan
         scale = None if gt.hand_scale is None else gt.hand_scale[i:i + 1]
         vis = gt.pose_visibility[i:i + 1].copy()
         vis[:, rng.integers(0, 33, 4)] = rng.random(4)  # some points below the threshold
