@@ -27,8 +27,8 @@ message plus a close code (spec §5.8). What the relay adds (spec §5.7):
   relay's own origin or ``allow_origins``; clients without ``Origin`` are unaffected.
 * **TLS and auth** — ``tls_cert``/``tls_key`` serve ``wss://``. Beyond loopback the
   relay needs a token (unless ``no_auth``) and TLS (unless ``insecure``).
-* **liveness** — keepalive pings every ``ping_interval`` s; a client that does not answer
-  within ``ping_timeout`` s is closed.
+* **liveness** — keepalive pings every ``ping_interval`` s; a client that neither answers
+  nor sends anything within ``ping_timeout`` s is closed.
 
 Example (in-process, e.g. from a test)::
 
@@ -398,6 +398,7 @@ class _RelayConnection(ServerConnection):
         super().__init__(*args, **kwargs)
         self.peer_host = ""
         self.accepted_at = 0.0
+        self.heard_at = 0.0  # loop time of the last bytes from the peer (spec §5.7 rule 11)
         self.admitted = False
         self.refused = False
         self.client: _Client | None = None
@@ -417,12 +418,49 @@ class _RelayConnection(ServerConnection):
 
         self.protocol.fail = fail_too_large  # type: ignore[method-assign]
 
+    def data_received(self, data: bytes) -> None:
+        # spec §5.7 rule 11: bytes from the peer are a sign of life, like a pong
+        self.heard_at = self.loop.time()
+        super().data_received(data)
+
+    async def _answered(self, pong: asyncio.Future[float], timeout: float) -> bool:
+        """True when ``pong`` comes, or the peer sends anything, within ``timeout`` s
+        (spec §5.7 rule 11: a busy peer's pong may wait behind data the relay has not
+        read yet, and its bytes are a sign of life like a pong)."""
+        since = self.loop.time()
+        done, _ = await asyncio.wait({pong}, timeout=timeout)
+        if done:
+            return not pong.cancelled() and pong.exception() is None
+        return self.heard_at > since
+
+    async def alive(self, timeout: float) -> bool:
+        """Ping; True when the peer answers or sends within ``timeout`` s."""
+        try:
+            pong = asyncio.ensure_future(await self.ping())
+        except ConnectionClosed:
+            return False
+        return await self._answered(pong, timeout)
+
     async def keepalive(self) -> None:
         # spec §5.7 rule 11: a phase per connection (its first keepalive ping comes up to
-        # one interval later), so connections opened together do not all ping together
-        if self.ping_interval is not None:
-            await asyncio.sleep(random.uniform(0.0, self.ping_interval))
-        await super().keepalive()
+        # one interval later), so connections opened together do not all ping together;
+        # a peer that answers, or sends anything, within the timeout is alive, and a ping
+        # it has not answered yet is not repeated
+        if self.ping_interval is None:
+            return
+        await asyncio.sleep(random.uniform(0.0, self.ping_interval))
+        pong: asyncio.Future[float] | None = None
+        with contextlib.suppress(ConnectionClosed):
+            while True:
+                await asyncio.sleep(self.ping_interval)
+                if pong is None or pong.done():
+                    pong = asyncio.ensure_future(await self.ping())
+                if self.ping_timeout is None:
+                    continue
+                if not await self._answered(pong, self.ping_timeout):
+                    async with self.send_context():
+                        self.protocol.fail(CloseCode.INTERNAL_ERROR, "keepalive ping timeout")
+                    return
 
     def acknowledge_pings(self, data: bytes) -> None:
         # spec §5.7 rule 4: the pong of a send-window ping acknowledges the frames
@@ -955,14 +993,9 @@ class Relay:
             await self._attach(client, hello)
 
     async def _answers_ping(self, client: _Client) -> bool:
-        """True when ``client`` answers a ping within ``ping_timeout`` (default 3 s)."""
-        try:
-            async with asyncio.timeout(self.ping_timeout or DEFAULT_PING_TIMEOUT):
-                pong = await client.ws.ping()
-                await pong
-            return True
-        except (TimeoutError, ConnectionClosed):
-            return False
+        """True when ``client`` answers a ping, or keeps sending, within ``ping_timeout``
+        (default 3 s) of its last sign of life (spec §5.7 rules 1 and 11)."""
+        return await client.ws.alive(self.ping_timeout or DEFAULT_PING_TIMEOUT)
 
     def fan_out(self, stream: str, message: Message, data: bytes | None = None) -> bool:
         """Deliver a data message (frame, calibration, conditions) that arrived from

@@ -556,3 +556,34 @@ async def test_subscriber_yields_the_newest_state_with_masks_merged() -> None:
         assert got.values[H_PITCH] == pytest.approx(-0.58, abs=1e-4)
         assert int(np.isnan(got.values).sum()) == N_DIMS - 2
         assert sub.frames_yielded == 2
+
+
+async def test_a_peer_that_keeps_sending_is_alive_without_its_pongs() -> None:
+    # spec §5.7 rule 11: bytes from the peer are a sign of life like a pong (a busy peer's
+    # pong may wait behind data the relay has not read yet); silence past the timeout is not
+    interval, timeout = 0.2, 0.3
+    async with Relay("127.0.0.1", port=0, ping_interval=interval, ping_timeout=timeout) as relay:
+        pub = await open_raw(relay.url, "producer", "s", connection_class=KeepaliveWatch)
+        watch = pub.ws
+        assert isinstance(watch, KeepaliveWatch)
+        watch.answer = False  # no pongs at all
+        seq = 0
+        began = time.monotonic()
+        takeover: asyncio.Task[Any] | None = None
+        while time.monotonic() - began < 6 * timeout:  # sending every 50 ms: alive
+            await pub.send(frame(seq, 0.1))
+            seq += 1
+            await asyncio.sleep(0.05)
+            if takeover is None and time.monotonic() - began > 2 * timeout:
+                # a producer hello for the busy stream meanwhile: refused, the current one is alive
+                takeover = asyncio.create_task(open_raw(relay.url, "producer", "s", welcome=False))
+        # pinged (keepalive, then the takeover check), never answered, never closed
+        assert len(watch.keepalive_at) == 2 and watch.close_code is None
+        assert takeover is not None
+        closed = await (await takeover).until_closed()
+        assert closed.error is not None and closed.error.code == "decode.state"
+        assert relay.stats.replaced == 0
+        # silent and not answering: closed (1011) within two intervals + the timeout
+        stopped = time.monotonic()
+        await asyncio.wait_for(watch.wait_closed(), 2 * interval + timeout + 1.0)
+        assert watch.close_code == 1011 and time.monotonic() - stopped < 2 * interval + timeout + 1.0
