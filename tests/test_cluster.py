@@ -8,18 +8,17 @@ three ``posewire serve --broker`` processes are started and one is killed.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import itertools
 import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from types import ModuleType
 
 import nats
 import numpy as np
 import pytest
+from benchutil import load_benchmark
 from hypothesis import given
 from hypothesis import strategies as st
 from netutil import RawClient, open_raw, wait_for
@@ -35,19 +34,7 @@ from posewire.producers.publisher import Publisher
 from posewire.relay import Relay
 from posewire.transport import RelayError, RelayUrls
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "cluster_bench.py"
-
-
-def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("_bench_cluster", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-cluster_bench = _bench()
+cluster_bench = load_benchmark("cluster_bench")
 pytestmark = pytest.mark.skipif(cluster_bench.nats_server_binary() is None,
                                 reason="nats-server is not installed (.ci/run installs it)")
 

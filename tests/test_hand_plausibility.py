@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
@@ -162,3 +163,28 @@ def _frame(lm: HolisticLandmarks, k: int) -> HolisticLandmarks:
     return HolisticLandmarks(pose_world=lm.pose_world[k:k + 1], pose_visibility=lm.pose_visibility[k:k + 1],
                              left_hand=lm.left_hand[k:k + 1], right_hand=lm.right_hand[k:k + 1],
                              face=pick(lm.face), hand_scale=pick(lm.hand_scale), pose_image=pick(lm.pose_image))
+
+
+def test_spec_worked_index_example() -> None:
+    # spec §4.3 "Finger geometry", worked: the right index of helix-humanoid@1 (knuckle at
+    # (0.022, 0.090, 0) m), side 0.5, fold 0.5, curl 0.25 -> the printed phalanx directions;
+    # from these points the producer returns (0.5, 0.5, 0.25)
+    hand = np.zeros((1, 21, 3))
+    for mcp, x in {5: 0.022, 9: 0.0, 13: -0.02, 17: -0.038}.items():
+        hand[0, mcp] = (x, 0.090, 0.0)
+    phalanges = [(-0.256440, 0.658968, 0.707107), (-0.138785, 0.356631, 0.923880), (0.0, 0.0, 1.0)]
+    for k, direction in enumerate(phalanges):
+        hand[0, 6 + k] = hand[0, 5 + k] + 0.03 * np.array(direction)
+    for mcp in (9, 13, 17):  # the other fingers straight along +Y
+        for k in range(3):
+            hand[0, mcp + 1 + k] = hand[0, mcp + k] + (0.0, 0.03, 0.0)
+    hand[0, 1] = (0.02, 0.02, 0.0)
+    for k in (2, 3, 4):
+        hand[0, k] = hand[0, k - 1] + 0.035 * np.array([0.6, 0.8, 0.0])
+    angles = finger_angles(hand, side="r")
+    row = REGISTRY.by_id["g_index_side_r"].row
+    assert row.neutral_deg == 20.0 and row.angle_deg == 30.0
+    side = (angles["g_index_side"][0] - row.neutral_deg) / row.angle_deg
+    assert side == pytest.approx(0.5, abs=2e-6)  # the printed directions carry 6 decimals
+    assert angles["g_index_fold"][0] / 90.0 == pytest.approx(0.5, abs=2e-6)
+    assert angles["g_index_curl"][0] / 90.0 == pytest.approx(0.25, abs=2e-6)
