@@ -356,13 +356,20 @@ def _palm_triples(registry: Registry) -> NDArray[np.intp]:
     return np.array(rows, dtype=np.intp).reshape(-1, 3)
 
 
+def _length(v: NDArray[np.float64]) -> NDArray[np.float64]:
+    """spec §5.4 palm rule: ``sqrt(a·a + b·b + c·c)`` of triples ``(..., 3)``, summed in
+    that order (binary64), so that every encoder decides the boundary alike."""
+    a, b, c = v[..., 0], v[..., 1], v[..., 2]
+    out: NDArray[np.float64] = np.sqrt(a * a + b * b + c * c)
+    return out
+
+
 def _keep_palm_clamp(x: NDArray[np.float64], q: NDArray[np.float64],
                      scale: NDArray[np.float64]) -> NDArray[np.float64]:
     """spec §5.4 palm rule on triples ``x (..., 3)`` with rounded ``q``: a vector part
     with ``|v| ≤ 0.98`` keeps ``|q / s| ≤ 0.98``; where rounding to nearest would push it
     above, the three components are rounded toward zero instead."""
-    over = (np.linalg.norm(q / scale, axis=-1) > PALM_CLAMP) & (
-        np.linalg.norm(x, axis=-1) <= PALM_CLAMP)
+    over = (_length(q / scale) > PALM_CLAMP) & (_length(x) <= PALM_CLAMP)
     if not over.any():
         return q
     return np.where(over[..., None], np.trunc(x * scale), q)
@@ -416,13 +423,9 @@ def _pack_values(values: NDArray[np.float64], lay: _Layout) -> tuple[bytes, byte
         raise UsageError(code, "frame values must be within the registry bounds or NaN "
                          "(absent)", path="values")
     q = np.rint(x * ml.scale)
-    for a, b, c in ml.palm_pos:  # spec §5.4: a palm triple keeps |v| <= 0.98
-        s = float(ml.scale[a])
-        qa, qb, qc = float(q[a]), float(q[b]), float(q[c])
-        if (qa * qa + qb * qb + qc * qc) > (PALM_CLAMP * s) ** 2:
-            xa, xb, xc = float(x[a]), float(x[b]), float(x[c])
-            if xa * xa + xb * xb + xc * xc <= PALM_CLAMP**2:
-                q[a], q[b], q[c] = math.trunc(xa * s), math.trunc(xb * s), math.trunc(xc * s)
+    for a, b, c in ml.palm_pos:  # spec §5.4: a palm triple keeps |v| <= 0.98 (as quantize)
+        tri = [a, b, c]
+        q[tri] = _keep_palm_clamp(x[tri], q[tri], ml.scale[tri])
     q = q.astype(np.int64)
     out = np.empty(ml.known_bytes, np.uint8)
     q16 = q[ml.wide]

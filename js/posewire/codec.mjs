@@ -939,8 +939,10 @@ function quantize(values) {
     const ids = ['x', 'y', 'z'].map((a) => `w_q${a}_${s}`);
     if (!ids.every((id) => id in values)) continue;
     const sc = ids.map((id) => scaleOf(BY_ID.get(id).bits));
-    const nv = Math.hypot(...ids.map((id) => values[id]));
-    const nq = Math.hypot(...ids.map((id, i) => q[id] / sc[i]));
+    // lengths as sqrt(a·a + b·b + c·c), summed in that order (not Math.hypot): §5.4
+    const length = ([a, b, c]) => Math.sqrt(a * a + b * b + c * c);
+    const nv = length(ids.map((id) => values[id]));
+    const nq = length(ids.map((id, i) => q[id] / sc[i]));
     if (nq > PALM_CLAMP && nv <= PALM_CLAMP) ids.forEach((id, i) => (q[id] = Math.trunc(values[id] * sc[i]) + 0));
   }
   return q;

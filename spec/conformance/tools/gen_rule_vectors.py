@@ -171,6 +171,20 @@ case(wire, "quantize-palm-inside-rounds-to-nearest", "wire.quantize",
 case(wire, "quantize-palm-single-dim", "wire.quantize",
      R_PALM + "; the rule applies to a whole triple only: one dim alone rounds to nearest",
      {"values": {"w_qx_r": 0.98}}, {"q": {"w_qx_r": 32112}})
+# a palm clamped to 0.98 by scaling: its squared length is 0.9604 > 0.98² by one ulp, its
+# length sqrt(a·a + b·b + c·c) is 0.98: the rule applies (30464, 10155 would be 0.980012)
+_clamped = [t / math.sqrt(0.75 * 0.75 + 0.25 * 0.25) * 0.98 for t in (0.0, 0.75, 0.25)]
+assert math.sqrt(_clamped[0] ** 2 + _clamped[1] ** 2 + _clamped[2] ** 2) <= 0.98
+case(wire, "quantize-palm-clamped-0.98", "wire.quantize",
+     R_PALM + "; |v| = sqrt(a·a + b·b + c·c) in binary64, in that order (a vector scaled to 0.98)",
+     {"values": {"w_qx_l": _clamped[0], "w_qy_l": _clamped[1], "w_qz_l": _clamped[2]}},
+     {"q": {"w_qx_l": 0, "w_qy_l": math.trunc(_clamped[1] * S16), "w_qz_l": math.trunc(_clamped[2] * S16)}})
+case(wire, "encode-frame-palm-clamped-0.98", "wire.encode", R_PALM + " (frames too; dims 8, 10, 12)",
+     {"message": {"type": "f", "seq": 1, "timestamp_us": 1,
+                  "values": {"w_qx_l": _clamped[0], "w_qy_l": _clamped[1], "w_qz_l": _clamped[2]}}},
+     {"hex": hx({"t": "f", "s": 1, "ts": 1, "m": bytes([0, 0b00010101]),
+                 "v": b"\0\0" + math.trunc(_clamped[1] * S16).to_bytes(2, "big")
+                 + math.trunc(_clamped[2] * S16).to_bytes(2, "big")})})
 case(wire, "encode-frame-palm-axis-0.98", "wire.encode", R_PALM + " (frames too)",
      {"message": {"type": "f", "seq": 1, "timestamp_us": 1,
                   "values": {"w_qx_r": 0.98, "w_qy_r": 0.0, "w_qz_r": 0.0}}},
