@@ -423,9 +423,15 @@ def _pack_values(values: NDArray[np.float64], lay: _Layout) -> tuple[bytes, byte
         raise UsageError(code, "frame values must be within the registry bounds or NaN "
                          "(absent)", path="values")
     q = np.rint(x * ml.scale)
-    for a, b, c in ml.palm_pos:  # spec §5.4: a palm triple keeps |v| <= 0.98 (as quantize)
-        tri = [a, b, c]
-        q[tri] = _keep_palm_clamp(x[tri], q[tri], ml.scale[tri])
+    for a, b, c in ml.palm_pos:  # spec §5.4: a palm triple keeps |v| <= 0.98
+        # _keep_palm_clamp in floats (one frame: numpy's per-call cost would triple the
+        # encode); the same IEEE operations in the same order, so the same decision
+        s = float(ml.scale[a])
+        xa, xb, xc = float(x[a]), float(x[b]), float(x[c])
+        qa, qb, qc = float(q[a]) / s, float(q[b]) / s, float(q[c]) / s
+        if (math.sqrt(qa * qa + qb * qb + qc * qc) > PALM_CLAMP
+                and math.sqrt(xa * xa + xb * xb + xc * xc) <= PALM_CLAMP):
+            q[a], q[b], q[c] = math.trunc(xa * s), math.trunc(xb * s), math.trunc(xc * s)
     q = q.astype(np.int64)
     out = np.empty(ml.known_bytes, np.uint8)
     q16 = q[ml.wide]
