@@ -45,6 +45,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Literal
 
 import numpy as np
@@ -55,9 +56,12 @@ from posewire.codec.registry import REGISTRY
 
 __all__ = [
     "DEPTH_FLIP_FOLD_DEG",
+    "DEPTH_GAINS",
+    "DEPTH_GAIN_MIN_FRAMES",
     "FINGERS",
     "FINGER_CHAINS",
     "FINGER_SIDE_IMPLAUSIBLE_DEG",
+    "HAND_BONES",
     "HAND_POINTS",
     "N_HAND_POINTS",
     "THUMB_CHAIN",
@@ -65,10 +69,13 @@ __all__ = [
     "THUMB_ROLL_MIN_CURL_DEG",
     "THUMB_SIDE_AXIS",
     "HandDims",
+    "bone_extents",
+    "estimate_depth_gain",
     "finger_angles",
     "hand_dims",
     "hand_frame",
     "thumb_roll",
+    "with_depth_gain",
 ]
 
 F64 = NDArray[np.float64]
@@ -110,6 +117,17 @@ FINGER_SIDE_IMPLAUSIBLE_DEG = 45.0
 #: more than this on average (degrees) is taken as depth-flipped (its depth mirror folds
 #: every finger forward by exactly as much).
 DEPTH_FLIP_FOLD_DEG = 60.0
+#: The 20 bones of the common hand layout as (parent, child) indices: wrist -> each
+#: finger's base, then along each finger (spec §4.3 "Hand depth gain").
+HAND_BONES: tuple[tuple[int, int], ...] = (
+    (0, 1), (1, 2), (2, 3), (3, 4), *((0, c[0]) for c in FINGER_CHAINS.values()),
+    *((a, b) for c in FINGER_CHAINS.values() for a, b in pairwise(c)))
+#: Depth gains a camera producer tries (spec §4.3 "Hand depth gain"): 1.00, 1.05 … 3.00.
+DEPTH_GAINS: F64 = np.round(np.arange(1.0, 3.0 + 1e-9, 0.05), 2)
+#: Frames with the hand needed to estimate its depth gain; with fewer the gain is 1.
+DEPTH_GAIN_MIN_FRAMES = 10
+_BONE_PARENT = np.array([a for a, _ in HAND_BONES], dtype=np.intp)
+_BONE_CHILD = np.array([b for _, b in HAND_BONES], dtype=np.intp)
 _EPS = 1e-9
 #: Squared length of a finger's lateral axis under which the finger is taken straight
 #: along the palm normal (no direction: side 0, its metacarpal's lateral axis).
@@ -318,6 +336,48 @@ def thumb_roll(hand: F64, thumb_dorsal: F64, *, side: Side) -> F64:
     axis = _unit(local[:, 1] - local[:, 0])
     _, _, _, e2 = _thumb_swing(axis)
     out: F64 = np.degrees(_signed_angle(-e2, local[:, 2], axis))
+    return out
+
+
+def bone_extents(hand: F64) -> F64:
+    """Each bone's squared extent across and along the depth axis, ``(B, 20, 2)`` =
+    ``(Δx² + Δy², Δz²)`` per :data:`HAND_BONES` bone, of hand points ``(B, 21, 3)`` whose
+    third axis is the camera's depth (spec §4.3 "Hand depth gain"); NaN where points are
+    missing."""
+    delta = hand[:, _BONE_CHILD] - hand[:, _BONE_PARENT]
+    out: F64 = np.stack([delta[..., 0] ** 2 + delta[..., 1] ** 2, delta[..., 2] ** 2], axis=-1)
+    return out
+
+
+def estimate_depth_gain(extents: F64) -> float | None:
+    """The depth gain ``g`` (spec §4.3 "Hand depth gain") that keeps a hand's bones most
+    constant over frames, from :func:`bone_extents` ``(B, 20, 2)`` of one hand; None with
+    fewer than :data:`DEPTH_GAIN_MIN_FRAMES` usable frames (every bone finite and of
+    non-zero length).
+
+    Bone lengths ``ℓ = sqrt(a + g²·b)`` are divided by their frame's median bone (the
+    hand's distance to the camera and its size drop out); ``g`` is the gain of
+    :data:`DEPTH_GAINS` with the least mean over bones of the standard deviation over
+    frames of ``log ℓ`` (the first such gain on ties: a rigid hand measured without depth
+    error gives exactly 1)."""
+    usable = np.isfinite(extents).all(axis=(-1, -2)) & (extents.sum(-1) > 0.0).all(-1)
+    if int(usable.sum()) < DEPTH_GAIN_MIN_FRAMES:
+        return None
+    across, along = extents[usable, :, 0], extents[usable, :, 1]
+    gains = DEPTH_GAINS[:, None, None]
+    log_length = 0.5 * np.log(across[None] + gains**2 * along[None])  # (G, F, 20)
+    log_length = log_length - np.median(log_length, axis=-1, keepdims=True)
+    spread = log_length.std(axis=1).mean(axis=-1)
+    return float(DEPTH_GAINS[int(np.argmin(spread))])
+
+
+def with_depth_gain(hand: F64, gain: float) -> F64:
+    """Hand points ``(B, 21, 3)`` with their depth (third axis) scaled by ``gain`` about
+    the wrist (spec §4.3 "Hand depth gain"); the same array when ``gain`` is 1."""
+    if gain == 1.0:
+        return hand
+    out: F64 = hand.copy()
+    out[..., 2] = hand[:, :1, 2] + gain * (hand[..., 2] - hand[:, :1, 2])
     return out
 
 

@@ -77,7 +77,14 @@ from posewire.codec.quaternion import (
 )
 from posewire.codec.registry import REGISTRY, TRACKING_PARTS
 from posewire.codec.vector import LOWER, N_DIMS, UPPER
-from posewire.producers.hand import HAND_POINTS, finger_angles, hand_dims
+from posewire.producers.hand import (
+    HAND_POINTS,
+    bone_extents,
+    estimate_depth_gain,
+    finger_angles,
+    hand_dims,
+    with_depth_gain,
+)
 
 __all__ = [
     "BODY_CLAMP_KEY",
@@ -205,11 +212,13 @@ class HolisticLandmarks:
 class LandmarkCalibration:
     """Calibration measured from a recording (spec §4.1): the reference distances, the
     units ``L`` with the axes that fell back to shoulder width, and notes on how each
-    distance was measured."""
+    distance was measured; ``hand_depth_gain``: side -> the gain applied to that hand's
+    landmark depth (spec §4.3 "Hand depth gain"; 1 = the depth as given)."""
 
     calibration: Calibration
     units: CalibrationUnits
     notes: tuple[str, ...] = ()
+    hand_depth_gain: Mapping[str, float] = field(default_factory=lambda: {"l": 1.0, "r": 1.0})
 
 
 @dataclass(frozen=True)
@@ -544,7 +553,9 @@ class CalibrationSamples:
     the body frame is defined; ``trunk (B,)``: the neck → hip_mid chord undone to the upright
     trunk (NaN where not valid); ``arm (B, 2)``: upper arm + forearm, right then left (NaN
     where not seen); ``hand (B, 2)``: the wrist → middle-tip chain × ``hand_scale``, right
-    then left (NaN where the hand is absent), None without ``hand_scale``.
+    then left (NaN where the hand is absent), None without ``hand_scale``; ``bones (B, 2, 20,
+    2)``: :func:`posewire.producers.hand.bone_extents` of the right then left hand (NaN where
+    absent; spec §4.3 "Hand depth gain"), None when not measured.
     """
 
     shoulders: F64
@@ -552,6 +563,7 @@ class CalibrationSamples:
     trunk: F64
     arm: F64
     hand: F64 | None
+    bones: F64 | None = None
 
 
 _CALIBRATION_SITES = np.array([POSE_POINTS[p] for p in ("shoulder_l", "shoulder_r", "hip_l", "hip_r")],
@@ -582,7 +594,8 @@ def _samples(lm: HolisticLandmarks, prep: _Prepared, visibility_threshold: float
             chain = points[:, [0, 9, 10, 11, 12]]
             length = np.linalg.norm(np.diff(chain, axis=1), axis=-1).sum(axis=-1) * lm.hand_scale
             hand[:, column] = np.where(_hand_present(points), length, np.nan)
-    return CalibrationSamples(body[:, :2], prep.valid, trunk, arm, hand)
+    bones = np.stack([bone_extents(prep.right), bone_extents(prep.left)], axis=1)
+    return CalibrationSamples(body[:, :2], prep.valid, trunk, arm, hand, bones)
 
 
 def calibration_samples(lm: HolisticLandmarks, *, visibility_threshold: float = 0.5) -> CalibrationSamples:
@@ -634,7 +647,15 @@ def calibration_from_samples(samples: CalibrationSamples, *,
     elif d_x is not None:
         notes.append("hand length unused: no wrist site without an arm length")
     cal = measure_calibration(sites)
-    return LandmarkCalibration(calibration=cal, units=units(cal), notes=tuple(notes))
+    # spec §4.3 "Hand depth gain": the gain that keeps each hand's bones most constant
+    gain = {"r": 1.0, "l": 1.0}
+    for column, side in enumerate(("r", "l")):
+        found = None if samples.bones is None else estimate_depth_gain(samples.bones[:, column])
+        if found is not None:
+            gain[side] = found
+            notes.append(f"hand depth gain ({side}) {found:.2f}")
+    return LandmarkCalibration(calibration=cal, units=units(cal), notes=tuple(notes),
+                               hand_depth_gain={"l": gain["l"], "r": gain["r"]})
 
 
 def estimate_calibration(lm: HolisticLandmarks, *, visibility_threshold: float = 0.5,
@@ -807,7 +828,8 @@ def _encode_batch(lm: HolisticLandmarks, calibration: LandmarkCalibration | None
             vec[arm_ok, _idx(f"a_spread_{s}")] = spread[arm_ok] / REGISTRY.by_id[f"a_spread_{s}"].row.max
             degenerate[f"spread_straight_arm_{s}"] = int((straight & arm_ok).sum())
 
-        hand = prep.right if s == "r" else prep.left
+        # spec §4.3 "Hand depth gain": the depth of a camera's hand landmarks rescaled
+        hand = with_depth_gain(prep.right if s == "r" else prep.left, cal.hand_depth_gain[s])
         present = _hand_present(hand)
         # spec §4.2, §4.3: the hand maths shared with the VR producer (posewire.producers.hand)
         # spec §4.3: monocular depth, so a depth-flipped hand is read mirrored (reported)

@@ -385,6 +385,10 @@ def encode1(lm: HolisticLandmarks, cal: LandmarkCalibration, *, visibility_thres
             degenerate[f"spread_straight_arm_{s}"] = int(straight)
         # spec §4.2, §4.3: palm and fingers (posewire.producers.hand_single)
         points = frame.hands[s]
+        gain = cal.hand_depth_gain[s]
+        if points is not None and gain != 1.0:  # spec §4.3 "Hand depth gain"
+            wrist_z = points[0][2]
+            points = [(x, y, wrist_z + gain * (z - wrist_z)) for x, y, z in points]
         # spec §4.3: monocular depth, so a depth-flipped hand is read mirrored (reported)
         dims = None if points is None else hand_dims1(points, hand_axes, side=s, depth_ambiguous=True)
         tracked[f"hand_{s}"] = dims is not None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -201,10 +202,12 @@ def _check_same(one: LandmarkResult, batch: LandmarkResult) -> None:
 
 
 @settings(max_examples=250)
-@given(frames(), st.sampled_from([0.5, 0.3, 0.9]))
-def test_single_frame_path_equals_the_batch_path(frame: tuple[HolisticLandmarks, str], threshold: float) -> None:
+@given(frames(), st.sampled_from([0.5, 0.3, 0.9]), st.sampled_from([1.0, 1.5, 2.55]), st.sampled_from([1.0, 3.0]))
+def test_single_frame_path_equals_the_batch_path(frame: tuple[HolisticLandmarks, str], threshold: float,
+                                                 gain_l: float, gain_r: float) -> None:
     lm, mirrored = frame
     _, cal = _pool()
+    cal = replace(cal, hand_depth_gain={"l": gain_l, "r": gain_r})  # spec §4.3 "Hand depth gain"
     one = landmarks_to_vectors(lm, calibration=cal, visibility_threshold=threshold, mirrored=mirrored)  # type: ignore[arg-type]
     _check_same(one, _encode_batch(lm, cal, threshold, mirrored))  # type: ignore[arg-type]
 

@@ -6,6 +6,7 @@ not estimated and reported. Ground truth from ``posewire.groundtruth`` (decoder 
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,18 +16,26 @@ from numpy.typing import NDArray
 
 from posewire.codec.registry import REGISTRY
 from posewire.codec.vector import DEFAULTS
-from posewire.groundtruth import random_vectors, render
+from posewire.groundtruth import noise, random_vectors, render
 from posewire.producers.hand import (
     DEPTH_FLIP_FOLD_DEG,
+    DEPTH_GAIN_MIN_FRAMES,
+    DEPTH_GAINS,
     FINGER_CHAINS,
     FINGER_SIDE_IMPLAUSIBLE_DEG,
     THUMB_ROLL_MIN_CURL_DEG,
+    bone_extents,
+    estimate_depth_gain,
     finger_angles,
+    with_depth_gain,
 )
 from posewire.producers.landmarks import HolisticLandmarks, landmarks_to_vectors
+from posewire.producers.live import LiveCalibration
+from posewire.producers.poseformat import read_pose_file
 
 F64 = NDArray[np.float64]
 SIDES = ("l", "r")
+SIGNER = Path(__file__).parent / "data" / "holistic_signer.pose"
 HAND_DIMS = [d for d in REGISTRY.dimensions if d.row.group in ("palm", "fingers")]
 
 
@@ -188,3 +197,87 @@ def test_spec_worked_index_example() -> None:
     assert side == pytest.approx(0.5, abs=2e-6)  # the printed directions carry 6 decimals
     assert angles["g_index_fold"][0] / 90.0 == pytest.approx(0.5, abs=2e-6)
     assert angles["g_index_curl"][0] / 90.0 == pytest.approx(0.25, abs=2e-6)
+
+
+# ---------------------------------------------------------------------------- depth gain (§4.3)
+
+
+def _compressed(lm: HolisticLandmarks, gain: float) -> HolisticLandmarks:
+    """``lm`` with both hands' depth divided by ``gain`` about the wrist (what a camera
+    model that compresses depth returns)."""
+    return _with_hands(lm, with_depth_gain(lm.left_hand, 1.0 / gain), with_depth_gain(lm.right_hand, 1.0 / gain))
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([float(g) for g in DEPTH_GAINS]))
+def test_depth_gain_undoes_a_uniform_depth_compression(seed: int, gain: float) -> None:
+    # law (spec §4.3 "Hand depth gain"): rigid hands give exactly 1; the same hands with
+    # their depth divided by a gain of the grid give that gain back
+    rng = np.random.default_rng(seed)
+    gt = render(random_vectors(rng, 20), view_yaw_deg=rng.uniform(-45, 45, 20)).landmarks
+    for side in SIDES:
+        assert estimate_depth_gain(bone_extents(_hand(gt, side))) == 1.0
+        assert estimate_depth_gain(bone_extents(_hand(_compressed(gt, gain), side))) == gain
+
+
+def test_depth_gain_is_robust_to_noise_and_needs_frames() -> None:
+    rng = np.random.default_rng(11)
+    gt = render(random_vectors(rng, 60), view_yaw_deg=rng.uniform(-45, 45, 60)).landmarks
+    noisy = noise(gt, rng, xy=0.002, depth=0.006)  # MediaPipe-like noise fakes no gain
+    # noise on a compressed depth pulls the estimate toward 1, never beyond the true gain
+    squeezed = noise(_compressed(gt, 2.0), rng, xy=0.002, depth=0.002)
+    squeezed_more = noise(_compressed(gt, 2.0), rng, xy=0.002, depth=0.006)
+    for side in SIDES:
+        assert estimate_depth_gain(bone_extents(_hand(noisy, side))) == 1.0
+        assert 1.8 <= (estimate_depth_gain(bone_extents(_hand(squeezed, side))) or 0.0) <= 2.0
+        assert 1.0 < (estimate_depth_gain(bone_extents(_hand(squeezed_more, side))) or 0.0) < 2.0
+    few = bone_extents(gt.right_hand[:DEPTH_GAIN_MIN_FRAMES])
+    assert estimate_depth_gain(few) == 1.0
+    few[0, 3] = np.nan  # a frame with a missing point does not count
+    assert estimate_depth_gain(few) is None
+
+
+def test_a_compressed_camera_depth_gives_the_true_hand_dims() -> None:
+    rng = np.random.default_rng(12)
+    vec = random_vectors(rng, 30)
+    gt = render(vec, view_yaw_deg=rng.uniform(-45, 45, 30)).landmarks
+    result = landmarks_to_vectors(_compressed(gt, 2.5))
+    assert dict(result.calibration.hand_depth_gain) == {"l": 2.5, "r": 2.5}
+    assert "hand depth gain (r) 2.50" in result.report.notes
+    _assert_hand_dims_equal(result.vectors, vec)
+    # without the gain the compressed hands read wrong (the check can fail)
+    ungained = landmarks_to_vectors(_compressed(gt, 2.5), calibration=replace(
+        result.calibration, hand_depth_gain={"l": 1.0, "r": 1.0}))
+    folds = [REGISTRY.index(f"g_{f}_fold_r") for f in FINGER_CHAINS]
+    assert np.nanmedian(np.abs(ungained.vectors[:, folds] - vec[:, folds])) * 90.0 > 3.0
+    for k in range(3):  # the single-frame path applies the same gain
+        one = landmarks_to_vectors(_frame(_compressed(gt, 2.5), k), calibration=result.calibration)
+        np.testing.assert_allclose(one.vectors[0], result.vectors[k], atol=1e-9, equal_nan=True)
+
+
+def test_live_calibration_takes_the_depth_gain() -> None:
+    rng = np.random.default_rng(13)
+    gt = _compressed(render(random_vectors(rng, 40), view_yaw_deg=rng.uniform(-45, 45, 40)).landmarks, 1.5)
+    live = LiveCalibration(window=40, every=5)
+    sent = [live.update(_frame(gt, k)) for k in range(40)]
+    assert live.current is not None
+    assert dict(live.current.hand_depth_gain) == {"l": 1.5, "r": 1.5}
+    # the first estimate (one frame) could not see the gain yet; a later one took it
+    assert sent[0] is not None and sent[0].hand_depth_gain == {"l": 1.0, "r": 1.0}
+
+
+def test_real_signer_hands_are_rigid_with_a_depth_gain() -> None:
+    # MediaPipe's hand depth is compressed: on the signer the bones are most constant at a
+    # gain of 2.5-3, and with it far fewer folds exceed the 90° of fold +1 (issue 7)
+    lm = read_pose_file(SIGNER).landmarks
+    result = landmarks_to_vectors(lm)
+    gains = result.calibration.hand_depth_gain
+    assert 2.0 <= gains["l"] <= 3.0 and 2.0 <= gains["r"] <= 3.0, gains
+    plain = landmarks_to_vectors(lm, calibration=replace(result.calibration, hand_depth_gain={"l": 1.0, "r": 1.0}))
+    folds = [REGISTRY.index(f"g_{f}_fold_{s}") for f in FINGER_CHAINS for s in SIDES]
+
+    def on_rail(vectors: F64) -> float:
+        values = vectors[:, folds]
+        return float((values[np.isfinite(values)] == 1.0).mean())
+
+    assert on_rail(result.vectors) < 0.5 * on_rail(plain.vectors), (on_rail(result.vectors), on_rail(plain.vectors))
