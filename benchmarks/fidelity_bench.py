@@ -40,7 +40,7 @@ from posewire.consumers.pose import decode_plan
 from posewire.consumers.skeleton import helix_humanoid
 from posewire.groundtruth import noise, random_vectors, render, thumb_roll_error_deg
 from posewire.producers.filter import filter_vectors, jitter
-from posewire.producers.hand import THUMB_ROLL_MIN_CURL_DEG
+from posewire.producers.hand import FINGER_CHAINS, THUMB_ROLL_MIN_CURL_DEG, with_depth_gain
 from posewire.producers.landmarks import HolisticLandmarks, _encode_batch, landmarks_to_vectors
 from posewire.producers.poseformat import read_pose_file
 
@@ -146,6 +146,34 @@ def round_trip_table(frames: int) -> None:
           "errors above): " + ", ".join(dropped) + ".\n")
 
 
+def compressed_depth(frames: int) -> None:
+    """Ground truth whose hand depth is compressed (what MediaPipe returns, spec §4.3 "Hand
+    depth gain"), with 2 mm of noise on every axis: finger fold error with the estimated
+    gain against the depth taken as given."""
+    print("## Hand depth compressed like a camera's (ground truth, 2/2 mm noise after the compression)\n")
+    print("| depth × | estimated gain l / r | finger fold error, gain estimated: median / p95 ° "
+          "| depth as given (gain 1): median / p95 ° |")
+    print("| --- | --- | --- | --- |")
+    rng = np.random.default_rng(7)
+    vec = random_vectors(rng, frames)
+    gt = render(vec, view_yaw_deg=rng.uniform(-45, 45, frames)).landmarks
+    folds = [REGISTRY.index(f"g_{f}_fold_{s}") for f in FINGER_CHAINS for s in "lr"]
+    for factor in (1.0, 0.5, 0.4):
+        lm = noise(replace(gt, left_hand=with_depth_gain(gt.left_hand, factor),
+                           right_hand=with_depth_gain(gt.right_hand, factor)), rng, xy=0.002, depth=0.002)
+        gained = landmarks_to_vectors(lm)
+        plain = landmarks_to_vectors(lm, calibration=replace(gained.calibration, hand_depth_gain={"l": 1.0, "r": 1.0}))
+
+        def error(out: F64) -> str:
+            err = np.abs(out[:, folds] - vec[:, folds]) * 90.0
+            err = err[np.isfinite(err)]
+            return f"{np.median(err):.2f} / {np.percentile(err, 95):.2f}"
+
+        gain = gained.calibration.hand_depth_gain
+        print(f"| {factor:g} | {gain['l']:.2f} / {gain['r']:.2f} | {error(gained.vectors)} | {error(plain.vectors)} |")
+    print()
+
+
 def _kalidokit(hand: F64, width: int, height: int, side: str) -> tuple[F64 | None, float | None]:
     """Kalidokit's hand rig angles (B, K) in radians (NaN where no hand), µs per frame."""
     if shutil.which("node") is None or not (JS / "node_modules" / "kalidokit").is_dir():
@@ -192,7 +220,8 @@ def real_recordings() -> None:
         times = np.arange(res.vectors.shape[0]) / pf.fps
         filtered = filter_vectors(res.vectors, times)
         rails = _rails(res.vectors)
-        rows.append((path.name, rails, res.report.degenerate))
+        gain = res.calibration.hand_depth_gain
+        rows.append((path.name, rails, res.report.degenerate, f"{gain['l']:.2f} / {gain['r']:.2f}"))
         for s, hand in (("l", pf.landmarks.left_hand), ("r", pf.landmarks.right_hand)):
             if np.isfinite(hand).all(axis=(1, 2)).sum() < 5:
                 continue
@@ -210,14 +239,15 @@ def real_recordings() -> None:
                 return f"{np.median(x):.3f} / {np.percentile(x, 95):.3f}"
 
             jitter_rows.append((f"{path.name} {s}", stats(raw), stats(smooth), stats(kj), kali_us))
-    names = sorted({g for _, r, _ in rows for g in r})
-    print("| recording | " + " | ".join(names) + " |")
-    print("|" + " --- |" * (len(names) + 1))
-    for name, rails, _ in rows:
-        print(f"| {name} | " + " | ".join(f"{100 * rails[g]:.0f} %" if g in rails else "–" for g in names) + " |")
+    names = sorted({g for _, r, _, _ in rows for g in r})
+    print("| recording | " + " | ".join(names) + " | hand depth gain l / r (spec §4.3) |")
+    print("|" + " --- |" * (len(names) + 2))
+    for name, rails, _, gain in rows:
+        print(f"| {name} | " + " | ".join(f"{100 * rails[g]:.0f} %" if g in rails else "–" for g in names)
+              + f" | {gain} |")
     print("\nReported failure modes (frames): " + "; ".join(
         f"{name}: " + ", ".join(f"{k} {v}" for k, v in deg.items() if v and k != "body_frame")
-        for name, _, deg in rows))
+        for name, _, deg, _ in rows))
     print("\nFinger jitter, radians per frame (median / p95 of |Δ| between consecutive frames):\n")
     print("| recording hand | ours raw | ours One-Euro (default) | kalidokit 1.1.5 raw "
           "| kalidokit µs/frame (Node, incl. JIT warm-up) |")
@@ -301,6 +331,7 @@ def main() -> None:
     frames = 60 if args.quick else args.frames
     if not args.encode_only:
         round_trip_table(frames)
+        compressed_depth(frames)
         real_recordings()
     encode_speed(100 if args.quick else 1000, 1 if args.quick else args.rounds)
 
