@@ -49,7 +49,6 @@ from posewire.transport import (
     RelayError,
     RelayUrls,
     check_liveness,
-    client_tls_context,
     retry_connect,
 )
 
@@ -105,7 +104,7 @@ class Subscriber:
                  ping_interval: float | None = DEFAULT_PING_INTERVAL,
                  ping_timeout: float | None = DEFAULT_PING_TIMEOUT) -> None:
         check_liveness(ping_interval, ping_timeout)
-        self.urls = RelayUrls(url)
+        self.urls = RelayUrls(url, ca_file=ca_file)
         self.stream = stream
         self.token = token
         self.merge = merge
@@ -114,7 +113,6 @@ class Subscriber:
         self.backoff = Backoff(initial=backoff_initial, maximum=backoff_max)
         self.max_retries = max_retries
         self.open_timeout = open_timeout
-        self._tls = {u: client_tls_context(u, ca_file) for u in self.urls.urls}
         self.ping_interval = ping_interval
         self.ping_timeout = ping_timeout
         #: Latest calibration and condition state of the stream (spec §5.5–5.6).
@@ -167,7 +165,7 @@ class Subscriber:
     @property
     def tls(self) -> ssl.SSLContext | None:
         """The TLS context for :attr:`url` (None for ``ws://``)."""
-        return self._tls[self.url]
+        return self.urls.tls
 
     @property
     def connected(self) -> bool:

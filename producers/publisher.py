@@ -55,7 +55,6 @@ from posewire.transport import (
     RelayError,
     RelayUrls,
     check_liveness,
-    client_tls_context,
     retry_connect,
 )
 
@@ -140,7 +139,7 @@ class Publisher:
         check_liveness(ping_interval, ping_timeout)
         if not 0 < send_timeout < 3600:
             raise UsageError("usage.bad_option", "send_timeout must be positive", path="send_timeout")
-        self.urls = RelayUrls(url)
+        self.urls = RelayUrls(url, ca_file=ca_file)
         self.stream = stream
         self.token = token
         self.calibration = _wire_calibration(calibration)
@@ -151,7 +150,6 @@ class Publisher:
         self.bytes_sent = 0
         self.max_retries = max_retries
         self.open_timeout = open_timeout
-        self._tls = {u: client_tls_context(u, ca_file) for u in self.urls.urls}
         self.ping_interval = ping_interval
         self.ping_timeout = ping_timeout
         self.send_timeout = send_timeout
@@ -185,7 +183,7 @@ class Publisher:
     @property
     def tls(self) -> ssl.SSLContext | None:
         """The TLS context for :attr:`url` (None for ``ws://``)."""
-        return self._tls[self.url]
+        return self.urls.tls
 
     @property
     def connected(self) -> bool:

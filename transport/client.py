@@ -16,6 +16,7 @@ import random
 import ssl
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -34,7 +35,7 @@ from posewire.codec.protocol import (
     State,
 )
 from posewire.codec.wire import SUBPROTOCOL, ErrorMessage, Message, Welcome
-from posewire.transport.tls import DEFAULT_PING_INTERVAL, DEFAULT_PING_TIMEOUT
+from posewire.transport.tls import DEFAULT_PING_INTERVAL, DEFAULT_PING_TIMEOUT, client_tls_context
 
 __all__ = [
     "FATAL_CODES",
@@ -113,19 +114,27 @@ class RelayUrls:
     """The relays a client may use (spec §5.7.1): one URL, or several relays of one
     cluster (a list, or one string with commas). The client uses :attr:`current`
     and moves to the next one (:meth:`advance`) when a connect fails or the link
-    drops, so a client of a relay that died goes on on another."""
+    drops, so a client of a relay that died goes on on another. ``ca_file``: the CA
+    bundle that verifies the ``wss://`` relays (the system's when None); each URL's TLS
+    context is made once, here."""
 
-    def __init__(self, urls: str | Sequence[str]) -> None:
+    def __init__(self, urls: str | Sequence[str], *, ca_file: str | Path | None = None) -> None:
         items = urls.split(",") if isinstance(urls, str) else list(urls)
         self.urls: tuple[str, ...] = tuple(u.strip() for u in items if u.strip())
         if not self.urls:
             raise UsageError("usage.bad_option", "at least one relay URL is needed", path="url")
+        self._tls = {u: client_tls_context(u, ca_file) for u in self.urls}
         self._index = 0
 
     @property
     def current(self) -> str:
         """The URL to use now."""
         return self.urls[self._index]
+
+    @property
+    def tls(self) -> ssl.SSLContext | None:
+        """The TLS context for :attr:`current` (None for ``ws://``)."""
+        return self._tls[self.current]
 
     def advance(self) -> None:
         """Move to the next URL (wrapping around)."""
