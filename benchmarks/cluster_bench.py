@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import json
 import math
 import os
@@ -38,7 +37,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -47,19 +45,9 @@ __all__ = ["NatsServer", "RelayProcess", "SetupResult", "main", "nats_server_bin
 
 HERE = Path(__file__).resolve()
 _URL_RE = re.compile(r"posewire relay on (ws://\S+)")
-
-
-def _relay_bench() -> ModuleType:
-    """``relay_bench.py`` beside this file (its consumer workers and producer)."""
-    name = "_posewire_relay_bench"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, HERE.parent / "relay_bench.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+if str(HERE.parent) not in sys.path:  # loaded by the tests: the scripts beside this one
+    sys.path.insert(0, str(HERE.parent))
+import relay_bench  # noqa: E402  (its consumer workers and producer)
 
 
 def _free_port() -> int:
@@ -255,7 +243,7 @@ def run_setup(setup: str, urls: Sequence[str], relay_pids: Sequence[int], per_re
     ``producer_url``; CPU of the relays and the broker over the producing interval."""
     import psutil
 
-    rb = _relay_bench()
+    rb = relay_bench
     stream = f"cluster-{len(relay_pids)}-{os.getpid()}"
     tok = ["--token", token] if token else []
     max_seconds = duration + 120.0

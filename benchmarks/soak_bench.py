@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import importlib.util
 import json
 import math
 import os
@@ -57,17 +56,9 @@ GRACE_S = 5.0
 PER_WORKER = 30
 
 
-def _relay_bench() -> Any:
-    """Helpers shared with the fan-out benchmark (relay process, raw client handshake)."""
-    spec = importlib.util.spec_from_file_location("_relay_bench", HERE.parent / "relay_bench.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-RB = _relay_bench()
+if str(HERE.parent) not in sys.path:  # loaded by the tests: the scripts beside this one
+    sys.path.insert(0, str(HERE.parent))
+import relay_bench  # noqa: E402  (relay process, raw client handshake)
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -84,7 +75,7 @@ def _serve_cmd(port: int, *extra: str) -> list[str]:
 
 def _start(cmd: list[str], log: Any, port: int) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    RB._wait_port(port, proc, 20.0)
+    relay_bench._wait_port(port, proc, 20.0)
     return proc
 
 
@@ -112,8 +103,8 @@ async def _healthy(url: str, stream: str, n: int, out: dict[str, Any], ready: as
     lat: list[float] = []
 
     async def one(i: int) -> None:
-        ws = await RB._connect(url).__aenter__()
-        await RB._handshake(ws, "consumer", stream, TOKEN, f"soak-h{i}")
+        ws = await relay_bench._connect(url).__aenter__()
+        await relay_bench._handshake(ws, "consumer", stream, TOKEN, f"soak-h{i}")
         connected.append(i)
         if len(connected) == n:
             ready.set()
@@ -224,7 +215,7 @@ def soak(*, duration: float, healthy: int, slow: int, slow_hz: float, rate: floa
          log_path: Path) -> dict[str, Any]:
     import psutil
 
-    port = RB._free_port()
+    port = relay_bench._free_port()
     with open(log_path, "wb") as log:
         relay = _start(_serve_cmd(port), log, port)
     url, stream = f"ws://127.0.0.1:{port}", "soak"
@@ -257,7 +248,7 @@ def soak(*, duration: float, healthy: int, slow: int, slow_hz: float, rate: floa
             results.append(json.loads(_read_tag(w, "RESULT", 60)))
         counters = _last_status(log_path)
     finally:
-        RB._stop(relay)
+        relay_bench._stop(relay)
     expected = set(range(sent["first"], sent["last"] + 1))
     lost = sum(len(expected - set(seqs)) for r in results[1:] for seqs in r["seqs"])
     lat = [x for r in results[1:] for x in r["latency_ms"]]
@@ -311,8 +302,8 @@ async def _legit(port: int, seconds: float) -> dict[str, Any]:
         began = time.monotonic()
         try:
             async with asyncio.timeout(10):
-                ws = await RB._connect(f"ws://127.0.0.1:{port}").__aenter__()
-                await RB._handshake(ws, "consumer", "legit", TOKEN, "legit")
+                ws = await relay_bench._connect(f"ws://127.0.0.1:{port}").__aenter__()
+                await relay_bench._handshake(ws, "consumer", "legit", TOKEN, "legit")
             connect_s.append(time.monotonic() - began)
             await ws.close()
         except Exception:
@@ -327,8 +318,8 @@ async def _half_open(port: int) -> dict[str, Any]:
     from posewire.producers.publisher import Publisher
 
     url = f"ws://127.0.0.1:{port}"
-    old = await RB._connect(url).__aenter__()
-    await RB._handshake(old, "producer", "takeover", TOKEN, "old-producer")
+    old = await relay_bench._connect(url).__aenter__()
+    await relay_bench._handshake(old, "producer", "takeover", TOKEN, "old-producer")
     old.transport.pause_reading()  # alive at the TCP level, answers nothing
     began = time.monotonic()
     async with Publisher(url, "takeover", token=TOKEN, reconnect=False) as pub:  # default settings
@@ -339,7 +330,7 @@ async def _half_open(port: int) -> dict[str, Any]:
 
 
 def flood_and_takeover(*, flood: int, cap: int, seconds: float, log_path: Path) -> dict[str, Any]:
-    port = RB._free_port()
+    port = relay_bench._free_port()
     with open(log_path, "wb") as log:
         relay = _start(_serve_cmd(port, "--max-connections", str(cap)), log, port)
     try:
@@ -360,7 +351,7 @@ def flood_and_takeover(*, flood: int, cap: int, seconds: float, log_path: Path) 
         time.sleep(1.5)
         counters = _last_status(log_path)
     finally:
-        RB._stop(relay)
+        relay_bench._stop(relay)
     out.update(cap=cap, evicted=counters.get("evicted", -1), refused=counters.get("refused", -1),
                relay_log_bytes=log_path.stat().st_size)
     return out
