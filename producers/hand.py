@@ -69,7 +69,7 @@ __all__ = [
     "THUMB_ROLL_MIN_CURL_DEG",
     "THUMB_SIDE_AXIS",
     "HandDims",
-    "bone_extents",
+    "bone_log_lengths",
     "estimate_depth_gain",
     "finger_angles",
     "hand_dims",
@@ -339,35 +339,35 @@ def thumb_roll(hand: F64, thumb_dorsal: F64, *, side: Side) -> F64:
     return out
 
 
-def bone_extents(hand: F64) -> F64:
-    """Each bone's squared extent across and along the depth axis, ``(B, 20, 2)`` =
-    ``(Δx² + Δy², Δz²)`` per :data:`HAND_BONES` bone, of hand points ``(B, 21, 3)`` whose
-    third axis is the camera's depth (spec §4.3 "Hand depth gain"); NaN where points are
-    missing."""
+def bone_log_lengths(hand: F64) -> F64:
+    """The rigidity measure of spec §4.3 "Hand depth gain" for each frame and each gain of
+    :data:`DEPTH_GAINS`: ``(B, G, 20)`` = ``log ℓ`` of every :data:`HAND_BONES` bone minus
+    the frame's median over its bones, with ``ℓ = sqrt(Δx² + Δy² + g²·Δz²)`` of hand points
+    ``(B, 21, 3)`` whose third axis is the camera's depth (the hand's distance and size drop
+    out); NaN on the frames not usable (a point missing or a bone of zero length). Taken
+    once per frame; :func:`estimate_depth_gain` reduces it over frames."""
     delta = hand[:, _BONE_CHILD] - hand[:, _BONE_PARENT]
-    out: F64 = np.stack([delta[..., 0] ** 2 + delta[..., 1] ** 2, delta[..., 2] ** 2], axis=-1)
+    across = delta[..., 0] ** 2 + delta[..., 1] ** 2
+    along = delta[..., 2] ** 2
+    usable = np.isfinite(delta).all(axis=(-1, -2)) & (across + along > 0.0).all(-1)
+    out: F64 = np.full((hand.shape[0], DEPTH_GAINS.size, len(HAND_BONES)), np.nan)
+    if usable.any():
+        squared = across[usable, None, :] + DEPTH_GAINS[None, :, None] ** 2 * along[usable, None, :]
+        log_length = 0.5 * np.log(squared)
+        out[usable] = log_length - np.median(log_length, axis=-1, keepdims=True)
     return out
 
 
-def estimate_depth_gain(extents: F64) -> float | None:
+def estimate_depth_gain(log_lengths: F64) -> float | None:
     """The depth gain ``g`` (spec §4.3 "Hand depth gain") that keeps a hand's bones most
-    constant over frames, from :func:`bone_extents` ``(B, 20, 2)`` of one hand; None with
-    fewer than :data:`DEPTH_GAIN_MIN_FRAMES` usable frames (every bone finite and of
-    non-zero length).
-
-    Bone lengths ``ℓ = sqrt(a + g²·b)`` are divided by their frame's median bone (the
-    hand's distance to the camera and its size drop out); ``g`` is the gain of
-    :data:`DEPTH_GAINS` with the least mean over bones of the standard deviation over
-    frames of ``log ℓ`` (the first such gain on ties: a rigid hand measured without depth
-    error gives exactly 1)."""
-    usable = np.isfinite(extents).all(axis=(-1, -2)) & (extents.sum(-1) > 0.0).all(-1)
+    constant over frames, from :func:`bone_log_lengths` ``(B, G, 20)`` of one hand: the
+    gain of :data:`DEPTH_GAINS` with the least mean over bones of the standard deviation
+    over frames (the first such gain on ties: a rigid hand measured without depth error
+    gives exactly 1); None with fewer than :data:`DEPTH_GAIN_MIN_FRAMES` usable frames."""
+    usable = np.isfinite(log_lengths[:, 0, 0])
     if int(usable.sum()) < DEPTH_GAIN_MIN_FRAMES:
         return None
-    across, along = extents[usable, :, 0], extents[usable, :, 1]
-    gains = DEPTH_GAINS[:, None, None]
-    log_length = 0.5 * np.log(across[None] + gains**2 * along[None])  # (G, F, 20)
-    log_length = log_length - np.median(log_length, axis=-1, keepdims=True)
-    spread = log_length.std(axis=1).mean(axis=-1)
+    spread = log_lengths[usable].std(axis=0).mean(axis=-1)
     return float(DEPTH_GAINS[int(np.argmin(spread))])
 
 

@@ -55,7 +55,7 @@ from posewire.producers.hand import (
     THUMB_SIDE_AXIS,
 )
 
-__all__ = ["HandDims1", "finger_angles1", "hand_dims1"]
+__all__ = ["HandDims1", "finger_angles1", "hand_dims1", "with_depth_gain1"]
 
 Side = Literal["l", "r"]
 Points = list[Vec3]
@@ -283,3 +283,12 @@ def hand_dims1(points: Points, axes: tuple[Vec3, Vec3, Vec3], *, side: Side,
     if unobservable:
         values[_ROLL] = 0.0
     return HandDims1([*stored, *values], clamped, unobservable, implausible, flipped)
+
+
+def with_depth_gain1(points: Points, gain: float) -> Points:
+    """:func:`posewire.producers.hand.with_depth_gain` of one frame's 21 points: the depth
+    (third coordinate) scaled by ``gain`` about the wrist; the same list when ``gain`` is 1."""
+    if gain == 1.0:
+        return points
+    wrist_z = points[0][2]
+    return [(x, y, wrist_z + gain * (z - wrist_z)) for x, y, z in points]

@@ -79,7 +79,7 @@ from posewire.codec.registry import REGISTRY, TRACKING_PARTS
 from posewire.codec.vector import LOWER, N_DIMS, UPPER
 from posewire.producers.hand import (
     HAND_POINTS,
-    bone_extents,
+    bone_log_lengths,
     estimate_depth_gain,
     finger_angles,
     hand_dims,
@@ -553,9 +553,9 @@ class CalibrationSamples:
     the body frame is defined; ``trunk (B,)``: the neck → hip_mid chord undone to the upright
     trunk (NaN where not valid); ``arm (B, 2)``: upper arm + forearm, right then left (NaN
     where not seen); ``hand (B, 2)``: the wrist → middle-tip chain × ``hand_scale``, right
-    then left (NaN where the hand is absent), None without ``hand_scale``; ``bones (B, 2, 20,
-    2)``: :func:`posewire.producers.hand.bone_extents` of the right then left hand (NaN where
-    absent; spec §4.3 "Hand depth gain"), None when not measured.
+    then left (NaN where the hand is absent), None without ``hand_scale``; ``bones (B, 2, G,
+    20)``: :func:`posewire.producers.hand.bone_log_lengths` of the right then left hand (NaN
+    where absent; spec §4.3 "Hand depth gain").
     """
 
     shoulders: F64
@@ -563,7 +563,7 @@ class CalibrationSamples:
     trunk: F64
     arm: F64
     hand: F64 | None
-    bones: F64 | None = None
+    bones: F64
 
 
 _CALIBRATION_SITES = np.array([POSE_POINTS[p] for p in ("shoulder_l", "shoulder_r", "hip_l", "hip_r")],
@@ -594,7 +594,7 @@ def _samples(lm: HolisticLandmarks, prep: _Prepared, visibility_threshold: float
             chain = points[:, [0, 9, 10, 11, 12]]
             length = np.linalg.norm(np.diff(chain, axis=1), axis=-1).sum(axis=-1) * lm.hand_scale
             hand[:, column] = np.where(_hand_present(points), length, np.nan)
-    bones = np.stack([bone_extents(prep.right), bone_extents(prep.left)], axis=1)
+    bones = np.stack([bone_log_lengths(prep.right), bone_log_lengths(prep.left)], axis=1)
     return CalibrationSamples(body[:, :2], prep.valid, trunk, arm, hand, bones)
 
 
@@ -650,7 +650,7 @@ def calibration_from_samples(samples: CalibrationSamples, *,
     # spec §4.3 "Hand depth gain": the gain that keeps each hand's bones most constant
     gain = {"r": 1.0, "l": 1.0}
     for column, side in enumerate(("r", "l")):
-        found = None if samples.bones is None else estimate_depth_gain(samples.bones[:, column])
+        found = estimate_depth_gain(samples.bones[:, column])
         if found is not None:
             gain[side] = found
             notes.append(f"hand depth gain ({side}) {found:.2f}")

@@ -45,7 +45,7 @@ from posewire.codec.quaternion import (
 from posewire.codec.registry import REGISTRY, TRACKING_PARTS
 from posewire.codec.vector import LOWER, N_DIMS, UPPER
 from posewire.producers.hand import _FINGER_ROWS
-from posewire.producers.hand_single import Points, hand_dims1
+from posewire.producers.hand_single import Points, hand_dims1, with_depth_gain1
 from posewire.producers.landmarks import (
     _EPS,
     _EX,
@@ -385,10 +385,8 @@ def encode1(lm: HolisticLandmarks, cal: LandmarkCalibration, *, visibility_thres
             degenerate[f"spread_straight_arm_{s}"] = int(straight)
         # spec §4.2, §4.3: palm and fingers (posewire.producers.hand_single)
         points = frame.hands[s]
-        gain = cal.hand_depth_gain[s]
-        if points is not None and gain != 1.0:  # spec §4.3 "Hand depth gain"
-            wrist_z = points[0][2]
-            points = [(x, y, wrist_z + gain * (z - wrist_z)) for x, y, z in points]
+        if points is not None:  # spec §4.3 "Hand depth gain"
+            points = with_depth_gain1(points, cal.hand_depth_gain[s])
         # spec §4.3: monocular depth, so a depth-flipped hand is read mirrored (reported)
         dims = None if points is None else hand_dims1(points, hand_axes, side=s, depth_ambiguous=True)
         tracked[f"hand_{s}"] = dims is not None

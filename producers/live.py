@@ -49,7 +49,7 @@ from posewire.producers.face import (
     rotation_part1,
 )
 from posewire.producers.filter import VectorFilter
-from posewire.producers.hand import HAND_BONES
+from posewire.producers.hand import DEPTH_GAINS, HAND_BONES
 from posewire.producers.landmarks import (
     FACE_POINTS,
     MEDIAPIPE_TO_Y_UP,
@@ -144,15 +144,14 @@ class LiveCalibration:
             self._samples = CalibrationSamples(
                 np.full((self.window, 2, 3), np.nan), np.zeros(self.window, dtype=bool),
                 np.full(self.window, np.nan), np.full((self.window, 2), np.nan), np.full((self.window, 2), np.nan),
-                np.full((self.window, 2, len(HAND_BONES), 2), np.nan))
+                np.full((self.window, 2, DEPTH_GAINS.size, len(HAND_BONES)), np.nan))
         rows = (self._count + np.arange(batch.batch)) % self.window
         ring = self._samples
         ring.shoulders[rows], ring.valid[rows], ring.trunk[rows], ring.arm[rows] = (new.shoulders, new.valid, new.trunk,
                                                                                      new.arm)
         if ring.hand is not None:  # hand_scale is always stacked (NaN when unknown)
             ring.hand[rows] = np.nan if new.hand is None else new.hand
-        if ring.bones is not None:
-            ring.bones[rows] = np.nan if new.bones is None else new.bones
+        ring.bones[rows] = new.bones
         self._count += batch.batch
 
     def _estimate(self) -> LandmarkCalibration:
@@ -164,8 +163,7 @@ class LiveCalibration:
         if self._count < self.window:  # the ring is not full yet: its first rows only
             n = self._count
             ring = CalibrationSamples(ring.shoulders[:n], ring.valid[:n], ring.trunk[:n], ring.arm[:n],
-                                      None if ring.hand is None else ring.hand[:n],
-                                      None if ring.bones is None else ring.bones[:n])
+                                      None if ring.hand is None else ring.hand[:n], ring.bones[:n])
         return calibration_from_samples(ring)
 
     def update(self, lm: HolisticLandmarks) -> LandmarkCalibration | None:

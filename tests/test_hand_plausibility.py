@@ -24,7 +24,7 @@ from posewire.producers.hand import (
     FINGER_CHAINS,
     FINGER_SIDE_IMPLAUSIBLE_DEG,
     THUMB_ROLL_MIN_CURL_DEG,
-    bone_extents,
+    bone_log_lengths,
     estimate_depth_gain,
     finger_angles,
     with_depth_gain,
@@ -216,8 +216,8 @@ def test_depth_gain_undoes_a_uniform_depth_compression(seed: int, gain: float) -
     rng = np.random.default_rng(seed)
     gt = render(random_vectors(rng, 20), view_yaw_deg=rng.uniform(-45, 45, 20)).landmarks
     for side in SIDES:
-        assert estimate_depth_gain(bone_extents(_hand(gt, side))) == 1.0
-        assert estimate_depth_gain(bone_extents(_hand(_compressed(gt, gain), side))) == gain
+        assert estimate_depth_gain(bone_log_lengths(_hand(gt, side))) == 1.0
+        assert estimate_depth_gain(bone_log_lengths(_hand(_compressed(gt, gain), side))) == gain
 
 
 def test_depth_gain_is_robust_to_noise_and_needs_frames() -> None:
@@ -228,13 +228,14 @@ def test_depth_gain_is_robust_to_noise_and_needs_frames() -> None:
     squeezed = noise(_compressed(gt, 2.0), rng, xy=0.002, depth=0.002)
     squeezed_more = noise(_compressed(gt, 2.0), rng, xy=0.002, depth=0.006)
     for side in SIDES:
-        assert estimate_depth_gain(bone_extents(_hand(noisy, side))) == 1.0
-        assert 1.8 <= (estimate_depth_gain(bone_extents(_hand(squeezed, side))) or 0.0) <= 2.0
-        assert 1.0 < (estimate_depth_gain(bone_extents(_hand(squeezed_more, side))) or 0.0) < 2.0
-    few = bone_extents(gt.right_hand[:DEPTH_GAIN_MIN_FRAMES])
-    assert estimate_depth_gain(few) == 1.0
-    few[0, 3] = np.nan  # a frame with a missing point does not count
-    assert estimate_depth_gain(few) is None
+        assert estimate_depth_gain(bone_log_lengths(_hand(noisy, side))) == 1.0
+        assert 1.8 <= (estimate_depth_gain(bone_log_lengths(_hand(squeezed, side))) or 0.0) <= 2.0
+        assert 1.0 < (estimate_depth_gain(bone_log_lengths(_hand(squeezed_more, side))) or 0.0) < 2.0
+    few = gt.right_hand[:DEPTH_GAIN_MIN_FRAMES].copy()
+    assert estimate_depth_gain(bone_log_lengths(few)) == 1.0
+    few[0, 7] = np.nan  # a frame with a missing point does not count
+    assert np.isnan(bone_log_lengths(few)[0]).all()
+    assert estimate_depth_gain(bone_log_lengths(few)) is None
 
 
 def test_a_compressed_camera_depth_gives_the_true_hand_dims() -> None:
