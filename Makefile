@@ -3,7 +3,7 @@ NPM ?= npm
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install run test lint generate bench clean
+.PHONY: install system-deps run test fuzz lint generate bench clean
 
 $(BIN)/posewire: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -20,7 +20,11 @@ tests/gltf/node_modules/.package-lock.json: tests/gltf/package.json tests/gltf/p
 js/node_modules/.package-lock.json: js/package.json js/package-lock.json
 	cd js && $(NPM) ci --no-audit --no-fund
 
-install: $(BIN)/posewire tests/gltf/node_modules/.package-lock.json js/node_modules/.package-lock.json
+# headless Chromium and nats-server (Debian): installed where this user can, else the exact command
+system-deps:
+	tools/system-deps.sh
+
+install: $(BIN)/posewire tests/gltf/node_modules/.package-lock.json js/node_modules/.package-lock.json system-deps
 	@# the pinned MediaPipe Tasks models (sha256-checked; a no-op when cached)
 	$(BIN)/posewire models fetch
 
@@ -33,6 +37,11 @@ lint: install
 
 test: install lint
 	$(BIN)/pytest -q
+
+# the property tests with random seeds and many examples (FUZZ_EXAMPLES, default 1000);
+# each failure found becomes an @example in its test
+fuzz: install
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -q -p no:cacheprovider -x $$(grep -l '@given' tests/test_*.py)
 
 generate: install
 	$(BIN)/posewire generate

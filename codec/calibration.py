@@ -23,6 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .errors import UsageError
+from .ieee import ordered_norm, ordered_sum
 from .quaternion import ZERO_NORM_EPS, Vec3, as_vec1
 from .registry import REFERENCE_AVATAR, REGISTRY
 
@@ -190,7 +191,7 @@ def _site(sites: Mapping[str, ArrayLike], name: str) -> F64 | None:
 def _distance(a: F64 | None, b: F64 | None) -> float | None:
     if a is None or b is None:
         return None
-    return float(np.linalg.norm(a - b))
+    return float(ordered_norm(a - b))  # spec §1.5
 
 
 #: The sites :func:`measure_calibration` reads (spec §4.1, §6.5).
@@ -253,13 +254,13 @@ def body_frame(shoulder_l: ArrayLike, shoulder_r: ArrayLike, hip_mid: ArrayLike)
         hip_mid, "hip_mid")
     neck = 0.5 * (sl + sr)
     x = sl - sr
-    x_norm = np.linalg.norm(x, axis=-1, keepdims=True)
+    x_norm = ordered_norm(x)[..., None]
     if (x_norm <= ZERO_NORM_EPS).any():
         raise UsageError("usage.zero_norm", "shoulder sites coincide")
     x = x / x_norm
     up = neck - hip
     y = up - np.sum(up * x, axis=-1, keepdims=True) * x
-    y_norm = np.linalg.norm(y, axis=-1, keepdims=True)
+    y_norm = ordered_norm(y)[..., None]
     if (y_norm <= ZERO_NORM_EPS).any():
         raise UsageError("usage.zero_norm", "neck - hip_mid is parallel to the shoulder line")
     y = y / y_norm
@@ -274,12 +275,13 @@ def to_body_frame(points: ArrayLike, frame: BodyFrame) -> F64:
     frame, pass points ``(B, K, 3)`` with a frame built from ``(B, 1, 3)`` sites).
     """
     rel = _as3(points, "points") - frame.origin
-    out: F64 = np.einsum("...ji,...j->...i", frame.rotation, rel)
+    rot = frame.rotation  # Rᵀ·rel: column i of R dotted with rel, summed in order (spec §1.5)
+    out: F64 = ordered_sum(np.swapaxes(rot * rel[..., :, None], -1, -2))
     return out
 
 
 def from_body_frame(points: ArrayLike, frame: BodyFrame) -> F64:
     """Inverse of :func:`to_body_frame`: ``origin + R · p``."""
     body = _as3(points, "points")
-    out: F64 = frame.origin + np.einsum("...ij,...j->...i", frame.rotation, body)
+    out: F64 = frame.origin + ordered_sum(frame.rotation * body[..., None, :])  # R·p (spec §1.5)
     return out

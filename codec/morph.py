@@ -30,12 +30,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .errors import UsageError
+from .ieee import SparseTable, exact_pseudo_inverse
 from .registry import ARKIT_CHANNELS, DIMENSIONS
 from .vector import DEFAULTS, N_DIMS, as_vector
 
@@ -114,15 +116,18 @@ POSITIVE_GAINS, NEGATIVE_GAINS, CHANNEL_DRIVERS, SECONDARY_DRIVERS = _gain_table
 _GAINS = np.hstack([POSITIVE_GAINS, NEGATIVE_GAINS])
 
 
-def _pseudo_inverse(gains: NDArray[np.float64]) -> NDArray[np.float64]:
-    # spec §4.6: joint least squares over all (dim, direction) columns; a column without
-    # channels solves to 0. The used columns must be independent (exact round trip).
-    used = np.flatnonzero(np.abs(gains).sum(axis=0) > 0)
-    if np.linalg.matrix_rank(gains[:, used]) != used.size:
-        raise RuntimeError("face/mouth (dim, direction) columns are linearly dependent")
-    solve = np.zeros((gains.shape[1], gains.shape[0]))
-    solve[used] = np.linalg.pinv(gains[:, used])
-    return solve
+def _exact_solve_table() -> NDArray[np.float64]:
+    # spec §4.6 (§1.5): joint least squares over all (dim, direction) columns, the
+    # pseudo-inverse computed exactly from the registry's decimal gains and rounded once per
+    # entry, so every machine has the same table; a column without channels solves to 0.
+    # The used columns must be independent (exact round trip).
+    exact = [[Fraction(repr(g)) for g in row] for row in _GAINS.tolist()]
+    try:
+        inverse = exact_pseudo_inverse(exact)
+    except ValueError as exc:
+        raise RuntimeError("face/mouth (dim, direction) columns are linearly dependent") from exc
+    out = np.array([[float(x) for x in row] for row in inverse])
+    return out
 
 
 #: The pseudo-inverse's rounding (spec §4.6): a solved part ``p`` or ``m`` up to
@@ -130,8 +135,12 @@ def _pseudo_inverse(gains: NDArray[np.float64]) -> NDArray[np.float64]:
 #: ``1 + SOLVE_ROUNDING`` is clipped to ±1 without a report.
 SOLVE_ROUNDING = 1e-12
 
-#: ``(52, 2K)`` transposed pseudo-inverse: ``weights @ _SOLVE`` = (p..., m...).
-_SOLVE = np.ascontiguousarray(_pseudo_inverse(_GAINS).T)
+#: ``(52, 2K)`` transposed pseudo-inverse: ``weights · _SOLVE`` = (p..., m...).
+_SOLVE = np.ascontiguousarray(_exact_solve_table().T)
+#: :data:`_SOLVE` applied in the stated order (spec §1.5): the batch and float paths agree bit for bit.
+_SOLVE_TABLE = SparseTable(_SOLVE)
+#: ``(K, 52)``: which channels a face/mouth dim drives (either direction).
+_DRIVEN_BY = SparseTable(((POSITIVE_GAINS + NEGATIVE_GAINS) != 0.0).T.astype(np.float64))
 
 
 def _drive_tables() -> tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.intp],
@@ -319,7 +328,7 @@ def dims_to_arkit(
     with np.errstate(over="ignore"):  # a huge finite dim (clamp policy) sums to inf -> 1
         raw = _drive(face)
     weights = np.clip(raw, 0.0, 1.0)
-    nonfinite_channels = (~finite).astype(np.float64) @ (POSITIVE_GAINS + NEGATIVE_GAINS).T > 0
+    nonfinite_channels = _DRIVEN_BY.apply((~finite).astype(np.float64)) > 0.0
     clipped = (raw != weights) | nonfinite_channels
     return weights, clipped
 
@@ -349,7 +358,7 @@ def arkit_to_dims(
                          path="into") from exc
     out = np.array(np.broadcast_to(base, shape), dtype=np.float64)
     # spec §4.6: (p, m) = G⁺ w jointly, p, m ≥ 0, n = p - m clipped to [-1, 1]
-    parts = arr @ _SOLVE
+    parts = _SOLVE_TABLE.apply(arr)  # spec §1.5: ordered, no BLAS
     parts = np.where(parts > SOLVE_ROUNDING, parts, 0.0)
     k = FACE_DIM_INDICES.size
     solved = parts[..., :k] - parts[..., k:]
@@ -370,7 +379,7 @@ def arkit_to_dims1(weights: NDArray[np.float64]) -> tuple[list[float], dict[str,
 
     The same steps as the batch path: weights outside ``[0, 1]`` clamped, non-finite ones
     replaced by 0 (:func:`validate_weights`); the one solve ``w @ G⁺`` (the batch path's
-    own matmul, so the parts are bit-equal); then per dim ``p, m`` rounded to 0 up to
+    ordered sum, so the parts are bit-equal); then per dim ``p, m`` rounded to 0 up to
     :data:`SOLVE_ROUNDING`, ``n = p − m`` clipped to ``[-1, 1]``, clips past the rounding
     reported.
     """
@@ -390,16 +399,15 @@ def arkit_to_dims1(weights: NDArray[np.float64]) -> tuple[list[float], dict[str,
                 replaced.append(ARKIT_CHANNELS[c])
                 values[c] = 0.0
         arr = np.array(values)
-    return _solve1(arr @ _SOLVE, clamped, replaced)
+    return _solve1(_SOLVE_TABLE.apply1(values), clamped, replaced)
 
 
 _FACE_IDS: tuple[str, ...] = tuple(DIMENSIONS[int(i)].id for i in FACE_DIM_INDICES)
 
 
-def _solve1(solved_parts: NDArray[np.float64], clamped: list[str],
+def _solve1(parts: Sequence[float], clamped: list[str],
             replaced: list[str]) -> tuple[list[float], dict[str, list[str]]]:
     # spec §4.6: p, m ≥ 0 (rounding to 0), n = p − m clipped to [-1, 1], real overshoots reported
-    parts: Sequence[float] = solved_parts.tolist()
     k = len(_FACE_IDS)
     face: list[float] = []
     clipped: list[str] = []

@@ -31,6 +31,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .conditions import MOUTHING_SUM_TOLERANCE
 from .errors import UsageError
+from .ieee import SparseTable
 from .morph import FACE_DIM_INDICES, _drive, dims_to_arkit
 from .registry import DIMENSIONS, MOUTHING_SEED_TABLE, REGISTRY, VISEMES
 from .vector import N_DIMS, as_vector
@@ -73,6 +74,8 @@ def _baseline_table() -> NDArray[np.float64]:
 #: ``BASELINE_TABLE[v, i]``: baseline of dim ``i`` implied by viseme ``v`` at share 1
 #: (spec §4.7 seed table: aa -> m_jaw +0.7; PP -> m_jaw -0.7, m_press +0.7).
 BASELINE_TABLE = _baseline_table()
+#: :data:`BASELINE_TABLE` applied in the stated order (spec §1.5), never a BLAS product.
+_BASELINE = SparseTable(BASELINE_TABLE)
 
 
 def as_shares(shares: ArrayLike) -> NDArray[np.float64]:
@@ -143,7 +146,7 @@ def viseme_baseline(shares: ArrayLike) -> NDArray[np.float64]:
     The mix must already satisfy sum ≤ 1 (+1e-6): a larger sum raises
     ``usage.out_of_range`` — call :func:`normalize_shares` first, which reports.
     """
-    return np.clip(_checked_mix(shares) @ BASELINE_TABLE, -1.0, 1.0)
+    return np.clip(_BASELINE.apply(_checked_mix(shares)), -1.0, 1.0)  # spec §1.5 order
 
 
 def mouthing_delta(authored: ArrayLike, baseline: ArrayLike) -> NDArray[np.float64]:
@@ -229,7 +232,7 @@ def mouthing_to_arkit(vector: ArrayLike, shares: ArrayLike) -> MouthingMorphs:
 # the face dims of the vector and the mouth deltas in place of the mouth dims.
 _FACE_MOUTH_K = np.array([list(FACE_DIM_INDICES).index(int(d)) for d in MOUTH_DIM_INDICES],
                          dtype=np.intp)
-_BASELINE_MOUTH = np.ascontiguousarray(BASELINE_TABLE[:, MOUTH_DIM_INDICES])
+_BASELINE_MOUTH = SparseTable(BASELINE_TABLE[:, MOUTH_DIM_INDICES])
 
 
 def _valid_mouthing_arkit(
@@ -239,7 +242,7 @@ def _valid_mouthing_arkit(
     ``validate(policy="clamp")`` (finite, in range) and shares already through
     :func:`normalize_shares` (no checks here; same formulas, fewer array operations)."""
     authored = vec[..., MOUTH_DIM_INDICES]
-    baseline = np.minimum(np.maximum(shares @ _BASELINE_MOUTH, -1.0), 1.0)  # = np.clip
+    baseline = np.minimum(np.maximum(_BASELINE_MOUTH.apply(shares), -1.0), 1.0)  # = np.clip
     magnitude = np.abs(baseline)
     # mouthing_delta: opposite directions iff the signs multiply to -1 (exact)
     opposite = np.sign(authored) * np.sign(baseline) < 0.0

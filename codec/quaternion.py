@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .errors import UsageError
+from .ieee import ordered_norm
 
 __all__ = [
     "CONJUGATE_SIGNS",
@@ -110,7 +111,7 @@ def _check_side(side: str) -> None:
 
 
 def _unit(vectors: F64, what: str) -> F64:
-    norm = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    norm = ordered_norm(vectors)[..., None]  # spec §3.3: the stated order, no BLAS
     if (norm <= ZERO_NORM_EPS).any():
         raise UsageError("usage.zero_norm", f"{what} has zero length")
     out: F64 = vectors / norm
@@ -122,9 +123,9 @@ def _unit(vectors: F64, what: str) -> F64:
 # the public functions above validate once and call these; hot paths that validated
 # their inputs already (consumers, per frame) call them directly.
 # Tiny arrays are dominated by numpy's per-call overhead, large ones by memory traffic:
-# ``multiply_unchecked`` takes the 16 pairwise products in one broadcast and sums them with one
-# matrix product while the operands are small, and the per-component formula otherwise.
-# Both are the Hamilton product; they agree to a few ulp.
+# ``multiply_unchecked`` takes the 16 pairwise products in one broadcast and gathers them per
+# component while the operands are small, and the per-component formula otherwise; both add
+# the same terms in the same order, so they agree bit for bit (spec §1.5).
 
 #: ``HAMILTON_TABLE[4·i + j, k]``: sign of ``a_i · b_j`` in component ``k`` of ``a · b``.
 HAMILTON_TABLE: F64 = np.zeros((16, 4))
@@ -134,6 +135,11 @@ for _i, _j, _k, _sign in (
         (0, 2, 2, 1), (1, 3, 2, -1), (2, 0, 2, 1), (3, 1, 2, 1),
         (0, 3, 3, 1), (1, 2, 3, 1), (2, 1, 3, -1), (3, 0, 3, 1)):
     HAMILTON_TABLE[4 * _i + _j, _k] = _sign
+#: ``_HAMILTON_TERMS[k]``: the 4 products ``4·i + j`` of component ``k``, in the order of the
+#: per-component formula of :func:`multiply_unchecked`, and their signs.
+_HAMILTON_TERMS = np.array([[0, 5, 10, 15], [1, 4, 11, 14], [2, 7, 8, 13], [3, 6, 9, 12]])
+_HAMILTON_SIGNS = np.array([[1.0, -1.0, -1.0, -1.0], [1.0, 1.0, 1.0, -1.0],
+                            [1.0, -1.0, 1.0, 1.0], [1.0, 1.0, -1.0, 1.0]])
 #: Most quaternions per operand for the matrix-product form of ``multiply_unchecked`` (measured
 #: crossover about 400); above it the per-component form is faster.
 _HAMILTON_SMALL = 256
@@ -145,8 +151,10 @@ _ZXY = np.array([2, 0, 1])
 def multiply_unchecked(a: F64, b: F64) -> F64:
     """Hamilton product ``a · b`` of float64 ``(..., 4)`` arrays, no validation."""
     if max(a.size, b.size) <= 4 * _HAMILTON_SMALL:
-        prod = a[..., :, None] * b[..., None, :]
-        out: F64 = prod.reshape((*prod.shape[:-2], 16)) @ HAMILTON_TABLE
+        prod = (a[..., :, None] * b[..., None, :]).reshape((*np.broadcast_shapes(a.shape, b.shape)[:-1], 16))
+        terms = prod[..., _HAMILTON_TERMS] * _HAMILTON_SIGNS  # (..., 4 components, 4 terms)
+        # the per-component formula's additions, in its order (spec §1.5): no BLAS
+        out: F64 = ((terms[..., 0] + terms[..., 1]) + terms[..., 2]) + terms[..., 3]
         return out
     aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
     bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
@@ -204,7 +212,7 @@ def canonicalize(q: ArrayLike) -> F64:
 def canonicalize_unchecked(q: F64) -> F64:
     """:func:`canonicalize` of a finite float64 ``(..., 4)`` array with no zero-norm
     quaternion, no validation."""
-    unit = q / np.sqrt((q * q).sum(axis=-1, keepdims=True))  # np.linalg.norm's arithmetic
+    unit = q / ordered_norm(q)[..., None]  # spec §3.3
     # First non-zero component decides the sign (w first): lexicographic sign rule.
     w, x, y, z = unit[..., 0], unit[..., 1], unit[..., 2], unit[..., 3]
     lead = np.where(w != 0.0, w, np.where(x != 0.0, x, np.where(y != 0.0, y, z)))
@@ -295,7 +303,7 @@ def to_axis_angle(q: ArrayLike) -> tuple[F64, F64]:
     # pre-scale by the largest component so tiny angles do not underflow in the norm
     big = np.max(np.abs(vec), axis=-1, keepdims=True)
     scaled = vec / np.where(big > 0.0, big, 1.0)
-    scaled_norm = np.linalg.norm(scaled, axis=-1, keepdims=True)
+    scaled_norm = ordered_norm(scaled)[..., None]
     sin_half = (big * scaled_norm)[..., 0]
     angle = 2.0 * np.arctan2(sin_half, quat[..., 0])
     axis = np.where(big > 0.0, scaled / np.where(big > 0.0, scaled_norm, 1.0),
@@ -328,7 +336,7 @@ def reconstruct_w(v: ArrayLike, *, clamp: float | None = PALM_CLAMP) -> tuple[F6
     limit = 1.0 if clamp is None else float(clamp)
     if not 0.0 < limit <= 1.0:
         raise UsageError("usage.bad_option", f"clamp must be in (0, 1], not {clamp!r}")
-    norm = np.linalg.norm(vec, axis=-1)
+    norm = ordered_norm(vec)  # spec §3.3: the decision is taken on the stated arithmetic
     changed = norm > limit
     scale = np.where(changed, limit / np.where(changed, norm, 1.0), 1.0)
     vec = vec * scale[..., None]
@@ -362,11 +370,13 @@ def palm_encode_unchecked(q: F64, *, side: Side, limit: float = PALM_CLAMP) -> t
     clamp ``limit`` in (0, 1], no validation."""
     quat = q * _MIRROR_SIGNS if side == "l" else q
     vec = canonicalize_unchecked(quat)[..., 1:]
-    norm = np.sqrt((vec * vec).sum(axis=-1))  # np.linalg.norm's arithmetic
+    norm = ordered_norm(vec)
     # spec §3.3 hemisphere rule: in the clamp band (|v| > clamp, i.e. w near 0) the sign of
     # q is chosen so that v points into the default's hemisphere, v·h >= 0; so w = ±1e-12
     # at the hanging default store the same v (no 46° flip at the w = 0 discontinuity)
-    flip = (norm > limit) & (vec @ PALM_HEMISPHERE < 0.0)
+    # and ``v·h < 0`` is decided as ``x + z < 0`` (h ∝ (1, 0, 1)): one IEEE addition, whose
+    # sign is the exact sum's, never a dot product whose rounding depends on the BLAS kernel
+    flip = (norm > limit) & (vec[..., 0] + vec[..., 2] < 0.0)
     vec = np.where(flip[..., None], -vec, vec)
     clamped = norm > limit
     scale = np.where(clamped, limit / np.where(clamped, norm, 1.0), 1.0)
@@ -448,9 +458,6 @@ def as_vec1(v: ArrayLike) -> Vec3:
     """A 3-vector (a shared batch constant) as a 3-tuple of Python floats."""
     x, y, z = np.asarray(v, dtype=np.float64).reshape(3).tolist()
     return (x, y, z)
-
-
-_HEMISPHERE1 = as_vec1(PALM_HEMISPHERE)
 
 
 def cross1(a: Vec3, b: Vec3) -> Vec3:
@@ -563,7 +570,7 @@ def palm_encode1(q: Quat, *, side: Side, limit: float = PALM_CLAMP) -> tuple[Vec
     _, x, y, z = canonicalize1((q[0], q[1], -q[2], -q[3]) if side == "l" else q)
     norm = math.sqrt(x * x + y * y + z * z)
     clamped = norm > limit
-    if clamped and x * _HEMISPHERE1[0] + y * _HEMISPHERE1[1] + z * _HEMISPHERE1[2] < 0.0:
+    if clamped and x + z < 0.0:  # spec §3.3: v·h < 0 decided as x + z < 0
         x, y, z = -x, -y, -z
     scale = limit / norm if clamped else 1.0
     return (x * scale, y * scale, z * scale), clamped

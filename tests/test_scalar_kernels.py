@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from posewire.codec import quaternion as qn
@@ -86,6 +86,9 @@ def test_from_matrix_every_branch(q: qn.Quat) -> None:
 
 
 @given(quat | quat_special, sides, st.sampled_from([qn.PALM_CLAMP, 0.5, 1.0]))
+# hemisphere ties (x + z = 0 after the mirror) decided alike by both paths (issue 17)
+@example((0.0, 0.1875, 0.1875, 0.1875), "l", qn.PALM_CLAMP)
+@example((0.0, 0.75, 0.75, 0.75), "l", qn.PALM_CLAMP)
 def test_palm_encode(q: qn.Quat, side: str, limit: float) -> None:
     v1, clamped1 = qn.palm_encode1(q, side=side, limit=limit)  # type: ignore[arg-type]
     v, clamped = qn.palm_encode_unchecked(np.array(q), side=side, limit=limit)  # type: ignore[arg-type]

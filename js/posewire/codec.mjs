@@ -67,37 +67,89 @@ for (const d of DIMS) {
 
 // §4.6 weights -> dims: joint least squares over every (face/mouth dim, direction) column
 // of the 52 × 2K gain matrix G (primary gain 1, secondary gain < 1): (p, m) = G⁺ w, with
-// G⁺ = (GᵀG)⁻¹Gᵀ over the columns that have channels (they are independent), computed once.
+// G⁺ = (GᵀG)⁻¹Gᵀ over the columns that have channels (they are independent), computed once
+// exactly (§1.5): rationals from the decimal gains, each entry rounded once to binary64.
 const SOLVE_ROUNDING = 1e-12;
+const bigAbs = (x) => (x < 0n ? -x : x);
+function bigGcd(a, b) {
+  a = bigAbs(a); b = bigAbs(b);
+  while (b) [a, b] = [b, a % b];
+  return a;
+}
+function rat(n, d = 1n) {
+  if (d < 0n) { n = -n; d = -d; }
+  const g = bigGcd(n, d) || 1n;
+  return [n / g, d / g];
+}
+const ratAdd = ([a, b], [c, d]) => rat(a * d + c * b, b * d);
+const ratSub = ([a, b], [c, d]) => rat(a * d - c * b, b * d);
+const ratMul = ([a, b], [c, d]) => rat(a * c, b * d);
+const ratDiv = ([a, b], [c, d]) => rat(a * d, b * c);
+/** A decimal JSON number (a registry gain) as an exact rational: '0.2' is 1/5. */
+function ratOfDecimal(x) {
+  const [mant, exp = '0'] = String(x).toLowerCase().split('e');
+  const [int, frac = ''] = mant.split('.');
+  const digits = BigInt(int + frac);
+  const e = Number(exp) - frac.length;
+  return e >= 0 ? rat(digits * 10n ** BigInt(e)) : rat(digits, 10n ** BigInt(-e));
+}
+/** The binary64 nearest to n/d (ties to even): the one rounding of §1.5. */
+function ratToNumber([n, d]) {
+  if (n === 0n) return 0;
+  const neg = n < 0n;
+  n = bigAbs(n);
+  let e = n.toString(2).length - d.toString(2).length - 53; // n / (d·2^e) lies in [2^52, 2^54)
+  const quotient = (shift) => (shift >= 0 ? [n, d << BigInt(shift)] : [n << BigInt(-shift), d]);
+  let [num, den] = quotient(e);
+  if (num / den >= 1n << 53n) [num, den] = quotient(++e);
+  let q = num / den;
+  const r2 = 2n * (num % den);
+  if (r2 > den || (r2 === den && (q & 1n))) q += 1n;
+  const out = Number(q) * 2 ** e; // q ≤ 2^53: exact; a power of two scales exactly
+  return neg ? -out : out;
+}
 const SOLVE = (() => {
   const cols = [];
   FACE_DIMS.forEach((d, k) => {
     for (const [list, part] of [[d.positive, 0], [d.negative, 1]]) {
       if (!list.length) continue;
-      const g = new Float64Array(ARKIT_ORDER.length);
-      for (const { channel, gain } of list) g[ARKIT_ORDER.indexOf(channel)] = gain;
+      const g = ARKIT_ORDER.map(() => rat(0n));
+      for (const { channel, gain } of list) g[ARKIT_ORDER.indexOf(channel)] = ratOfDecimal(gain);
       cols.push({ k, part, g });
     }
   });
-  const m = cols.length;
-  // augmented [GᵀG | Gᵀ], Gauss-Jordan with partial pivoting -> [I | G⁺]
-  const a = cols.map((ci) => [
-    ...cols.map((cj) => ci.g.reduce((acc, x, c) => acc + x * cj.g[c], 0)),
-    ...ci.g,
-  ]);
-  for (let i = 0; i < m; i++) {
-    let piv = i;
-    for (let r = i + 1; r < m; r++) if (Math.abs(a[r][i]) > Math.abs(a[piv][i])) piv = r;
-    [a[i], a[piv]] = [a[piv], a[i]];
-    const inv = 1 / a[i][i];
-    for (let c = 0; c < a[i].length; c++) a[i][c] *= inv;
-    for (let r = 0; r < m; r++) {
-      if (r === i || a[r][i] === 0) continue;
-      const f = a[r][i];
-      for (let c = 0; c < a[r].length; c++) a[r][c] -= f * a[i][c];
-    }
+  // independent blocks: columns that share no channel are solved apart
+  const block = cols.map((_, i) => i);
+  const find = (i) => (block[i] === i ? i : (block[i] = find(block[i])));
+  for (let c = 0; c < ARKIT_ORDER.length; c++) {
+    const on = cols.map((col, i) => (col.g[c][0] !== 0n ? i : -1)).filter((i) => i >= 0);
+    for (const i of on.slice(1)) block[find(i)] = find(on[0]);
   }
-  return cols.map((col, i) => ({ k: col.k, part: col.part, row: a[i].slice(m) }));
+  const out = new Array(cols.length);
+  const groups = new Map();
+  cols.forEach((_, i) => groups.set(find(i), [...(groups.get(find(i)) ?? []), i]));
+  for (const members of groups.values()) {
+    const m = members.length;
+    // augmented [GᵀG | Gᵀ], Gauss-Jordan in rationals -> [I | G⁺]
+    const a = members.map((i) => [
+      ...members.map((j) => cols[i].g.reduce((acc, x, c) => ratAdd(acc, ratMul(x, cols[j].g[c])), rat(0n))),
+      ...cols[i].g,
+    ]);
+    for (let i = 0; i < m; i++) {
+      const piv = a.findIndex((row, r) => r >= i && row[i][0] !== 0n);
+      if (piv < 0) throw new Error('face/mouth (dim, direction) columns are linearly dependent');
+      [a[i], a[piv]] = [a[piv], a[i]];
+      const lead = a[i][i];
+      a[i] = a[i].map((x) => ratDiv(x, lead));
+      for (let r = 0; r < m; r++) {
+        if (r === i || a[r][i][0] === 0n) continue;
+        const f = a[r][i];
+        a[r] = a[r].map((x, c) => ratSub(x, ratMul(f, a[i][c])));
+      }
+    }
+    members.forEach((col, i) => { out[col] = { k: cols[col].k, part: cols[col].part, row: a[i].slice(m).map(ratToNumber) }; });
+  }
+  return out;
 })();
 
 function dimOf(id) {
@@ -598,7 +650,7 @@ function arkitToDims({ weights, policy = 'raise', into = {} }) {
   const wv = ARKIT_ORDER.map((c) => w.get(c) ?? 0);
   const parts = FACE_DIMS.map(() => [0, 0]); // (p, m) per face dim
   for (const { k, part, row } of SOLVE) {
-    const x = row.reduce((acc, g, c) => acc + g * wv[c], 0);
+    const x = row.reduce((acc, g, c) => acc + wv[c] * g, 0); // channel order from +0 (§1.5)
     parts[k][part] = x > SOLVE_ROUNDING ? x : 0; // p, m ≥ 0 (rounding -> 0)
   }
   FACE_DIMS.forEach((d, k) => {

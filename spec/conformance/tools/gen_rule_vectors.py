@@ -272,6 +272,16 @@ case(palm, "hemisphere-left-mirror", "palm.encode", R_HEMI + "; for the left han
 case(palm, "hemisphere-tie-on-boundary", "palm.encode",
      R_HEMI + "; on v·h = 0 the §3.3 tie rule decides",
      {"q": [0.0, 0.0, -1.0, 0.0], "side": "r"}, {"v": [0.0, 0.98, 0.0], "clamped": True})
+R_TIE = (R_HEMI + "; v·h < 0 is decided as x + z < 0 in binary64 (§1.5): on x + z = 0 exactly "
+         "nothing flips and the canonical form (w >= 0, then the tie rule) stands")
+THIRD = 0.98 / math.sqrt(3.0)
+for name, q, side, v in (
+        ("hemisphere-plane-left-w-zero", [0.0, 0.1875, 0.1875, 0.1875], "l", [THIRD, -THIRD, -THIRD]),
+        ("hemisphere-plane-left-w-zero-large", [0.0, 0.75, 0.75, 0.75], "l", [THIRD, -THIRD, -THIRD]),
+        ("hemisphere-plane-right-w-zero", [0.0, 0.75, 0.75, -0.75], "r", [THIRD, THIRD, -THIRD]),
+        ("hemisphere-plane-right-w-positive", [0.05, 0.6, 0.2, -0.6], "r",
+         [0.98 * x / math.sqrt(0.76) for x in (0.6, 0.2, -0.6)])):
+    case(palm, name, "palm.encode", R_TIE, {"q": q, "side": side}, {"v": v, "clamped": True})
 case(palm, "hemisphere-outside-band-unchanged", "palm.encode",
      R_HEMI + "; outside the band (|v| <= 0.98) w >= 0 alone decides",
      {"q": [0.3, -0.6, 0.0, -math.sqrt(1 - 0.09 - 0.36)], "side": "r"},

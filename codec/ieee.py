@@ -1,0 +1,132 @@
+"""Arithmetic in a stated order: the sums and products that normative results depend on
+(spec §1.5 "Arithmetic that travels").
+
+Every value that a tie, clamp, hemisphere or quantization rule decides on is computed with
+plain IEEE-754 binary64 operations (each correctly rounded) in the order stated here, never
+through BLAS (``@``, ``np.dot``, ``np.linalg``) or ``einsum``, whose summation order and use
+of fused multiply-add change with the CPU kernel and the thread count. numpy's element-wise
+``+ - * / sqrt`` are correctly rounded and never fused, so the functions below give the same
+bits on every machine, and a JavaScript, C# or Rust implementation that performs the same
+operations in the same order gets them too.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["SparseTable", "exact_pseudo_inverse", "ordered_norm", "ordered_sum"]
+
+F64 = NDArray[np.float64]
+
+
+def ordered_sum(terms: F64) -> F64:
+    """``((t₀ + t₁) + t₂) + …`` over the last axis of ``terms (..., k)``, ``k ≥ 1``: left to
+    right, one rounding per addition (spec §1.5)."""
+    acc: F64 = terms[..., 0] + 0.0  # from +0.0, as every sum in the spec
+    for i in range(1, terms.shape[-1]):
+        acc = acc + terms[..., i]
+    return acc
+
+
+def ordered_norm(vectors: F64) -> F64:
+    """Euclidean length ``sqrt(v₀·v₀ + v₁·v₁ + …)`` of ``vectors (..., k)`` with the squares
+    summed left to right (spec §1.5): the arithmetic of §5.4's palm norm, for any ``k``."""
+    acc: F64 = vectors[..., 0] * vectors[..., 0]
+    for i in range(1, vectors.shape[-1]):
+        acc = acc + vectors[..., i] * vectors[..., i]
+    out: F64 = np.sqrt(acc)
+    return out
+
+
+class SparseTable:
+    """A constant ``(n, m)`` table applied as ``out[..., j] = Σ_k values[..., k] · table[k, j]``
+    with the products summed in increasing ``k``, from +0.0 (spec §1.5).
+
+    Terms whose table entry is exactly 0 are left out: for finite ``values`` such a term is
+    ±0, and adding ±0 to a sum that started from +0.0 never changes it, so the result is the
+    dense ordered sum's, bit for bit. ``values`` must be finite (callers validate first).
+    """
+
+    __slots__ = ("_coefficients", "_rows", "shape")
+
+    def __init__(self, table: NDArray[np.float64]) -> None:
+        dense = np.asarray(table, dtype=np.float64)
+        if dense.ndim != 2:
+            raise ValueError(f"a table is two-dimensional, not {dense.shape}")
+        self.shape: tuple[int, int] = (int(dense.shape[0]), int(dense.shape[1]))
+        width = max(1, int((dense != 0.0).sum(axis=0).max(initial=0)))
+        rows = np.zeros((self.shape[1], width), dtype=np.intp)
+        coefficients = np.zeros((self.shape[1], width))
+        for j in range(self.shape[1]):
+            (nonzero,) = np.nonzero(dense[:, j])
+            rows[j, :nonzero.size] = nonzero
+            coefficients[j, :nonzero.size] = dense[nonzero, j]
+        # padding terms are value·0 = ±0 at the end of each column: no change to the sum
+        self._rows = rows
+        self._coefficients = coefficients
+
+    def apply(self, values: F64) -> F64:
+        """``values (..., n)`` through the table: ``(..., m)`` in the stated order."""
+        return ordered_sum(values[..., self._rows] * self._coefficients)
+
+    def apply1(self, values: list[float]) -> list[float]:
+        """:meth:`apply` of one row of Python floats (the same operations, the same order)."""
+        out: list[float] = []
+        for rows, coefficients in zip(self._rows.tolist(), self._coefficients.tolist(), strict=True):
+            acc = 0.0
+            for k, c in zip(rows, coefficients, strict=True):
+                acc = acc + values[k] * c
+            out.append(acc)
+        return out
+
+
+def exact_pseudo_inverse(table: list[list[Fraction]]) -> list[list[Fraction]]:
+    """The Moore–Penrose pseudo-inverse ``(n, m)`` of an exact ``(m, n)`` table of full column
+    rank, in rational arithmetic: ``(GᵀG)⁻¹Gᵀ`` (spec §4.6). Columns that are all zero solve
+    to 0. Independent blocks (columns that share no row) are solved separately, so a sparse
+    table costs little. Raises ``ValueError`` when the non-zero columns are dependent.
+    """
+    m = len(table)
+    n = len(table[0]) if m else 0
+    used = [j for j in range(n) if any(table[i][j] != 0 for i in range(m))]
+    # connected blocks of columns through shared rows
+    parent = {j: j for j in used}
+
+    def find(j: int) -> int:
+        while parent[j] != j:
+            parent[j] = parent[parent[j]]
+            j = parent[j]
+        return j
+
+    for i in range(m):
+        cols = [j for j in used if table[i][j] != 0]
+        for j in cols[1:]:
+            parent[find(j)] = find(cols[0])
+    blocks: dict[int, list[int]] = {}
+    for j in used:
+        blocks.setdefault(find(j), []).append(j)
+    out = [[Fraction(0)] * m for _ in range(n)]
+    for cols in blocks.values():
+        rows = [i for i in range(m) if any(table[i][j] != 0 for j in cols)]
+        k = len(cols)
+        # normal equations [GᵀG | Gᵀ] reduced by Gauss–Jordan
+        gram = [[sum((table[i][a] * table[i][b] for i in rows), Fraction(0)) for b in cols]
+                + [table[i][a] for i in rows] for a in cols]
+        for p in range(k):
+            pivot = next((r for r in range(p, k) if gram[r][p] != 0), None)
+            if pivot is None:
+                raise ValueError(f"columns {cols} are linearly dependent")
+            gram[p], gram[pivot] = gram[pivot], gram[p]
+            lead = gram[p][p]
+            gram[p] = [x / lead for x in gram[p]]
+            for r in range(k):
+                if r != p and gram[r][p] != 0:
+                    factor = gram[r][p]
+                    gram[r] = [x - factor * y for x, y in zip(gram[r], gram[p], strict=True)]
+        for a, j in enumerate(cols):
+            for b, i in enumerate(rows):
+                out[j][i] = gram[a][k + b]
+    return out

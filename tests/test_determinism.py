@@ -1,0 +1,81 @@
+"""Spec §1.5: results the spec decides never go through BLAS, whose rounding depends on the
+CPU kernel and the thread count (issue 17). The sans-I/O core (``codec/``) is scanned for
+matrix products, ``np.dot``, ``np.linalg`` and ``einsum``; the stated-order helpers are
+pinned to their formulas."""
+
+from __future__ import annotations
+
+import ast
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from posewire.codec import morph
+from posewire.codec.ieee import SparseTable, exact_pseudo_inverse, ordered_norm, ordered_sum
+
+CODEC = Path(__file__).resolve().parent.parent / "codec"
+_BLAS_NAMES = {"linalg", "einsum", "dot", "matmul", "vdot", "inner", "tensordot", "lstsq", "pinv"}
+
+
+def _blas_uses(path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.BinOp | ast.AugAssign) and isinstance(node.op, ast.MatMult):
+            found.append(f"{path.name}:{node.lineno} @")
+        elif isinstance(node, ast.Attribute) and node.attr in _BLAS_NAMES:
+            found.append(f"{path.name}:{node.lineno} .{node.attr}")
+    return found
+
+
+def test_codec_never_calls_blas() -> None:
+    uses = [use for path in sorted(CODEC.glob("*.py")) for use in _blas_uses(path)]
+    assert uses == []
+
+
+def test_the_scan_finds_blas(tmp_path: Path) -> None:
+    # the scan itself can fail: a file with each form is caught
+    sample = tmp_path / "sample.py"
+    sample.write_text("import numpy as np\nx = a @ b\ny = np.linalg.norm(a)\nz = np.einsum('i,i', a, a)\n")
+    assert len(_blas_uses(sample)) == 3
+
+
+finite = st.floats(-1e6, 1e6, allow_nan=False)
+
+
+@given(arrays(np.float64, (5, 4), elements=finite))
+def test_ordered_sum_is_left_to_right(values: np.ndarray) -> None:
+    expected = [((((0.0 + row[0]) + row[1]) + row[2]) + row[3]) for row in values.tolist()]
+    assert ordered_sum(values).tolist() == expected
+
+
+@given(arrays(np.float64, (5, 3), elements=finite))
+def test_ordered_norm_is_the_stated_formula(values: np.ndarray) -> None:
+    expected = [float(np.sqrt(x * x + y * y + z * z)) for x, y, z in values.tolist()]
+    assert ordered_norm(values).tolist() == expected
+
+
+@given(arrays(np.float64, (3, 52), elements=st.floats(0.0, 1.0)))
+def test_face_solve_is_the_ordered_dense_sum(weights: np.ndarray) -> None:
+    # leaving out zero entries changes nothing: the dense sum in channel order, term by term
+    table = morph._SOLVE
+    dense = np.zeros((weights.shape[0], table.shape[1]))
+    for c in range(table.shape[0]):
+        dense = dense + weights[:, c:c + 1] * table[c]
+    np.testing.assert_array_equal(SparseTable(table).apply(weights), dense)
+    assert SparseTable(table).apply1(weights[0].tolist()) == dense[0].tolist()
+
+
+def test_exact_pseudo_inverse_is_a_left_inverse() -> None:
+    gains = [[Fraction(repr(g)) for g in row] for row in morph._GAINS.tolist()]
+    inverse = exact_pseudo_inverse(gains)
+    used = [j for j in range(len(gains[0])) if any(row[j] for row in gains)]
+    for a in used:
+        for b in used:
+            value = sum((inverse[a][i] * gains[i][b] for i in range(len(gains))), Fraction(0))
+            assert value == (1 if a == b else 0)
+    # the float table is that exact table rounded once per entry
+    assert morph._SOLVE.T.tolist() == [[float(x) for x in row] for row in inverse]
