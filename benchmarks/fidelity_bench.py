@@ -141,9 +141,8 @@ def round_trip_table(frames: int) -> None:
     print("\nslope: mean over the group's dims of the fitted slope encoded-on-true; bias: the largest "
           "|median signed error| of a dim. Thumb roll only where the thumb bends > 9° per joint "
           "(below, it is unobservable: sent as 0 and reported), its error up to the thumb's double "
-          "cover (roll, curl) ≡ (roll ∓ 180°, −curl), spec §4.3. Finger values not estimated "
-          "(a finger turned > 45° from its relaxed splay is implausible, spec §4.3; left out of the "
-          "errors above): " + ", ".join(dropped) + ".\n")
+          "cover (roll, curl) ≡ (roll ∓ 180°, −curl), spec §4.3. Finger values not sent "
+          "(only unmeasurable geometry drops a finger, spec §4.3, A44): " + ", ".join(dropped) + ".\n")
 
 
 def compressed_depth(frames: int) -> None:

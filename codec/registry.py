@@ -230,7 +230,7 @@ def _fingers() -> list[DimensionRow]:
             meaning=f"{f} curl of the two distal joints: +1 hooked toward the palm, "
                     "-1 curved backward", **common))  # type: ignore[arg-type]
         rows.append(DimensionRow(
-            f"g_{f}_fold", angle_deg=90.0,
+            f"g_{f}_fold", angle_deg=(90.0 if thumb else 120.0),  # spec §4.3, appendix A44
             meaning=("thumb opposition: +1 across the palm toward the pinky base, "
                      "-1 swung away from the palm") if thumb else
                     f"{f} fold about the base knuckle: +1 folded toward the palm, "

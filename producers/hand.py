@@ -60,7 +60,6 @@ __all__ = [
     "DEPTH_GAIN_MIN_FRAMES",
     "FINGERS",
     "FINGER_CHAINS",
-    "FINGER_SIDE_IMPLAUSIBLE_DEG",
     "HAND_BONES",
     "HAND_POINTS",
     "N_HAND_POINTS",
@@ -109,10 +108,6 @@ THUMB_SIDE_AXIS: F64 = cross_unchecked(THUMB_REST, np.array([0.0, 0.0, 1.0]))
 THUMB_ROLL_MIN_CURL_DEG = 8.0
 #: |u1 × u2 + u2 × u3| of a thumb bent THUMB_ROLL_MIN_CURL_DEG at each joint.
 _OBSERVABLE_BEND = float(2.0 * np.sin(np.radians(THUMB_ROLL_MIN_CURL_DEG)))
-#: A finger (index…pinky) turned further than this (degrees) from its relaxed splay
-#: (the side row's ``neutral_deg``) bends in the palm plane, which no finger joint can:
-#: its three dims are not estimated in that frame and it is counted (spec §4.3).
-FINGER_SIDE_IMPLAUSIBLE_DEG = 45.0
 #: Depth flip (camera producers, spec §4.3): a hand whose index…pinky fold backward by
 #: more than this on average (degrees) is taken as depth-flipped (its depth mirror folds
 #: every finger forward by exactly as much).
@@ -389,15 +384,16 @@ class HandDims:
     degenerate); ``palm_clamped (B,)`` = the palm vector part was clamped to 0.98;
     ``degenerate (B,)`` = present but the palm frame is degenerate; ``roll_unobservable
     (B,)`` = tracked but the thumb is too straight to see its roll (sent as 0);
-    ``fingers_implausible (B,)`` = how many of index…pinky bent in the palm plane (not
-    estimated); ``depth_flipped (B,)`` = the hand was read depth-mirrored (camera only)."""
+    ``fingers_side_clamped (B,)`` = how many of index…pinky turned beyond the side range
+    (their side is clamped to the rail, fold and curl sent as measured); ``depth_flipped
+    (B,)`` = the hand was read depth-mirrored (camera only)."""
 
     values: Mapping[str, F64]
     tracked: Bool
     palm_clamped: Bool
     degenerate: Bool
     roll_unobservable: Bool | None = None
-    fingers_implausible: NDArray[np.intp] | None = None
+    fingers_side_clamped: NDArray[np.intp] | None = None
     depth_flipped: Bool | None = None
 
 
@@ -425,15 +421,15 @@ def hand_dims(hand: F64, rotation: F64, present: Bool, *, side: Side,
     :func:`hand_frame` rotated into the body frame, :func:`posewire.codec.quaternion.palm_from_directions`,
     then :func:`posewire.codec.quaternion.palm_encode` (left mirrored, canonical, clamp 0.98).
     Fingers (§4.3): (:func:`finger_angles` − ``neutral_deg``) / ``angle_deg``; a finger
-    turned more than :data:`FINGER_SIDE_IMPLAUSIBLE_DEG` from its relaxed splay is not
-    estimated (NaN, counted). ``g_thumb_roll``: ``thumb_roll_deg / 45`` where given and
+    (index…pinky) whose side lies beyond ±1 is counted (the caller clamps it to the rail);
+    no finger is dropped for its angles. ``g_thumb_roll``: ``thumb_roll_deg / 45`` where given and
     finite, else the default 0 (seed 000 §4.3). ``depth_ambiguous`` (camera producers,
     whose depth is monocular): a hand read backward-folded beyond
     :data:`DEPTH_FLIP_FOLD_DEG` on average is taken depth-mirrored
     (:func:`_depth_mirrored`: the palm normal turns over, so every fold and curl changes
     sign exactly) for its palm and fingers, and counted.
     Frames not tracked get NaN for every dim; finger dims of tracked frames are NaN only
-    where their points are missing or the finger is implausible.
+    where their points are missing.
     """
     batch = hand.shape[0]
     fingers, normal = hand_frame(hand, side=side)
@@ -466,13 +462,11 @@ def hand_dims(hand: F64, rotation: F64, present: Bool, *, side: Side,
         q = palm_from_axes_unchecked(*_orthonormal(f_body[ok], n_body[ok]))
         stored[ok], clamped[ok] = palm_encode_unchecked(q, side=side)  # left: mirrored per §3.2
     values: dict[str, F64] = {f"w_q{axis}_{side}": stored[:, k] for k, axis in enumerate("xyz")}
-    # spec §4.3: a finger bent in the palm plane is not estimated
-    implausible = np.abs(angles[:, _SIDE_COLUMNS] - _FINGER_NEUTRAL[side][_SIDE_COLUMNS]) \
-        > FINGER_SIDE_IMPLAUSIBLE_DEG
-    for k in range(3):
-        angles[:, _SIDE_COLUMNS - k] = np.where(implausible, np.nan, angles[:, _SIDE_COLUMNS - k])
     # the finger dims as columns of one (B, 16) array (the thumb roll last)
     fingers_out = (angles - _FINGER_NEUTRAL[side]) / _FINGER_DEG[side]
+    # spec §4.3: a finger turned past the side range keeps its fold and curl; its side is
+    # clamped to the rail (with every other bound, by the caller) and counted here
+    side_clamped = np.abs(fingers_out[:, _SIDE_COLUMNS]) > 1.0
     for k, row_id in enumerate(_FINGER_ROWS):
         values[f"{row_id}_{side}"] = fingers_out[:, k]
     roll = np.full(batch, np.nan)
@@ -486,5 +480,5 @@ def hand_dims(hand: F64, rotation: F64, present: Bool, *, side: Side,
         unobservable[ok] = ~np.isfinite(estimated)
     values[f"g_thumb_roll_{side}"] = roll
     return HandDims(values=values, tracked=ok, palm_clamped=clamped & ok, degenerate=present & ~ok,
-                    roll_unobservable=unobservable, fingers_implausible=implausible.sum(-1),
+                    roll_unobservable=unobservable, fingers_side_clamped=side_clamped.sum(-1),
                     depth_flipped=flipped)

@@ -48,7 +48,6 @@ from posewire.producers.hand import (
     _SIDE_COLUMNS,
     DEPTH_FLIP_FOLD_DEG,
     FINGER_CHAINS,
-    FINGER_SIDE_IMPLAUSIBLE_DEG,
     HAND_POINTS,
     THUMB_CHAIN,
     THUMB_REST,
@@ -68,8 +67,8 @@ _CHAINS = tuple(FINGER_CHAINS.values())
 _FINGER_DEG1 = {s: tuple(v.tolist()) for s, v in _FINGER_DEG.items()}
 _FINGER_NEUTRAL1 = {s: tuple(v.tolist()) for s, v in _FINGER_NEUTRAL.items()}
 _FOLDS = tuple(_FOLD_COLUMNS.tolist())
-#: index…pinky: (side, fold, curl) slots, as hand._SIDE_COLUMNS − 0, 1, 2 (the plausibility check)
-_SIDE_FOLD_CURL = tuple((k, k - 1, k - 2) for k in _SIDE_COLUMNS.tolist())
+#: index…pinky: the side slots (the side-range count of spec §4.3)
+_SIDE_SLOTS = tuple(_SIDE_COLUMNS.tolist())
 _ROW = {row: k for k, row in enumerate(_FINGER_ROWS)}
 #: (curl, fold, side) slots of each finger in the finger rows, thumb first; the roll's slot.
 _SLOTS = tuple(tuple(_ROW[f"g_{f}_{k}"] for k in ("curl", "fold", "side")) for f in ("thumb", *FINGER_CHAINS))
@@ -241,7 +240,7 @@ class HandDims1(NamedTuple):
     values: list[float]
     palm_clamped: bool
     roll_unobservable: bool
-    fingers_implausible: int
+    fingers_side_clamped: int
     depth_flipped: bool
 
 
@@ -269,20 +268,14 @@ def hand_dims1(points: Points, axes: tuple[Vec3, Vec3, Vec3], *, side: Side,
     # spec §4.2: palm_from_directions / palm_encode (left mirrored, canonical, clamp 0.98)
     y = unit1(f_body, _EPS)
     stored, clamped = palm_encode1(palm_from_axes1(y, unit1(reject1(n_body, y), _EPS)), side=side)
-    # spec §4.3: a finger bent in the palm plane is not estimated
-    neutral = _FINGER_NEUTRAL1[side]
-    implausible = 0
-    for slots in _SIDE_FOLD_CURL:
-        if abs(angles[slots[0]] - neutral[slots[0]]) > FINGER_SIDE_IMPLAUSIBLE_DEG:
-            implausible += 1
-            for k in slots:
-                angles[k] = math.nan
     # spec §4.3: (angle − neutral_deg) / angle_deg; thumb roll 0 where unobservable (seed 000 §4.3)
-    values = [(a - n) / d for a, n, d in zip(angles, neutral, _FINGER_DEG1[side], strict=True)]
+    values = [(a - n) / d for a, n, d in zip(angles, _FINGER_NEUTRAL1[side], _FINGER_DEG1[side], strict=True)]
+    # spec §4.3: a finger turned past the side range keeps fold and curl; its side is counted
+    side_clamped = sum(1 for k in _SIDE_SLOTS if abs(values[k]) > 1.0)
     unobservable = not isfinite(values[_ROLL])
     if unobservable:
         values[_ROLL] = 0.0
-    return HandDims1([*stored, *values], clamped, unobservable, implausible, flipped)
+    return HandDims1([*stored, *values], clamped, unobservable, side_clamped, flipped)
 
 
 def with_depth_gain1(points: Points, gain: float) -> Points:

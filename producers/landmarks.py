@@ -838,8 +838,8 @@ def _encode_batch(lm: HolisticLandmarks, calibration: LandmarkCalibration | None
         degenerate[f"palm_{s}"] = int(dims.degenerate.sum())
         if dims.depth_flipped is not None and dims.depth_flipped.any():
             degenerate[f"hand_depth_flipped_{s}"] = int(dims.depth_flipped.sum())
-        if dims.fingers_implausible is not None and dims.fingers_implausible.any():
-            degenerate[f"fingers_implausible_{s}"] = int(dims.fingers_implausible.sum())
+        if dims.fingers_side_clamped is not None and dims.fingers_side_clamped.any():
+            degenerate[f"fingers_side_clamped_{s}"] = int(dims.fingers_side_clamped.sum())
         fallback = dims.tracked & ~prep.valid
         if fallback.any():
             degenerate[f"palm_camera_frame_{s}"] = int(fallback.sum())

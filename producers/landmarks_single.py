@@ -394,8 +394,8 @@ def encode1(lm: HolisticLandmarks, cal: LandmarkCalibration, *, visibility_thres
         if dims is not None:
             if dims.depth_flipped:
                 degenerate[f"hand_depth_flipped_{s}"] = 1
-            if dims.fingers_implausible:
-                degenerate[f"fingers_implausible_{s}"] = dims.fingers_implausible
+            if dims.fingers_side_clamped:
+                degenerate[f"fingers_side_clamped_{s}"] = dims.fingers_side_clamped
             if not valid:
                 degenerate[f"palm_camera_frame_{s}"] = 1
             if dims.roll_unobservable:

@@ -435,7 +435,7 @@ def vr_hand_to_vector(
         frames=batch, tracked_fraction={part: float(tracked.mean()) if batch else 0.0}, clamped=clamped,
         missing_joints=missing_joints, reparented=reparented, not_estimated=not_estimated,
         degenerate={f"palm_{side}": int(dims.degenerate.sum()),
-                    **({f"fingers_implausible_{side}": int(dims.fingers_implausible.sum())}
-                       if dims.fingers_implausible is not None and dims.fingers_implausible.any() else {})},
+                    **({f"fingers_side_clamped_{side}": int(dims.fingers_side_clamped.sum())}
+                       if dims.fingers_side_clamped is not None and dims.fingers_side_clamped.any() else {})},
         notes=tuple(notes))
     return VRHandResult(vectors=vec, tracking={part: states}, report=report)

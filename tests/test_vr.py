@@ -215,7 +215,7 @@ def test_vr_and_webcam_give_the_same_hand_dims_for_the_same_pose() -> None:
 def test_known_angles_come_back() -> None:
     vec = vr_vec(POSE, "r")
     for k, finger in enumerate(FINGERS[1:]):
-        assert vec[0, col(f"g_{finger}_fold_r")] == pytest.approx(POSE.fold[k] / 90, abs=1e-9)
+        assert vec[0, col(f"g_{finger}_fold_r")] == pytest.approx(POSE.fold[k] / 120, abs=1e-9)  # +1 = 120°
         assert vec[0, col(f"g_{finger}_curl_r")] == pytest.approx((POSE.pip[k] + POSE.dip[k]) / 2 / 90, abs=1e-9)
     assert vec[0, col("g_middle_side_r")] == pytest.approx(POSE.middle_side / 30, abs=1e-9)
     assert vec[0, col("g_thumb_fold_r")] == pytest.approx(POSE.thumb_fold / 90, abs=1e-9)
