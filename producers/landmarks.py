@@ -777,9 +777,16 @@ def _own_calibration(lm: HolisticLandmarks, prep: _Prepared, visibility_threshol
     """The calibration of a batch encoded without one (:func:`landmarks_to_vectors`)."""
     if prep.valid.any():
         return calibration_from_samples(_samples(lm, prep, visibility_threshold))
-    return LandmarkCalibration(REFERENCE_CALIBRATION, units(REFERENCE_CALIBRATION),
-                               ("no frame has a body (shoulders and hips): reference-avatar calibration, "
-                                "arms and body not estimated",))
+    # spec §4.3 "Hand depth gain": measured on the hands alone, so hands without a body keep it
+    notes = ["no frame has a body (shoulders and hips): reference-avatar calibration, arms and body not estimated"]
+    gain = {"r": 1.0, "l": 1.0}
+    for side, hand in (("r", prep.right), ("l", prep.left)):
+        found = estimate_depth_gain(bone_log_lengths(hand))
+        if found is not None:
+            gain[side] = found
+            notes.append(f"hand depth gain ({side}) {found:.2f}")
+    return LandmarkCalibration(REFERENCE_CALIBRATION, units(REFERENCE_CALIBRATION), tuple(notes),
+                               hand_depth_gain={"l": gain["l"], "r": gain["r"]})
 
 
 def _encode_batch(lm: HolisticLandmarks, calibration: LandmarkCalibration | None, visibility_threshold: float,

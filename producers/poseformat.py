@@ -13,6 +13,12 @@ landmarks the same way, so here:
 * isotropic image units (pixels) = ``(x, y, z · W)`` (MediaPipe's z has the scale of x);
 * confidence 0 marks a missing point -> NaN; the pose confidence is the visibility.
 
+Reduced layouts (pose-format's own component reduction: any subset of a component's
+points, a face of any size, no pose at all) are read by point **name**: each present point
+is placed at its MediaPipe index (pose and hand names as MediaPipe's ``PoseLandmark`` /
+``HandLandmark``, face points named by their mesh index); what is absent is NaN, so it is
+not estimated and is reported (spec §3.1); a note lists what the file lacks.
+
 Hand labels are the subject's own left/right (Holistic assigns them from the pose: the
 left hand's wrist lies at pose 15). Only person 0 is read.
 
@@ -24,6 +30,7 @@ tracking condition (spec §3.4.2); the header carries the measured calibration (
 from __future__ import annotations
 
 import importlib
+import math
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -54,7 +61,7 @@ __all__ = [
 
 F64 = NDArray[np.float64]
 
-#: Component names of a MediaPipe Holistic ``.pose`` file and their point counts.
+#: Component names of a MediaPipe Holistic ``.pose`` file and their full point counts.
 COMPONENTS: dict[str, tuple[int, ...]] = {
     "POSE_LANDMARKS": (33,),
     "FACE_LANDMARKS": (468, 478),
@@ -62,6 +69,47 @@ COMPONENTS: dict[str, tuple[int, ...]] = {
     "RIGHT_HAND_LANDMARKS": (21,),
     "POSE_WORLD_LANDMARKS": (33,),
 }
+#: MediaPipe's pose landmark names, in index order (the point names pose-format writes).
+POSE_NAMES: tuple[str, ...] = (
+    "NOSE", "LEFT_EYE_INNER", "LEFT_EYE", "LEFT_EYE_OUTER", "RIGHT_EYE_INNER", "RIGHT_EYE",
+    "RIGHT_EYE_OUTER", "LEFT_EAR", "RIGHT_EAR", "MOUTH_LEFT", "MOUTH_RIGHT", "LEFT_SHOULDER",
+    "RIGHT_SHOULDER", "LEFT_ELBOW", "RIGHT_ELBOW", "LEFT_WRIST", "RIGHT_WRIST", "LEFT_PINKY",
+    "RIGHT_PINKY", "LEFT_INDEX", "RIGHT_INDEX", "LEFT_THUMB", "RIGHT_THUMB", "LEFT_HIP",
+    "RIGHT_HIP", "LEFT_KNEE", "RIGHT_KNEE", "LEFT_ANKLE", "RIGHT_ANKLE", "LEFT_HEEL",
+    "RIGHT_HEEL", "LEFT_FOOT_INDEX", "RIGHT_FOOT_INDEX")
+#: MediaPipe's hand landmark names, in index order.
+HAND_NAMES: tuple[str, ...] = (
+    "WRIST", "THUMB_CMC", "THUMB_MCP", "THUMB_IP", "THUMB_TIP", "INDEX_FINGER_MCP",
+    "INDEX_FINGER_PIP", "INDEX_FINGER_DIP", "INDEX_FINGER_TIP", "MIDDLE_FINGER_MCP",
+    "MIDDLE_FINGER_PIP", "MIDDLE_FINGER_DIP", "MIDDLE_FINGER_TIP", "RING_FINGER_MCP",
+    "RING_FINGER_PIP", "RING_FINGER_DIP", "RING_FINGER_TIP", "PINKY_MCP", "PINKY_PIP", "PINKY_DIP",
+    "PINKY_TIP")
+_NAMES: dict[str, tuple[str, ...]] = {
+    "POSE_LANDMARKS": POSE_NAMES, "POSE_WORLD_LANDMARKS": POSE_NAMES,
+    "LEFT_HAND_LANDMARKS": HAND_NAMES, "RIGHT_HAND_LANDMARKS": HAND_NAMES,
+}
+
+
+def _full_indices(name: str, points: list[str]) -> tuple[NDArray[np.intp], int]:
+    """Where each point of a (possibly reduced) component goes in MediaPipe's full layout,
+    and that layout's size. Unknown point names raise ``usage.shape``."""
+    full = COMPONENTS[name]
+    if name == "FACE_LANDMARKS":
+        size = max(full) if any(p.isdigit() and int(p) >= min(full) for p in points) else min(full)
+        if len(points) in full and all(not p.isdigit() for p in points):  # unnamed full mesh
+            return np.arange(len(points)), len(points)
+        known = {str(i): i for i in range(size)}
+    else:
+        size = full[0]
+        names = _NAMES[name]
+        if len(points) == size and not set(points) & set(names):  # unnamed full component
+            return np.arange(size), size
+        known = {n: i for i, n in enumerate(names)}
+    unknown = [p for p in points if p not in known]
+    if unknown or len(set(points)) != len(points):
+        raise UsageError("usage.shape", f"{name} has points this reader does not know: {unknown[:5] or 'repeated'}",
+                         path=name)
+    return np.array([known[p] for p in points], dtype=np.intp), size
 
 
 @dataclass(frozen=True)
@@ -117,10 +165,15 @@ def pose_to_landmarks(pose: Any) -> PoseFile:
     people = int(data.shape[1])
     data, conf = data[:, 0, :, :3], conf[:, 0]
     offsets: dict[str, tuple[int, int]] = {}
+    point_names: dict[str, list[str]] = {}
     start = 0
     for comp in header.components:
         offsets[str(comp.name)] = (start, start + len(comp.points))
+        point_names[str(comp.name)] = [str(p) for p in comp.points]
         start += len(comp.points)
+
+    notes: list[str] = []
+    frames = data.shape[0]
 
     def component(name: str, *, required: bool = True) -> tuple[F64, F64] | None:
         if name not in offsets:
@@ -129,10 +182,14 @@ def pose_to_landmarks(pose: Any) -> PoseFile:
                                  f"(has {sorted(offsets)})", path=name)
             return None
         lo, hi = offsets[name]
-        if hi - lo not in COMPONENTS[name]:
-            raise UsageError("usage.shape", f"{name} has {hi - lo} points, expected {COMPONENTS[name]}", path=name)
-        points, c = data[:, lo:hi].copy(), conf[:, lo:hi]
-        points[c <= 0.0] = np.nan  # confidence 0 marks a missing point
+        where, size = _full_indices(name, point_names[name])
+        points = np.full((frames, size, 3), np.nan)
+        c = np.zeros((frames, size))
+        points[:, where], c[:, where] = data[:, lo:hi], conf[:, lo:hi]
+        points[c <= 0.0] = np.nan  # confidence 0 (or a point the layout left out) is missing
+        if where.size < size:
+            notes.append(f"{name}: {where.size} of {size} points in the file (a reduced layout); "
+                         "the others are missing")
         return points, c
 
     def image(name: str, *, required: bool = True) -> F64 | None:
@@ -142,24 +199,38 @@ def pose_to_landmarks(pose: Any) -> PoseFile:
         scaled: F64 = got[0] * np.array([1.0, 1.0, float(width)])  # isotropic pixels: z has x's scale
         return scaled
 
-    notes: list[str] = []
-    pose_image = image("POSE_LANDMARKS")
-    assert pose_image is not None
+    pose_got = component("POSE_LANDMARKS", required=False)
+    if pose_got is None:  # hands (and face) only: no body, hands in the camera frame (spec §4.2)
+        pose_image = np.full((frames, 33, 3), np.nan)
+        pose_visibility = np.zeros((frames, 33))
+        notes.append("no POSE_LANDMARKS: no arm, head or body dims; hands in the camera frame")
+    else:
+        pose_image = pose_got[0] * np.array([1.0, 1.0, float(width)])
+        pose_visibility = pose_got[1]
     world_got = component("POSE_WORLD_LANDMARKS", required=False)
     if world_got is not None:
         world = world_got[0] / np.array([float(width), float(height), 1.0])  # undo (x·W, y·H)
         visibility = world_got[1]
+    elif pose_got is None:
+        world, visibility = pose_image.copy(), pose_visibility
     else:
         # reduced Holistic layout: world landmarks estimated from the image landmarks
         world, scale = _world_from_image(pose_image)
-        pose_conf = component("POSE_LANDMARKS")
-        assert pose_conf is not None
-        visibility = pose_conf[1]
-        notes.append("no POSE_WORLD_LANDMARKS (reduced Holistic layout): world landmarks estimated from the "
-                     f"image landmarks about the hip midpoint, {scale:.5f} m per pixel from a "
-                     f"{REFERENCE_SHOULDER_WIDTH} m shoulder width")
-    left, right = image("LEFT_HAND_LANDMARKS"), image("RIGHT_HAND_LANDMARKS")
-    assert left is not None and right is not None
+        visibility = pose_visibility
+        if math.isnan(scale):
+            notes.append("no POSE_WORLD_LANDMARKS and no frame with both shoulders: arms and body not estimated")
+        else:
+            notes.append("no POSE_WORLD_LANDMARKS (reduced Holistic layout): world landmarks estimated from the "
+                         f"image landmarks about the hip midpoint, {scale:.5f} m per pixel from a "
+                         f"{REFERENCE_SHOULDER_WIDTH} m shoulder width")
+    left, right = image("LEFT_HAND_LANDMARKS", required=False), image("RIGHT_HAND_LANDMARKS", required=False)
+    if left is None or right is None:
+        notes.append("no " + " and ".join(n for n, h in (("LEFT_HAND_LANDMARKS", left), ("RIGHT_HAND_LANDMARKS", right))
+                                         if h is None) + ": that hand is not estimated")
+    left = np.full((frames, 21, 3), np.nan) if left is None else left
+    right = np.full((frames, 21, 3), np.nan) if right is None else right
+    if pose_got is None and not (np.isfinite(left).any() or np.isfinite(right).any()):
+        raise UsageError("usage.bad_option", "the .pose file has neither POSE_LANDMARKS nor hands: nothing to encode")
     landmarks = HolisticLandmarks(
         pose_world=world,
         pose_visibility=visibility,
@@ -184,9 +255,8 @@ def _world_from_image(pose_image: F64) -> tuple[F64, float]:
     midpoint, else the shoulder midpoint) from isotropic image landmarks, and the scale."""
     shoulders = np.linalg.norm(pose_image[:, 11] - pose_image[:, 12], axis=-1)
     finite = shoulders[np.isfinite(shoulders) & (shoulders > 0)]
-    if finite.size == 0:
-        raise UsageError("usage.bad_option", "no POSE_WORLD_LANDMARKS and no frame with both shoulders: "
-                         "cannot estimate world landmarks")
+    if finite.size == 0:  # no shoulders to scale by: no world landmarks (arms, body not estimated)
+        return np.full(pose_image.shape, np.nan), math.nan
     scale = REFERENCE_SHOULDER_WIDTH / float(np.median(finite))
     hips = 0.5 * (pose_image[:, 23] + pose_image[:, 24])
     centre = np.where(np.isfinite(hips).all(-1, keepdims=True), hips, 0.5 * (pose_image[:, 11] + pose_image[:, 12]))

@@ -181,8 +181,8 @@ def _frame(lm: HolisticLandmarks, k: int) -> HolisticLandmarks:
 
 def test_spec_worked_index_example() -> None:
     # spec §4.3 "Finger geometry", worked: the right index of helix-humanoid@1 (knuckle at
-    # (0.022, 0.090, 0) m), side 0.5, fold 0.5, curl 0.25 -> the printed phalanx directions;
-    # from these points the producer returns (0.5, 0.5, 0.25)
+    # (0.022, 0.090, 0) m), side 0.5, fold 0.375 (45° of 120°), curl 0.25 -> the printed phalanx
+    # directions; from these points the producer returns (0.5, 0.375, 0.25)
     hand = np.zeros((1, 21, 3))
     for mcp, x in {5: 0.022, 9: 0.0, 13: -0.02, 17: -0.038}.items():
         hand[0, mcp] = (x, 0.090, 0.0)
@@ -200,7 +200,7 @@ def test_spec_worked_index_example() -> None:
     assert row.neutral_deg == 20.0 and row.angle_deg == 30.0
     side = (angles["g_index_side"][0] - row.neutral_deg) / row.angle_deg
     assert side == pytest.approx(0.5, abs=2e-6)  # the printed directions carry 6 decimals
-    assert angles["g_index_fold"][0] / 90.0 == pytest.approx(0.5, abs=2e-6)
+    assert angles["g_index_fold"][0] / REGISTRY.by_id["g_index_fold_r"].row.angle_deg == pytest.approx(0.375, abs=2e-6)
     assert angles["g_index_curl"][0] / 90.0 == pytest.approx(0.25, abs=2e-6)
 
 

@@ -143,10 +143,10 @@ def test_flat_open_right_hand_is_identity_and_straight() -> None:
 def test_fist_curls_and_folds_high() -> None:
     hand = right_hand(fold=80.0, pip=95.0, dip=65.0)
     vec = landmarks_to_vectors(make(body_points(), mirrored_hand(hand), hand), calibration=REF).vectors
-    assert v("g_middle_fold_r", vec) == pytest.approx(80 / 90, abs=1e-9)  # metacarpal along +Y
+    assert v("g_middle_fold_r", vec) == pytest.approx(80 / 120, abs=1e-9)  # metacarpal along +Y; fold +1 = 120°
     for finger in ("index", "middle", "ring", "pinky"):
         # the other metacarpals fan out from the wrist by up to 23°: fold is measured from them
-        assert v(f"g_{finger}_fold_r", vec) == pytest.approx(80 / 90, abs=0.01)
+        assert v(f"g_{finger}_fold_r", vec) == pytest.approx(80 / 120, abs=0.01)
         assert v(f"g_{finger}_curl_r", vec) == pytest.approx(80 / 90, abs=0.01)  # mean(95, 65) / 90
         assert v(f"g_{finger}_side_r", vec) == pytest.approx(0.0, abs=1e-6)
 

@@ -163,6 +163,93 @@ def test_reduced_holistic_file_without_world_landmarks_is_accepted(tmp_path: Pat
     assert summary.result.report.tracked_fraction["arm_r"] > 0.5
 
 
+def _reduced(tmp_path: Path, components: list[str], points: dict[str, list[str]] | None = None) -> Path:
+    # a file reduced by pose-format's own component tool, as users make them
+    from pose_format import Pose
+
+    full = Pose.read((HERE / "holistic_signer.pose").read_bytes())
+    path = tmp_path / "reduced.pose"
+    with path.open("wb") as f:
+        full.get_components(components, points).write(f)
+    return path
+
+
+FINGER_COLUMNS = [d.index for d in REGISTRY.dimensions if d.row.group == "fingers"]
+
+
+def test_any_subset_of_pose_points_is_read(tmp_path: Path) -> None:
+    # issue 18: the 8 upper-body pose points and 128 face points of pose-format's reduced
+    # layout, no world landmarks: arms from what is there, hands as from the full file
+    pose_points = ["LEFT_SHOULDER", "RIGHT_SHOULDER", "LEFT_ELBOW", "RIGHT_ELBOW", "LEFT_WRIST", "RIGHT_WRIST",
+                   "LEFT_HIP", "RIGHT_HIP"]
+    path = _reduced(tmp_path, ["POSE_LANDMARKS", "FACE_LANDMARKS", "LEFT_HAND_LANDMARKS", "RIGHT_HAND_LANDMARKS"],
+                    {"POSE_LANDMARKS": pose_points, "FACE_LANDMARKS": [str(i) for i in range(0, 468, 4)]})
+    pose_file = read_pose_file(path)
+    assert any("POSE_LANDMARKS: 8 of 33 points" in n for n in pose_file.notes)
+    assert any("FACE_LANDMARKS: 117 of 468 points" in n for n in pose_file.notes)
+    # each present point sits at its MediaPipe index; the others are missing
+    full = read_pose_file(HERE / "holistic_signer.pose")
+    assert np.isnan(pose_file.pose_image[:, 0]).all()  # the nose was left out
+    np.testing.assert_array_equal(pose_file.pose_image[:, 11:17], full.pose_image[:, 11:17])
+    out = landmarks_to_vectors(pose_file.landmarks)
+    ref = landmarks_to_vectors(full.landmarks)
+    np.testing.assert_allclose(out.vectors[:, FINGER_COLUMNS], ref.vectors[:, FINGER_COLUMNS], atol=1e-6)
+    assert out.report.tracked_fraction["arm_r"] == ref.report.tracked_fraction["arm_r"] > 0.5
+
+
+def test_hands_only_file_is_read(tmp_path: Path) -> None:
+    # no pose at all: the hands are still encoded (palm in the camera frame, reported);
+    # arms, head and body are not estimated
+    path = _reduced(tmp_path, ["LEFT_HAND_LANDMARKS", "RIGHT_HAND_LANDMARKS"])
+    summary = pose_file_to_recording(path, tmp_path / "rec.jsonl")
+    out = summary.result
+    assert any("no POSE_LANDMARKS" in n for n in out.report.notes)
+    ref = landmarks_to_vectors(read_pose_file(HERE / "holistic_signer.pose").landmarks)
+    fingers = [d.index for d in REGISTRY.dimensions if d.row.group == "fingers"]
+    np.testing.assert_allclose(out.vectors[:, fingers], ref.vectors[:, fingers], atol=1e-6)
+    for part in ("arm_l", "arm_r", "head", "body"):
+        assert out.report.tracked_fraction[part] == 0.0, part
+    assert out.report.tracked_fraction["hand_r"] == ref.report.tracked_fraction["hand_r"]
+    assert out.report.degenerate.get("palm_camera_frame_r", 0) > 0
+    assert len(read_recording(tmp_path / "rec.jsonl")[1]) == out.vectors.shape[0]
+
+
+def test_a_file_without_pose_or_hands_is_refused(tmp_path: Path) -> None:
+    from posewire.codec.errors import UsageError
+
+    path = _reduced(tmp_path, ["FACE_LANDMARKS"])
+    with pytest.raises(UsageError) as err:
+        read_pose_file(path)
+    assert err.value.code == "usage.bad_option" and "nothing to encode" in err.value.message
+
+
+def test_unknown_point_names_are_a_shape_error(tmp_path: Path) -> None:
+    from pose_format import Pose
+
+    from posewire.codec.errors import UsageError
+
+    full = Pose.read((HERE / "holistic_signer.pose").read_bytes())
+    full.header.components[0].points[0] = "NOT_A_POINT"
+    path = tmp_path / "odd.pose"
+    with path.open("wb") as f:
+        full.write(f)
+    with pytest.raises(UsageError) as err:
+        read_pose_file(path)
+    assert err.value.code == "usage.shape" and err.value.path == "POSE_LANDMARKS"
+
+
+@needs_shared
+@pytest.mark.parametrize("name", ["sgg-essen.pose", "sgg-pizza.pose"])
+def test_shared_reduced_layout_recordings_are_read(name: str) -> None:
+    pose_file = read_pose_file(DATA / "reduced-layout" / name)
+    out = landmarks_to_vectors(pose_file.landmarks)
+    assert out.report.tracked_fraction["hand_l"] > 0.5 and out.report.tracked_fraction["arm_r"] > 0.5
+    fingers = [d.index for d in REGISTRY.dimensions if d.row.group == "fingers"]
+    tracked = out.tracking["hand_r"] == "tracked"
+    assert np.isfinite(out.vectors[tracked][:, fingers[: len(fingers) // 2]]).all() or \
+        np.isfinite(out.vectors[tracked][:, fingers]).any()
+
+
 def test_filtered_recording_reports_jitter(tmp_path: Path) -> None:
     raw = pose_file_to_recording(HERE / "holistic_signer.pose", tmp_path / "raw.jsonl")
     smooth = pose_file_to_recording(HERE / "holistic_signer.pose", tmp_path / "f.jsonl", filter=True)
