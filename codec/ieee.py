@@ -12,12 +12,13 @@ operations in the same order gets them too.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["SparseTable", "exact_pseudo_inverse", "ordered_norm", "ordered_sum"]
+__all__ = ["SparseTable", "exact_pseudo_inverse", "ordered_norm", "ordered_norm1", "ordered_sum", "ordered_unit"]
 
 F64 = NDArray[np.float64]
 
@@ -31,14 +32,68 @@ def ordered_sum(terms: F64) -> F64:
     return acc
 
 
-def ordered_norm(vectors: F64) -> F64:
-    """Euclidean length ``sqrt(v₀·v₀ + v₁·v₁ + …)`` of ``vectors (..., k)`` with the squares
-    summed left to right (spec §1.5): the arithmetic of §5.4's palm norm, for any ``k``."""
+#: |v|max outside [2⁻⁵⁰⁰, 2⁵⁰⁰]: the squares could overflow or lose bits to underflow, so a
+#: length is taken of ``v·2⁻ᵉ`` (|v|max = m·2ᵉ, 0.5 ≤ m < 1) and scaled back by ``2ᵉ`` (spec §1.5).
+_SAFE_LOW, _SAFE_HIGH = 2.0**-500, 2.0**500
+
+
+def _scaled(vectors: F64) -> tuple[F64, NDArray[np.int_] | None]:
+    # spec §1.5: vectors whose largest component lies outside [2⁻⁵⁰⁰, 2⁵⁰⁰] times 2⁻ᵉ (exact)
+    big = np.abs(vectors).max(axis=-1, initial=0.0)
+    extreme = ((big > _SAFE_HIGH) | ((big < _SAFE_LOW) & (big > 0.0))) & np.isfinite(big)
+    if not extreme.any():
+        return vectors, None
+    exponent: NDArray[np.int_] = np.where(extreme, np.frexp(big)[1], 0)
+    return np.ldexp(vectors, -exponent[..., None]), exponent
+
+
+def _sum_of_squares(vectors: F64) -> F64:
     acc: F64 = vectors[..., 0] * vectors[..., 0]
     for i in range(1, vectors.shape[-1]):
         acc = acc + vectors[..., i] * vectors[..., i]
-    out: F64 = np.sqrt(acc)
+    return acc
+
+
+def ordered_norm(vectors: F64) -> F64:
+    """Euclidean length ``sqrt(v₀·v₀ + v₁·v₁ + …)`` of ``vectors (..., k)`` with the squares
+    summed left to right (spec §1.5): the arithmetic of §5.4's palm norm, for any ``k``.
+
+    A vector whose largest component lies outside [2⁻⁵⁰⁰, 2⁵⁰⁰] is scaled by a power of two
+    first (exact), so tiny finite vectors get their true length instead of 0 and huge ones
+    theirs (∞ only when the length itself exceeds float64); elsewhere that scaling would
+    change no bit, so it is skipped."""
+    scaled, exponent = _scaled(vectors)
+    out: F64 = np.sqrt(_sum_of_squares(scaled))
+    if exponent is not None:
+        with np.errstate(over="ignore"):
+            out = np.ldexp(out, exponent)
     return out
+
+
+def ordered_unit(vectors: F64) -> F64:
+    """``v / |v|`` of ``vectors (..., k)`` by :func:`ordered_norm`'s arithmetic, taken on the
+    scaled vector so that a length beyond float64 still normalizes (spec §1.5). Zero
+    vectors give NaN: callers check lengths first."""
+    scaled, _ = _scaled(vectors)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out: F64 = scaled / np.sqrt(_sum_of_squares(scaled))[..., None]
+    return out
+
+
+def ordered_norm1(values: tuple[float, ...]) -> float:
+    """:func:`ordered_norm` of one vector of Python floats (the same operations and scaling)."""
+    big = max(abs(x) for x in values)
+    if (big > _SAFE_HIGH or 0.0 < big < _SAFE_LOW) and math.isfinite(big):
+        exponent = math.frexp(big)[1]
+        acc = 0.0
+        for i, x in enumerate(values):
+            x = math.ldexp(x, -exponent)
+            acc = x * x if i == 0 else acc + x * x
+        return math.ldexp(math.sqrt(acc), exponent)
+    acc = values[0] * values[0]
+    for x in values[1:]:
+        acc = acc + x * x
+    return math.sqrt(acc)
 
 
 class SparseTable:

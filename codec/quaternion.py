@@ -28,7 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .errors import UsageError
-from .ieee import ordered_norm
+from .ieee import _SAFE_HIGH, _SAFE_LOW, ordered_norm, ordered_norm1, ordered_unit
 
 __all__ = [
     "CONJUGATE_SIGNS",
@@ -111,11 +111,10 @@ def _check_side(side: str) -> None:
 
 
 def _unit(vectors: F64, what: str) -> F64:
-    norm = ordered_norm(vectors)[..., None]  # spec §3.3: the stated order, no BLAS
+    norm = ordered_norm(vectors)  # spec §1.5: the stated order, no BLAS
     if (norm <= ZERO_NORM_EPS).any():
         raise UsageError("usage.zero_norm", f"{what} has zero length")
-    out: F64 = vectors / norm
-    return out
+    return ordered_unit(vectors)
 
 
 # -- unchecked kernels -------------------------------------------------------------------
@@ -212,7 +211,7 @@ def canonicalize(q: ArrayLike) -> F64:
 def canonicalize_unchecked(q: F64) -> F64:
     """:func:`canonicalize` of a finite float64 ``(..., 4)`` array with no zero-norm
     quaternion, no validation."""
-    unit = q / ordered_norm(q)[..., None]  # spec §3.3
+    unit = ordered_unit(q)  # spec §1.5, §3.3
     # First non-zero component decides the sign (w first): lexicographic sign rule.
     w, x, y, z = unit[..., 0], unit[..., 1], unit[..., 2], unit[..., 3]
     lead = np.where(w != 0.0, w, np.where(x != 0.0, x, np.where(y != 0.0, y, z)))
@@ -529,6 +528,10 @@ def to_matrix1(q: Quat) -> Mat3:
 def canonicalize1(q: Quat) -> Quat:
     """:func:`canonicalize_unchecked` of one finite non-zero quaternion (spec §3.3)."""
     n = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    if not _SAFE_LOW <= n <= _SAFE_HIGH:  # squares out of range: normalize the scaled q (spec §1.5)
+        e = math.frexp(max(abs(c) for c in q))[1]
+        q = (math.ldexp(q[0], -e), math.ldexp(q[1], -e), math.ldexp(q[2], -e), math.ldexp(q[3], -e))
+        n = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
     w, x, y, z = q[0] / n, q[1] / n, q[2] / n, q[3] / n
     lead = w if w != 0.0 else (x if x != 0.0 else (y if y != 0.0 else z))
     return (-w, -x, -y, -z) if lead < 0.0 else (w, x, y, z)
@@ -569,6 +572,8 @@ def palm_encode1(q: Quat, *, side: Side, limit: float = PALM_CLAMP) -> tuple[Vec
     part and whether it was clamped (spec §3.3 hemisphere rule, §4.2)."""
     _, x, y, z = canonicalize1((q[0], q[1], -q[2], -q[3]) if side == "l" else q)
     norm = math.sqrt(x * x + y * y + z * z)
+    if not _SAFE_LOW <= norm <= _SAFE_HIGH:  # a unit quaternion's part: only underflow (spec §1.5)
+        norm = ordered_norm1((x, y, z))
     clamped = norm > limit
     if clamped and x + z < 0.0:  # spec §3.3: v·h < 0 decided as x + z < 0
         x, y, z = -x, -y, -z

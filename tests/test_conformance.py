@@ -95,13 +95,46 @@ def test_kit_reports_what_failed_and_why() -> None:
     assert len(fails) == n_palm and all("palm.json" in f and "$" in f for f in fails)
 
 
-def test_kit_stops_on_a_silent_implementation() -> None:
+def test_a_silent_implementation_fails_every_case_and_the_reports_are_written(tmp_path: Path) -> None:
+    # spec §6.4 (issue 19): the kit never dies; the hung implementation is stopped once, then
+    # every case is a FAILED verdict naming why, and both reports are written
+    report = tmp_path / "report.json"
     done = subprocess.run(
         [sys.executable, "-m", "posewire.cli", "conformance", str(ROOT), "--timeout", "0.5",
+         "--json", str(report), "--html", str(tmp_path / "report.html"),
          "--exec", shlex.join([sys.executable, "-c", "import time; time.sleep(30)"])],
         capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 2
-    assert "no answer within 0.5 s" in done.stderr
+    assert done.returncode == 1
+    assert f"0 passed, {len(CASES)} failed, 0 skipped" in done.stdout
+    assert "no answer within 0.5 s" in done.stdout and "the implementation exited" in done.stdout
+    assert len(json.loads(report.read_text())["cases"]) == len(CASES)
+    assert (tmp_path / "report.html").stat().st_size > 0
+
+
+def test_a_crashing_operation_is_that_cases_failed_verdict() -> None:
+    # a bug that raises anything but a posewire error fails its case only (spec §6.4)
+    def broken(inp: dict[str, object]) -> object:
+        raise OverflowError("int too large to convert to float")
+
+    execute = builtin_executor({"palm.decode": broken})
+    result = run_case({"id": "x", "op": "palm.decode", "input": {}, "expect": {}}, execute)
+    assert not result.passed and "OverflowError" in result.why
+
+    def exploding(op: str, inp: dict[str, object]) -> object:
+        raise RuntimeError("the implementation exited (status 1)")
+
+    result = run_case({"id": "y", "op": "palm.decode", "input": {}, "expect": {}}, exploding)  # type: ignore[arg-type]
+    assert not result.passed and "exited" in result.why
+
+
+@pytest.mark.parametrize(("op", "inp"), [
+    ("conditions.mirror", {"conditions": {"mouthing": [10**400] + [0] * 14}}),
+    ("wire.encode", {"message": {"t": "cal", "hand_length": 10**400}}),
+    ("vector.validate", {"values": {"a_x_r": -(10**400)}}),
+])
+def test_integers_beyond_float64_are_not_finite_at_any_depth(op: str, inp: dict[str, object]) -> None:
+    # spec §6.5 rule 2: a 401-digit integer anywhere in an op's input is usage.not_finite
+    assert EXECUTE(op, inp).error == "usage.not_finite"
 
 
 def test_kit_reports_an_answer_that_is_not_json() -> None:

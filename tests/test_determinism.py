@@ -6,16 +6,18 @@ pinned to their formulas."""
 from __future__ import annotations
 
 import ast
+import math
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
-from hypothesis import given
+import pytest
+from hypothesis import example, given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from posewire.codec import morph
-from posewire.codec.ieee import SparseTable, exact_pseudo_inverse, ordered_norm, ordered_sum
+from posewire.codec.ieee import SparseTable, exact_pseudo_inverse, ordered_norm, ordered_norm1, ordered_sum
 
 CODEC = Path(__file__).resolve().parent.parent / "codec"
 _BLAS_NAMES = {"linalg", "einsum", "dot", "matmul", "vdot", "inner", "tensordot", "lstsq", "pinv"}
@@ -53,9 +55,27 @@ def test_ordered_sum_is_left_to_right(values: np.ndarray) -> None:
 
 
 @given(arrays(np.float64, (5, 3), elements=finite))
+@example(np.full((5, 3), 1.25527525e-307))  # tiny: the squares underflow (make fuzz)
 def test_ordered_norm_is_the_stated_formula(values: np.ndarray) -> None:
-    expected = [float(np.sqrt(x * x + y * y + z * z)) for x, y, z in values.tolist()]
-    assert ordered_norm(values).tolist() == expected
+    # where no square leaves the normal range, exactly the stated formula; beyond it the
+    # true length (spec §1.5), in both the batch and the float helper
+    for row, got in zip(values.tolist(), ordered_norm(values).tolist(), strict=True):
+        x, y, z = row
+        if all(v == 0.0 or 2.0**-500 <= abs(v) <= 2.0**500 for v in row):
+            assert got == float(np.sqrt(x * x + y * y + z * z))
+        else:
+            assert got == pytest.approx(math.hypot(x, y, z), rel=4e-16)
+        assert ordered_norm1((x, y, z)) == got
+
+
+@pytest.mark.parametrize("scale", [1e300, 1e-300, 5e-324, 1e308])
+def test_extreme_lengths_are_true_lengths(scale: float) -> None:
+    # spec §1.5: no overflow to inf, no underflow to 0 for finite non-zero vectors
+    v = np.array([[scale, scale, 0.0], [0.0, 0.0, scale]])
+    got = ordered_norm(v)
+    assert np.isfinite(got).all() and (got > 0).all()
+    assert got[0] == pytest.approx(math.hypot(scale, scale), rel=4e-16)
+    assert got[1] == scale
 
 
 @given(arrays(np.float64, (3, 52), elements=st.floats(0.0, 1.0)))

@@ -202,7 +202,27 @@ function checkIds(values, what = 'values') {
 // small linear algebra
 
 const dot = (a, b) => a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
-const norm = (a) => Math.hypot(...a);
+// §1.5: |v| = sqrt(v0·v0 + v1·v1 + …) summed left to right; outside [2^-500, 2^500] the
+// vector is scaled by an exact power of two first (no overflow to ∞, no underflow to 0)
+const SAFE_LOW = 2 ** -500;
+const SAFE_HIGH = 2 ** 500;
+function norm(a) {
+  const big = Math.max(...a.map(Math.abs));
+  let e = 0;
+  if ((big > SAFE_HIGH || (big < SAFE_LOW && big > 0)) && Number.isFinite(big)) {
+    e = Math.floor(Math.log2(big)) + 1; // big = f · 2^e, 0.5 ≤ f < 1 (any e near it scales exactly)
+    a = a.map((x) => ldexp(x, -e));
+  }
+  let acc = a[0] * a[0];
+  for (let i = 1; i < a.length; i++) acc += a[i] * a[i];
+  return ldexp(Math.sqrt(acc), e);
+}
+/** x · 2^n, exact, in steps that never overflow the factor. */
+function ldexp(x, n) {
+  while (n > 1000) { x *= 2 ** 1000; n -= 1000; }
+  while (n < -1000) { x *= 2 ** -1000; n += 1000; }
+  return x * 2 ** n;
+}
 const sub = (a, b) => a.map((x, i) => x - b[i]);
 const add = (a, b) => a.map((x, i) => x + b[i]);
 const scale = (a, s) => a.map((x) => x * s);
@@ -225,8 +245,14 @@ function qmul(a, b) {
   ];
 }
 function qnormalize(q) {
-  const n = Math.hypot(...q);
-  if (!(n > 1e-12)) throw usage('zero_norm');
+  if (!(norm(q) > 1e-12)) throw usage('zero_norm');
+  // §1.5: divide the exactly scaled q by its length, so a length beyond float64 still normalizes
+  const big = Math.max(...q.map(Math.abs));
+  if (big > SAFE_HIGH || big < SAFE_LOW) {
+    const e = Math.floor(Math.log2(big)) + 1;
+    q = q.map((x) => ldexp(x, -e));
+  }
+  const n = norm(q);
   return q.map((x) => x / n);
 }
 /** Canonical form: unit, w >= 0; at w == 0 the first non-zero of (x, y, z) is positive. */

@@ -39,10 +39,11 @@ Operation = Callable[[dict[str, Any]], Any]
 
 
 def _checked(name: str, func: Operation) -> Operation:
-    from .inputs import check_input
+    from .inputs import check_input, check_integers
 
     def op(inp: dict[str, Any]) -> Any:
         check_input(name, inp)  # spec §6.5: one rule for every op's input
+        check_integers(inp)  # spec §6.5 rule 2, at any depth: an integer float64 cannot hold
         return func(inp)
 
     op.__name__ = op.__qualname__ = f"op[{name}]"
@@ -160,8 +161,8 @@ def builtin_executor(ops: dict[str, Operation] | None = None) -> Executor:
             return Outcome(result=func(inp))
         except PosewireError as exc:
             return Outcome(error=exc.code)
-        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
-            # a malformed case input: reported as a failed case, never a traceback
+        except Exception as exc:  # spec §6.4: one case's crash is that case's FAILED verdict
+            # (a malformed case input or a reference bug), never a traceback that ends the run
             return Outcome(crash=f"{type(exc).__name__}: {exc}")
 
     return execute
@@ -182,8 +183,13 @@ class ProcessExecutor:
 
     def __call__(self, op: str, inp: dict[str, Any]) -> Outcome:
         assert self.process.stdin is not None and self.process.stdout is not None
-        self.process.stdin.write(json.dumps({"op": op, "input": inp}) + "\n")
-        self.process.stdin.flush()
+        if self.process.poll() is not None:
+            raise RuntimeError(f"the implementation exited (status {self.process.returncode})")
+        try:
+            self.process.stdin.write(json.dumps({"op": op, "input": inp}) + "\n")
+            self.process.stdin.flush()
+        except OSError as exc:  # a closed pipe: the implementation has gone
+            raise RuntimeError(f"the implementation stopped reading ({exc})") from exc
         ready, _, _ = select.select([self.process.stdout], [], [], self.timeout)
         if not ready:
             self.process.kill()
@@ -213,8 +219,13 @@ class ProcessExecutor:
 
 
 def run_case(case: dict[str, Any], execute: Executor, file: str = "") -> CaseResult:
-    """Judge one case (spec §6.3): results within ``tolerance``, or the expected error."""
-    result = _judge(case, execute, file)
+    """Judge one case (spec §6.3): results within ``tolerance``, or the expected error. Whatever
+    goes wrong while running it (the implementation hung, exited, or the comparison met a value
+    it cannot read) is that case's FAILED verdict; the run goes on (spec §6.4)."""
+    try:
+        result = _judge(case, execute, file)
+    except Exception as exc:  # spec §6.4: one case never ends the run
+        result = CaseResult(file, str(case.get("id", "")), False, f"the implementation failed: {exc}")
     return replace(result, op=str(case.get("op", "")), rule=str(case.get("rule", "")),
                    level="SHOULD" if case.get("level") == "SHOULD" else "MUST")
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from posewire.codec.errors import UsageError
 
-__all__ = ["CALIBRATION_KEYS", "INPUTS", "Key", "check_input", "check_keys"]
+__all__ = ["CALIBRATION_KEYS", "INPUTS", "Key", "check_input", "check_integers", "check_keys"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,24 @@ def _number(value: object, path: str, key: Key | None = None) -> None:
                             or (key.hi is not None and x > key.hi)):
         raise UsageError("usage.out_of_range", f"expected a number in [{key.lo}, {key.hi}]",
                          path=path)
+
+
+def check_integers(value: object, path: str = "") -> None:
+    """Spec §6.5 rule 2 at any depth of an op's input: an integer that float64 cannot hold
+    (beyond ±1.8e308) is ``usage.not_finite``, whatever key or array it sits in."""
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        try:
+            float(value)
+        except OverflowError:
+            raise UsageError("usage.not_finite", "an integer too large for float64", path=path) from None
+    elif isinstance(value, dict):
+        for k, x in value.items():
+            check_integers(x, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, list):
+        for i, x in enumerate(value):
+            check_integers(x, f"{path}[{i}]")
 
 
 def _numbers(value: object, path: str) -> None:

@@ -166,9 +166,17 @@ function checkKeys(inp, table) {
     }
   }
 }
+// §6.5 rule 2 at any depth: a JSON number beyond float64 (JSON.parse makes it ±Infinity)
+function checkDeepFinite(x, path) {
+  if (typeof x === 'number') {
+    if (!Number.isFinite(x)) throw usage('not_finite', path);
+  } else if (Array.isArray(x)) x.forEach((y, i) => checkDeepFinite(y, `${path}[${i}]`));
+  else if (isObj(x)) for (const [k, y] of Object.entries(x)) checkDeepFinite(y, path ? `${path}.${k}` : k);
+}
 function checkInput(op, inp) {
   checkKeys(inp, INPUTS[op]);
   if (op.startsWith('arm.')) checkKeys(inp.calibration, INPUTS['calibration.units']);
+  checkDeepFinite(inp, '');
 }
 
 function handle(line) {

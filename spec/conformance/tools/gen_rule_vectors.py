@@ -194,6 +194,7 @@ case(wire, "encode-frame-palm-axis-0.98", "wire.encode", R_PALM + " (frames too)
 inputs = []
 R1 = ("§6.5 one rule: a missing required key, an unknown key, a value of the wrong JSON type "
       "(a boolean is never a number) or null where the row allows none is usage.bad_option")
+THIRD0 = 0.98 / math.sqrt(3.0)
 R_FIN = "§6.5 numbers are finite float64: an integer beyond float64 is usage.not_finite"
 R_RANGE = "§6.5 a number outside the range stated for its key is usage.out_of_range"
 for id_, op, inp in (
@@ -226,6 +227,18 @@ for id_, op, inp in (
     case(inputs, id_, op, R1, inp, error="usage.bad_option")
 case(inputs, "euler-yaw-huge", "euler.to_quat", R_FIN,
      {"yaw": 10**400, "pitch": 0, "roll": 0}, error="usage.not_finite")
+for id_, op, inp in (
+    ("mirror-mouthing-integer-huge", "conditions.mirror", {"conditions": {"mouthing": [10**400] + [0] * 14}}),
+    ("encode-cal-integer-huge", "wire.encode", {"message": {"t": "cal", "hand_length": 10**400}}),
+):
+    case(inputs, id_, op, R_FIN + ", at any depth of the input (inside maps and arrays too)", inp,
+         error="usage.not_finite")
+R_BIG = ("§1.5 lengths of finite vectors never overflow: outside [2^-500, 2^500] a vector is scaled by an "
+         "exact power of two before its squares are summed")
+case(inputs, "palm-encode-huge-finite", "palm.encode", R_BIG,
+     {"q": [1e300, 1e300, 0, 0], "side": "r"}, {"v": [math.sqrt(0.5), 0.0, 0.0], "clamped": False})
+case(inputs, "palm-encode-largest-finite", "palm.encode", R_BIG,
+     {"q": [0, 1.7e308, 1.7e308, 1.7e308], "side": "r"}, {"v": [THIRD0, THIRD0, THIRD0], "clamped": True})
 for id_, op, inp in (
     ("delta-authored-above", "mouthing.delta", {"authored": 1.5, "baseline": 0.0}),
     ("delta-baseline-below", "mouthing.delta", {"authored": 0.0, "baseline": -1.01}),
