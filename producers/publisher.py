@@ -337,15 +337,18 @@ class Publisher:
         """Send one frame; returns its ``seq``.
 
         ``values``/``mask``: see :func:`frame_values` (NaN / unnamed dims are not sent,
-        spec §5.4). ``conditions``: the full condition state, sent inside the frame and
-        remembered for reconnects (spec §5.5). ``timestamp_us``: defaults to the wall
+        spec §5.4). ``conditions``: the full condition state, remembered for reconnects
+        (spec §5.5); it rides in the frame only when it differs from the state last sent
+        (absent = unchanged, §5.5), so a steady state costs no bytes; ``None`` also means
+        unchanged. A reconnect sends the remembered state first. ``timestamp_us``: defaults to the wall
         clock in µs. While the link is down this raises a non-fatal
         :class:`RelayError` at once (the frame is counted in :attr:`frames_dropped`).
         """
         vec = frame_values(values, mask=mask)
         seq = self.seq
         ts = self._now_us() if timestamp_us is None else int(timestamp_us)
-        frame = Frame(seq, ts, vec, conditions)
+        changed = conditions is not None and conditions != self.conditions
+        frame = Frame(seq, ts, vec, conditions if changed else None)  # spec §5.5: only when it changes
         if conditions is not None:
             self.conditions = conditions
         try:

@@ -85,6 +85,47 @@ async def test_publish_subscribe_masked_frames_conditions_and_merge() -> None:
         np.testing.assert_allclose(second.values[A_Y_R], DEFAULTS[A_Y_R], atol=1e-4)
 
 
+async def test_conditions_ride_only_when_they_change_and_late_joiners_get_them() -> None:
+    # spec §5.5 (issue 22): a steady condition state is sent once; a change is sent; a
+    # subscriber joining later gets the current state at once
+    lost = Conditions(tracking={"hand_l": "lost"})
+    async with Relay("127.0.0.1", port=0) as relay, Publisher(relay.url, "a") as pub, \
+            Subscriber(relay.url, "a") as sub:
+        await wait_for(lambda: relay.streams.get("a") == (1, 1))
+        for k, cond in enumerate((lost, lost, lost, Conditions(), Conditions())):
+            await pub.send_frame(DEFAULTS, conditions=cond, timestamp_us=k)
+            frame = await next_frame(sub)
+            assert frame.conditions == cond  # the state each frame stands for
+        async with Subscriber(relay.url, "a") as late:
+            frame = await next_frame(late)
+            assert frame.conditions == Conditions() and frame.seq == 4
+        await pub.send_frame(DEFAULTS, conditions=lost)
+        assert (await next_frame(sub)).conditions == lost
+
+
+def test_frames_carry_conditions_only_on_change() -> None:
+    # the bytes: frames 2 and 3 of a steady state are the size of a frame without c
+    from posewire.codec.wire import Frame, encode
+
+    sent: list[bytes] = []
+
+    class Recorder(Publisher):
+        async def _send(self, message: object) -> None:
+            sent.append(encode(message))  # type: ignore[arg-type]
+
+    async def run() -> None:
+        pub = Recorder("ws://127.0.0.1:1", "a")
+        lost = Conditions(tracking={"hand_l": "lost"})
+        for cond in (lost, lost, None, Conditions()):
+            await pub.send_frame(DEFAULTS, conditions=cond, timestamp_us=0)
+
+    asyncio.run(run())
+    bare = [encode(Frame(seq, 0, DEFAULTS.copy(), None)) for seq in range(4)]
+    assert len(sent[0]) > len(bare[0]) + 10  # the first state is sent
+    assert sent[1] == bare[1] and sent[2] == bare[2]  # unchanged (and None): no c at all
+    assert len(sent[3]) > len(bare[3])  # back to all tracked: the reset is sent
+
+
 async def test_late_subscriber_gets_calibration_and_latest_full_frame_at_once() -> None:
     async with Relay("127.0.0.1", port=0) as relay, \
             Publisher(relay.url, "a", calibration=REFERENCE_CALIBRATION) as pub:
