@@ -551,8 +551,10 @@ class CalibrationSamples:
 
     ``shoulders (B, 2, 3)``: shoulder_l, shoulder_r in the body frame (used where ``valid``); ``valid (B,)``:
     the body frame is defined; ``trunk (B,)``: the neck → hip_mid chord undone to the upright
-    trunk (NaN where not valid); ``arm (B, 2)``: upper arm + forearm, right then left (NaN
-    where not seen); ``hand (B, 2)``: the wrist → middle-tip chain × ``hand_scale``, right
+    trunk (NaN where not valid); ``arm (B, 4)``: upper arm + forearm, right then left, where
+    shoulder, elbow and wrist are seen, then right and left again where only the shoulder and
+    wrist are seen and the elbow is MediaPipe's estimate (NaN elsewhere); ``hand (B, 2)``:
+    the wrist → middle-tip chain × ``hand_scale``, right
     then left (NaN where the hand is absent), None without ``hand_scale``; ``bones (B, 2, G,
     20)``: :func:`posewire.producers.hand.bone_log_lengths` of the right then left hand (NaN
     where absent; spec §4.3 "Hand depth gain").
@@ -579,13 +581,18 @@ def _samples(lm: HolisticLandmarks, prep: _Prepared, visibility_threshold: float
     trunk[prep.valid] = chord[prep.valid] * _trunk_stretch(prep.quat[prep.valid])
     # d_z: arm length = upper arm + forearm, which is the extended-arm length whatever the
     # elbow bend (spec §4.1: never measured from the animated pose itself).
-    arm = np.full((lm.batch, 2), np.nan)
+    arm = np.full((lm.batch, 4), np.nan)
     for column, side in enumerate(("r", "l")):
         s, e, w = (POSE_POINTS[f"{j}_{side}"] for j in ("shoulder", "elbow", "wrist"))
-        seen = prep.valid & (lm.pose_visibility[:, [s, e, w]] >= visibility_threshold).all(-1)
-        pts = prep.pose[seen]
-        arm[seen, column] = (np.linalg.norm(pts[:, e] - pts[:, s], axis=-1)
-                             + np.linalg.norm(pts[:, w] - pts[:, e], axis=-1))
+        ends = prep.valid & (lm.pose_visibility[:, [s, w]] >= visibility_threshold).all(-1)
+        ends &= np.isfinite(prep.pose[:, [s, e, w]]).all(axis=(-1, -2))
+        length = np.full(lm.batch, np.nan)
+        pts = prep.pose[ends]
+        length[ends] = (np.linalg.norm(pts[:, e] - pts[:, s], axis=-1) + np.linalg.norm(pts[:, w] - pts[:, e], axis=-1))
+        seen = lm.pose_visibility[:, e] >= visibility_threshold
+        arm[:, column] = np.where(seen, length, np.nan)
+        # spec §4.1: an elbow out of the image (a close-up signer) still has MediaPipe's estimate
+        arm[:, 2 + column] = np.where(seen, np.nan, length)
     # d_x: hand length = sum of wrist -> middle mcp -> pip -> dip -> tip = the open hand.
     hand = None
     if lm.hand_scale is not None:
@@ -628,6 +635,10 @@ def calibration_from_samples(samples: CalibrationSamples, *,
     d_z = _median(samples.arm[:, 0])
     if d_z is None and (d_z := _median(samples.arm[:, 1])) is not None:
         notes.append("arm length measured on the left arm (no usable right-arm measurement)")
+    for column, side in ((2, "right"), (3, "left")):  # spec §4.1: the elbow never seen
+        if d_z is None and (d_z := _median(samples.arm[:, column])) is not None:
+            notes.append(f"arm length measured on the {side} arm with MediaPipe's estimate of an elbow "
+                         "it never saw (out of the image)")
     d_x = hand_length(0, "r")
     if d_x is None and (d_x := hand_length(1, "l")) is not None:
         notes.append("hand length measured on the left hand (no usable right-hand measurement)")

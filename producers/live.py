@@ -143,7 +143,7 @@ class LiveCalibration:
         if self._samples is None:
             self._samples = CalibrationSamples(
                 np.full((self.window, 2, 3), np.nan), np.zeros(self.window, dtype=bool),
-                np.full(self.window, np.nan), np.full((self.window, 2), np.nan), np.full((self.window, 2), np.nan),
+                np.full(self.window, np.nan), np.full((self.window, 4), np.nan), np.full((self.window, 2), np.nan),
                 np.full((self.window, 2, DEPTH_GAINS.size, len(HAND_BONES)), np.nan))
         rows = (self._count + np.arange(batch.batch)) % self.window
         ring = self._samples

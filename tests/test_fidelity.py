@@ -211,3 +211,44 @@ def test_hand_only_frames_keep_palm_and_fingers() -> None:
     assert out.report.degenerate["palm_camera_frame_l"] == lm.batch
     assert (out.tracking["hand_r"] == "tracked").all() and (out.tracking["arm_r"] == "lost").all()
     assert any("no frame has a body" in n for n in out.report.notes)
+
+
+# ---------------------------------------------------------------- reprojection (issue 18)
+
+
+def test_reprojection_of_ground_truth_is_exact() -> None:
+    # the metric itself: the avatar rendered, encoded and rebuilt matches what it saw
+    from posewire.fidelity import reprojection
+
+    rng = np.random.default_rng(18)
+    vec = random_vectors(rng, 40)
+    lm = render(vec).landmarks
+    res = landmarks_to_vectors(lm)
+    rep = reprojection(lm, res)
+    assert rep.fingers_dropped == 0 and rep.finger_values == 40 * 32
+    tips = rep.tip_deg.reshape(-1, 5)  # per hand: thumb, index … pinky
+    assert tips.shape == (40 * 2, 5) and float(np.max(tips[:, 1:])) < 1e-3
+    # a thumb too straight to show its roll is sent with roll 0 (spec §4.3): only there it differs
+    assert float(np.median(tips[:, 0])) < 1e-3 and res.report.degenerate["thumb_roll_unobservable_l"] > 0
+    image = rep.image_tip_deg.reshape(-1, 5)
+    assert float(np.max(image[:, 1:])) < 1e-3 and float(np.median(image[:, 0])) < 1e-3
+    assert rep.elbow_deg.size > 0 and float(np.max(rep.elbow_deg)) < 1e-3
+    np.testing.assert_allclose(rep.reach_avatar, rep.reach_person, atol=1e-6)
+
+
+def test_reprojection_sees_a_wrong_arm_unit() -> None:
+    # a calibration whose arm length is half the person's stretches the avatar's arm
+    from posewire.fidelity import reprojection
+    from posewire.producers.landmarks import LandmarkCalibration
+
+    rng = np.random.default_rng(19)
+    lm = render(random_vectors(rng, 40)).landmarks
+    good = landmarks_to_vectors(lm)
+    cal = good.calibration.calibration
+    wrong = replace(cal, arm_length=(cal.arm_length or 0.56) * 0.5)
+    from posewire.codec.calibration import units
+
+    bad = landmarks_to_vectors(lm, calibration=LandmarkCalibration(wrong, units(wrong)))
+    rep = reprojection(lm, bad)
+    assert float(np.median(np.abs(rep.reach_person - rep.reach_avatar))) > 0.05
+    assert float(np.median(rep.elbow_deg)) > 8.0
