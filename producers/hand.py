@@ -334,26 +334,32 @@ def thumb_roll(hand: F64, thumb_dorsal: F64, *, side: Side) -> F64:
     return out
 
 
-def bone_log_lengths(hand: F64) -> F64:
+def bone_log_lengths(hand: F64, *, bones: tuple[tuple[int, int], ...] = HAND_BONES,
+                     gains: F64 = DEPTH_GAINS) -> F64:
     """The rigidity measure of spec §4.3 "Hand depth gain" for each frame and each gain of
     :data:`DEPTH_GAINS`: ``(B, G, 20)`` = ``log ℓ`` of every :data:`HAND_BONES` bone minus
     the frame's median over its bones, with ``ℓ = sqrt(Δx² + Δy² + g²·Δz²)`` of hand points
     ``(B, 21, 3)`` whose third axis is the camera's depth (the hand's distance and size drop
     out); NaN on the frames not usable (a point missing or a bone of zero length). Taken
-    once per frame; :func:`estimate_depth_gain` reduces it over frames."""
-    delta = hand[:, _BONE_CHILD] - hand[:, _BONE_PARENT]
+    once per frame; :func:`estimate_depth_gain` reduces it over frames. ``bones`` and
+    ``gains`` default to the hand's; the .pose reader passes the body's (spec §7.1)."""
+    if bones is HAND_BONES:
+        parent, child = _BONE_PARENT, _BONE_CHILD
+    else:
+        parent, child = np.array([a for a, _ in bones]), np.array([b for _, b in bones])
+    delta = hand[:, child] - hand[:, parent]
     across = delta[..., 0] ** 2 + delta[..., 1] ** 2
     along = delta[..., 2] ** 2
     usable = np.isfinite(delta).all(axis=(-1, -2)) & (across + along > 0.0).all(-1)
-    out: F64 = np.full((hand.shape[0], DEPTH_GAINS.size, len(HAND_BONES)), np.nan)
+    out: F64 = np.full((hand.shape[0], gains.size, len(bones)), np.nan)
     if usable.any():
-        squared = across[usable, None, :] + DEPTH_GAINS[None, :, None] ** 2 * along[usable, None, :]
+        squared = across[usable, None, :] + gains[None, :, None] ** 2 * along[usable, None, :]
         log_length = 0.5 * np.log(squared)
         out[usable] = log_length - np.median(log_length, axis=-1, keepdims=True)
     return out
 
 
-def estimate_depth_gain(log_lengths: F64) -> float | None:
+def estimate_depth_gain(log_lengths: F64, *, gains: F64 = DEPTH_GAINS) -> float | None:
     """The depth gain ``g`` (spec §4.3 "Hand depth gain") that keeps a hand's bones most
     constant over frames, from :func:`bone_log_lengths` ``(B, G, 20)`` of one hand: the
     gain of :data:`DEPTH_GAINS` with the least mean over bones of the standard deviation
@@ -363,7 +369,7 @@ def estimate_depth_gain(log_lengths: F64) -> float | None:
     if int(usable.sum()) < DEPTH_GAIN_MIN_FRAMES:
         return None
     spread = log_lengths[usable].std(axis=0).mean(axis=-1)
-    return float(DEPTH_GAINS[int(np.argmin(spread))])
+    return float(gains[int(np.argmin(spread))])
 
 
 def with_depth_gain(hand: F64, gain: float) -> F64:

@@ -41,6 +41,7 @@ from numpy.typing import NDArray
 
 from posewire.codec.errors import UsageError
 from posewire.producers.filter import FilterResult, filter_vectors
+from posewire.producers.hand import bone_log_lengths, estimate_depth_gain
 from posewire.producers.landmarks import (
     HolisticLandmarks,
     LandmarkResult,
@@ -51,9 +52,11 @@ from posewire.producers.recording import RecordedFrame, write_recording
 
 __all__ = [
     "COMPONENTS",
+    "POSE_DEPTH_SCALES",
     "REFERENCE_SHOULDER_WIDTH",
     "PoseFile",
     "RecordSummary",
+    "pose_depth_scale",
     "pose_file_to_recording",
     "pose_to_landmarks",
     "read_pose_file",
@@ -222,7 +225,8 @@ def pose_to_landmarks(pose: Any) -> PoseFile:
         else:
             notes.append("no POSE_WORLD_LANDMARKS (reduced Holistic layout): world landmarks estimated from the "
                          f"image landmarks about the hip midpoint, {scale:.5f} m per pixel from a "
-                         f"{REFERENCE_SHOULDER_WIDTH} m shoulder width")
+                         f"{REFERENCE_SHOULDER_WIDTH} m shoulder width, depth × "
+                         f"{pose_depth_scale(pose_image) or 1.0:.2f} (the body's bones most rigid)")
     left, right = image("LEFT_HAND_LANDMARKS", required=False), image("RIGHT_HAND_LANDMARKS", required=False)
     if left is None or right is None:
         notes.append("no " + " and ".join(n for n, h in (("LEFT_HAND_LANDMARKS", left), ("RIGHT_HAND_LANDMARKS", right))
@@ -250,9 +254,27 @@ def pose_to_landmarks(pose: Any) -> PoseFile:
 REFERENCE_SHOULDER_WIDTH = 0.36
 
 
+#: Pose depth scales tried on image landmarks without world landmarks (0.00, 0.05 … 1.50).
+POSE_DEPTH_SCALES = np.round(np.arange(0.0, 1.5 + 1e-9, 0.05), 2)
+#: The body's bones whose rigidity picks the pose depth scale: shoulders, upper arms,
+#: forearms, the trunk's sides, the hips.
+_BODY_BONES = ((11, 12), (11, 13), (13, 15), (12, 14), (14, 16), (11, 23), (12, 24), (23, 24))
+
+
+def pose_depth_scale(pose_image: F64) -> float | None:
+    """The factor on the depth of MediaPipe's pose *image* landmarks ``(B, 33, 3)`` that keeps
+    the body's bones most constant over frames (the rigidity rule of spec §4.3's hand depth
+    gain, on :data:`_BODY_BONES` and :data:`POSE_DEPTH_SCALES`); None with too few frames.
+    MediaPipe says that depth has "roughly the same scale as x"; on real recordings the
+    bones stay most rigid at 0.15–0.8 of it."""
+    return estimate_depth_gain(bone_log_lengths(pose_image, bones=_BODY_BONES, gains=POSE_DEPTH_SCALES),
+                               gains=POSE_DEPTH_SCALES)
+
+
 def _world_from_image(pose_image: F64) -> tuple[F64, float]:
     """World-like pose landmarks ``(B, 33, 3)`` (metres, MediaPipe axes, origin at the hip
-    midpoint, else the shoulder midpoint) from isotropic image landmarks, and the scale."""
+    midpoint, else the shoulder midpoint) from isotropic image landmarks, with their depth
+    scaled by :func:`pose_depth_scale` (the caller notes it), and the metres per pixel."""
     shoulders = np.linalg.norm(pose_image[:, 11] - pose_image[:, 12], axis=-1)
     finite = shoulders[np.isfinite(shoulders) & (shoulders > 0)]
     if finite.size == 0:  # no shoulders to scale by: no world landmarks (arms, body not estimated)
@@ -260,7 +282,8 @@ def _world_from_image(pose_image: F64) -> tuple[F64, float]:
     scale = REFERENCE_SHOULDER_WIDTH / float(np.median(finite))
     hips = 0.5 * (pose_image[:, 23] + pose_image[:, 24])
     centre = np.where(np.isfinite(hips).all(-1, keepdims=True), hips, 0.5 * (pose_image[:, 11] + pose_image[:, 12]))
-    out: F64 = (pose_image - centre[:, None]) * scale
+    depth = pose_depth_scale(pose_image)
+    out: F64 = (pose_image - centre[:, None]) * scale * np.array([1.0, 1.0, 1.0 if depth is None else depth])
     return out, scale
 
 

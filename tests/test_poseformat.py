@@ -256,3 +256,30 @@ def test_filtered_recording_reports_jitter(tmp_path: Path) -> None:
     assert raw.filtered is None and smooth.filtered is not None
     assert smooth.filtered.jitter_after["fingers"] < smooth.filtered.jitter_before["fingers"]
     np.testing.assert_array_equal(np.isnan(smooth.result.vectors), np.isnan(raw.result.vectors))
+
+
+def test_pose_depth_scale_undoes_an_exaggerated_image_depth() -> None:
+    # spec §7.1: without world landmarks the image depth is rescaled so the body's bones
+    # are rigid; ground truth whose depth is stretched ×4 comes back at 0.25
+    from posewire.groundtruth import random_vectors, render
+    from posewire.producers.poseformat import pose_depth_scale
+
+    gt = render(random_vectors(np.random.default_rng(3), 60), view_yaw_deg=40.0).landmarks
+    stretched = gt.pose_world * np.array([1.0, 1.0, 4.0])
+    assert pose_depth_scale(stretched) == pytest.approx(0.25)
+    assert pose_depth_scale(gt.pose_world) == pytest.approx(1.0)
+    assert pose_depth_scale(gt.pose_world[:5]) is None  # too few frames
+
+
+@needs_shared
+@pytest.mark.parametrize("name", ["sgg-essen.pose", "sgg-pizza.pose"])
+def test_reduced_layout_arms_are_rebuilt(name: str) -> None:
+    # issue 18: the elbow bend rebuilt on the avatar matches what the camera saw (was 40-46°
+    # with the image depth as given)
+    from posewire.fidelity import reprojection
+
+    pose_file = read_pose_file(DATA / "reduced-layout" / name)
+    assert any("depth ×" in n for n in pose_file.notes)
+    rep = reprojection(pose_file.landmarks, landmarks_to_vectors(pose_file.landmarks))
+    assert float(np.median(rep.elbow_deg)) < 8.0
+    assert abs(float(np.median(rep.reach_person) - np.median(rep.reach_avatar))) < 0.05
