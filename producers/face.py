@@ -44,12 +44,16 @@ __all__ = [
     "EYE_MESH_INDEX",
     "EYE_POINTS",
     "GAZE_FULL_DEG",
+    "NEUTRAL_DIM_INDICES",
+    "NEUTRAL_LIMIT",
     "UNOBSERVED_BY_BLENDSHAPES",
+    "NeutralFace",
     "blendshape_dims",
     "blendshape_dims1",
     "head_from_face_matrix",
     "iris_gaze",
     "iris_gaze1",
+    "relative_to_neutral",
     "rotation_part",
     "rotation_part1",
 ]
@@ -156,6 +160,68 @@ def iris_gaze(mesh: F64, head_rotation: F64) -> tuple[F64, Bool]:
     out: F64 = np.clip(n, -1.0, 1.0)
     return out, clipped
 
+
+
+# ---------------------------------------------------------------------------- neutral face
+
+#: The dims a neutral-face calibration re-centres (spec §7.3): every face and mouth dim but
+#: gaze (looking at the camera is not an expression) and the tongue (MediaPipe does not see it).
+NEUTRAL_DIM_INDICES: NDArray[np.intp] = np.array(
+    [i for i in FACE_DIM_INDICES.tolist() if not REGISTRY.dimensions[i].id.startswith("f_gaze")
+     and REGISTRY.dimensions[i].id not in UNOBSERVED_BY_BLENDSHAPES],
+    dtype=np.intp)
+#: A measured neutral is limited to ±0.9 so that the rescaling below keeps some range.
+NEUTRAL_LIMIT = 0.9
+
+
+def relative_to_neutral(values: F64, neutral: F64) -> F64:
+    """Normalized dims ``values (..., K)`` re-centred on a performer's neutral ``neutral (K,)``
+    (spec §7.3): ``(n − b)/(1 − b)`` at or above ``b``, ``(n − b)/(1 + b)`` below, so ``b`` → 0
+    and ±1 stay ±1 (monotonic, in range, no clip); ``b`` is limited to ±:data:`NEUTRAL_LIMIT`.
+    NaN stays NaN."""
+    b = np.clip(neutral, -NEUTRAL_LIMIT, NEUTRAL_LIMIT)
+    out: F64 = np.where(values >= b, (values - b) / (1.0 - b), (values - b) / (1.0 + b))
+    return out
+
+
+class NeutralFace:
+    """A performer's neutral face (spec §7.3, ``--calibrate-face``): the per-dim median of the
+    first ``frames`` frames with a face (the performer holds a relaxed face meanwhile), after
+    which every frame's face and mouth dims are :func:`relative_to_neutral` of it (gaze and
+    the tongue untouched). Before that the dims are sent as measured."""
+
+    def __init__(self, frames: int) -> None:
+        if frames < 1:
+            raise UsageError("usage.bad_option", f"a neutral face needs at least one frame, not {frames}")
+        self.frames = frames
+        self._samples: list[F64] = []
+        self.neutral: F64 | None = None
+
+    def apply(self, vector: F64) -> bool:
+        """Observe (while measuring) or re-centre (after) one full vector ``(N,)`` in place;
+        returns True on the frame that completes the measurement."""
+        values = vector[NEUTRAL_DIM_INDICES]
+        if self.neutral is None:
+            if np.isfinite(values).any():
+                self._samples.append(values.copy())
+            if len(self._samples) < self.frames:
+                return False
+            with np.errstate(all="ignore"):
+                self.neutral = np.nan_to_num(np.nanmedian(np.stack(self._samples), axis=0))
+            self._samples.clear()
+            vector[NEUTRAL_DIM_INDICES] = relative_to_neutral(values, self.neutral)
+            return True
+        vector[NEUTRAL_DIM_INDICES] = relative_to_neutral(values, self.neutral)
+        return False
+
+    def describe(self, top: int = 4) -> str:
+        """The largest offsets of the measured neutral, for the run's notes."""
+        if self.neutral is None:
+            return f"face neutral: measuring ({len(self._samples)} of {self.frames} frames)"
+        order = np.argsort(-np.abs(self.neutral))[:top]
+        parts = ", ".join(f"{REGISTRY.dimensions[int(NEUTRAL_DIM_INDICES[k])].id} {self.neutral[k]:+.2f}"
+                          for k in order if self.neutral[k] != 0.0)
+        return f"face neutral measured over {self.frames} frames: {parts or 'all 0'}"
 
 
 # ---------------------------------------------------------------------------- one frame

@@ -42,6 +42,7 @@ from posewire.codec.morph import FACE_DIM_INDICES, N_ARKIT
 from posewire.codec.registry import REGISTRY
 from posewire.producers.face import (
     EYE_MESH_INDEX,
+    NeutralFace,
     blendshape_dims,
     blendshape_dims1,
     head_from_face_matrix,
@@ -232,13 +233,17 @@ class LiveEncoder:
     blendshapes is ``lost`` for face/mouth rather than ``not_estimated``; ``smoothing``: a
     :class:`posewire.producers.filter.VectorFilter` (the landmark encoder's per-dim
     One-Euro filter, quaternion-aware for the palm) applied to every encoded vector, or
-    None for raw values; with it, :meth:`encode` needs the frame time ``t_us``.
+    None for raw values; with it, :meth:`encode` needs the frame time ``t_us``;
+    ``neutral_face_frames``: when > 0, the performer's neutral face is measured over that many
+    frames with a face and the face and mouth dims are re-centred on it afterwards
+    (:class:`posewire.producers.face.NeutralFace`, spec §7.3).
     """
 
     def __init__(self, *, calibration: LandmarkCalibration | None = None, face_expected: bool = True,
                  visibility_threshold: float = 0.5, live: LiveCalibration | None = None,
-                 smoothing: VectorFilter | None = None) -> None:
+                 smoothing: VectorFilter | None = None, neutral_face_frames: int = 0) -> None:
         self.smoothing = smoothing
+        self.neutral_face = NeutralFace(neutral_face_frames) if neutral_face_frames > 0 else None
         self.fixed = calibration
         self.live = None if calibration is not None else (live or LiveCalibration(
             visibility_threshold=visibility_threshold))
@@ -310,8 +315,13 @@ class LiveEncoder:
                     raise UsageError("usage.shape", f"expected a (478, 3) mesh with irises, got {obs.face_mesh.shape}")
                 eyes = (obs.face_mesh[EYE_MESH_INDEX] @ MEDIAPIPE_TO_Y_UP).tolist()
                 gaze, gaze_clipped = iris_gaze1(eyes, face_rot1)
-                if math.isfinite(gaze[0]) and math.isfinite(gaze[1]):
-                    vec[_GAZE] = gaze
+                # spec §7.3: the iris gives the yaw; the pitch comes from the blendshapes when
+                # there are any (the iris's vertical reference is the lids, which move with a blink)
+                pitch_from_blendshapes = obs.blendshapes is not None and math.isfinite(float(vec[_GAZE[1]]))
+                if math.isfinite(gaze[0]) and (pitch_from_blendshapes or math.isfinite(gaze[1])):
+                    vec[_GAZE[0]] = gaze[0]
+                    if not pitch_from_blendshapes:
+                        vec[_GAZE[1]] = gaze[1]
                     if gaze_clipped:
                         self.report.clamped["f_gaze_* (eye angle beyond max)"] += 1
         if self.face_expected and states.get("head") == "not_estimated":
@@ -319,6 +329,9 @@ class LiveEncoder:
         for note in obs.notes:
             self.report.notes[note] += 1
 
+        if self.neutral_face is not None and states.get("face") == "tracked" \
+                and self.neutral_face.apply(vec):  # spec §7.3: the performer's neutral measured
+            self.report.notes[self.neutral_face.describe()] += 1
         if self.smoothing is not None and t_us is not None:
             vec = self.smoothing(t_us / 1e6, vec)
         tracked = tuple(p for p, s in states.items() if s == "tracked")

@@ -152,3 +152,24 @@ def test_the_face_transform_reaches_the_landmark_head_exactly(n: list[float]) ->
     vec = landmarks_to_vectors(lm).vectors[0]
     got = [vec[REGISTRY.index(d)] for d in ("h_yaw", "h_pitch", "h_roll")]
     np.testing.assert_allclose(got, n, atol=1e-9)
+
+
+# ---------------------------------------------------------------- neutral face (spec §7.3)
+
+_unit_interval = st.floats(-1.0, 1.0, allow_nan=False)
+
+
+@given(_unit_interval, _unit_interval, _unit_interval)
+def test_relative_to_neutral_laws(n: float, m: float, b: float) -> None:
+    from posewire.producers.face import NEUTRAL_LIMIT, relative_to_neutral
+
+    def f(x: float) -> float:
+        return float(relative_to_neutral(np.array([x]), np.array([b]))[0])
+
+    clipped = min(max(b, -NEUTRAL_LIMIT), NEUTRAL_LIMIT)
+    assert f(clipped) == 0.0  # the neutral is 0
+    assert f(1.0) == 1.0 and f(-1.0) == -1.0  # the rails stay
+    assert -1.0 <= f(n) <= 1.0  # bounded
+    if n <= m:
+        assert f(n) <= f(m)  # monotonic
+    assert relative_to_neutral(np.array([n]), np.array([0.0]))[0] == n  # a zero neutral changes nothing

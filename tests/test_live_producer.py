@@ -231,6 +231,42 @@ def test_face_tracking_conditions_and_unobservable_dims(seen: dict[str, Observat
     assert np.isnan(_value(hand_only.vector, "m_smile_l"))
 
 
+def test_neutral_face_calibration_recentres_the_performer(seen: dict[str, Observation]) -> None:
+    # issue 18, spec §7.3: a performer's relaxed face becomes the avatar's neutral; another
+    # expression keeps its direction; gaze and the tongue are untouched
+    from posewire.producers.face import NEUTRAL_DIM_INDICES
+
+    enc = LiveEncoder(neutral_face_frames=3)
+    raw = LiveEncoder().encode(seen["grace_hopper.jpg"]).vector
+    frames = [enc.encode(seen["grace_hopper.jpg"]).vector for _ in range(4)]
+    np.testing.assert_array_equal(frames[0][NEUTRAL_DIM_INDICES], raw[NEUTRAL_DIM_INDICES])  # measuring
+    assert np.abs(frames[2][NEUTRAL_DIM_INDICES]).max() == 0.0  # the measured neutral is 0
+    assert np.abs(frames[3][NEUTRAL_DIM_INDICES]).max() == 0.0
+    assert _value(frames[3], "f_gaze_yaw") == _value(raw, "f_gaze_yaw")
+    assert any(note.startswith("face neutral measured over 3 frames") for note in enc.report.notes)
+    assert np.abs(raw[NEUTRAL_DIM_INDICES]).max() > 0.05  # there was an offset to take out
+    smile = enc.encode(seen["astronaut.jpg"]).vector
+    assert _value(smile, "m_smile_l") > 0.5 and np.all(np.abs(smile[NEUTRAL_DIM_INDICES]) <= 1.0)
+
+
+def test_gaze_pitch_comes_from_the_blendshapes(seen: dict[str, Observation]) -> None:
+    # issue 18, spec §7.3: the iris's vertical reference is the lids; the blendshapes' gaze
+    # follows the eyes, so the pitch is theirs and the iris gives the yaw
+    from posewire.producers.face import EYE_MESH_INDEX, blendshape_dims1, iris_gaze1, rotation_part1
+
+    obs = seen["astronaut.jpg"]
+    assert obs.blendshapes is not None and obs.face_matrix is not None and obs.face_mesh is not None
+    vec = LiveEncoder().encode(obs).vector
+    face, _ = blendshape_dims1(obs.blendshapes)
+    from posewire.codec.morph import FACE_DIM_INDICES
+
+    pitch_k = list(FACE_DIM_INDICES).index(REGISTRY.index("f_gaze_pitch"))
+    assert _value(vec, "f_gaze_pitch") == face[pitch_k]
+    iris, _ = iris_gaze1((obs.face_mesh[EYE_MESH_INDEX] @ MEDIAPIPE_TO_Y_UP).tolist(),
+                         rotation_part1(obs.face_matrix))
+    assert _value(vec, "f_gaze_yaw") == iris[0]
+
+
 def test_smoothing_follows_the_one_euro_filter(seen: dict[str, Observation]) -> None:
     from posewire.producers.filter import VectorFilter
 
