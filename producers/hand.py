@@ -55,6 +55,7 @@ from posewire.codec.quaternion import cross_unchecked, palm_encode_unchecked, pa
 from posewire.codec.registry import REGISTRY
 
 __all__ = [
+    "CHIRALITY_MIN",
     "DEPTH_FLIP_FOLD_DEG",
     "DEPTH_GAINS",
     "DEPTH_GAIN_MIN_FRAMES",
@@ -71,6 +72,7 @@ __all__ = [
     "bone_log_lengths",
     "estimate_depth_gain",
     "finger_angles",
+    "hand_chirality",
     "hand_dims",
     "hand_frame",
     "thumb_roll",
@@ -370,6 +372,30 @@ def estimate_depth_gain(log_lengths: F64, *, gains: F64 = DEPTH_GAINS) -> float 
         return None
     spread = log_lengths[usable].std(axis=0).mean(axis=-1)
     return float(gains[int(np.argmin(spread))])
+
+
+#: A hand's chirality score (:func:`hand_chirality`) decides its side from this magnitude on,
+#: with at least 4 of its 5 fingers agreeing (spec §7.1 "Hand-only photos").
+CHIRALITY_MIN = 0.05
+
+
+def hand_chirality(hand: F64) -> tuple[F64, NDArray[np.intp]]:
+    """Which hand the points ``(..., 21, 3)`` are, from their own 3-D shape (spec §7.1): with
+    ``n = (index_mcp − wrist) × (pinky_mcp − wrist)`` (out of the palm for a right hand in a
+    right-handed frame, out of the back for a left one), the mean over the five fingers of the
+    unit base → tip direction along ``n̂`` — fingers bend toward the palm, so a right hand
+    scores > 0 and its mirror image < 0 — and how many fingers share the mean's sign. An open,
+    flat hand scores near 0 (undecided). NaN where points are missing."""
+    wrist = hand[..., 0, :]
+    n = cross_unchecked(hand[..., 5, :] - wrist, hand[..., 17, :] - wrist)
+    n = n / np.sqrt((n * n).sum(-1, keepdims=True))
+    bases = [THUMB_CHAIN[0], *(c[0] for c in FINGER_CHAINS.values())]
+    tips = [THUMB_CHAIN[3], *(c[3] for c in FINGER_CHAINS.values())]
+    d = hand[..., tips, :] - hand[..., bases, :]
+    along = (d * n[..., None, :]).sum(-1) / np.sqrt((d * d).sum(-1))
+    score: F64 = along.mean(-1)
+    agree: NDArray[np.intp] = (np.sign(along) == np.sign(score)[..., None]).sum(-1)
+    return score, agree
 
 
 def with_depth_gain(hand: F64, gain: float) -> F64:

@@ -43,6 +43,7 @@ from numpy.typing import NDArray
 
 from posewire.codec.errors import UsageError
 from posewire.codec.morph import ARKIT_INDEX, N_ARKIT
+from posewire.producers.hand import CHIRALITY_MIN, hand_chirality
 from posewire.producers.landmarks import HolisticLandmarks, image_to_world_scale
 from posewire.producers.model_files import model_path
 
@@ -57,6 +58,12 @@ __all__ = [
 F64 = NDArray[np.float64]
 U8 = NDArray[np.uint8]
 HandSource = Literal["holistic", "hand_landmarker", "none"]
+Side = Literal["l", "r"]
+_SIDE_NAME = {"l": "left", "r": "right"}
+#: Faces and hands the Tasks models look for, so that a frame with more than one person is
+#: seen and reported (spec §7.1 "More than one person"); one person is tracked.
+MAX_FACES = 4
+MAX_HANDS = 4
 RunningMode = Literal["image", "video"]
 
 _WRIST = {"l": 15, "r": 16}  # pose landmark of each wrist (subject's own side)
@@ -129,6 +136,22 @@ def _points(landmark_list: Any, width: int, height: int) -> F64:
     return arr
 
 
+def _tracked_face(meshes: list[F64], holistic_face: F64 | None, pose_image: F64) -> int:
+    """Which of FaceLandmarker's meshes belongs to the person Holistic tracks (spec §7.1 "More
+    than one person"): the one whose centre is nearest Holistic's face mesh, else its pose
+    nose; with neither, the largest face."""
+    centres = [m[:, :2].mean(axis=0) for m in meshes]
+    anchor: F64 | None = None
+    if holistic_face is not None and np.isfinite(holistic_face).all():
+        anchor = holistic_face[:, :2].mean(axis=0)
+    elif np.isfinite(pose_image[0, :2]).all():
+        anchor = pose_image[0, :2]
+    if anchor is not None:
+        return int(np.argmin([float(np.linalg.norm(c - anchor)) for c in centres]))
+    sizes = [float(np.ptp(m[:, 0]) * np.ptp(m[:, 1])) for m in meshes]
+    return int(np.argmax(sizes))
+
+
 def _face_crop(mesh: F64, width: int, height: int) -> tuple[int, int, int, int] | None:
     """The square crop ``(x0, y0, x1, y1)`` (pixels, clipped to the frame) around a face
     mesh ``(K, 3)`` for FaceLandmarker's second pass, or None when it would gain nothing
@@ -199,7 +222,7 @@ class MediaPipeEstimator:
         if face_model is not None:
             def face_options(mode: Any) -> Any:
                 return vision.FaceLandmarkerOptions(
-                    base_options=BaseOptions(model_asset_path=str(face_model)), running_mode=mode, num_faces=1,
+                    base_options=BaseOptions(model_asset_path=str(face_model)), running_mode=mode, num_faces=MAX_FACES,
                     output_face_blendshapes=True, output_facial_transformation_matrixes=True,
                     min_face_detection_confidence=min_confidence, min_face_presence_confidence=min_confidence,
                     min_tracking_confidence=min_confidence)
@@ -214,7 +237,7 @@ class MediaPipeEstimator:
             # tracking would follow stale detections across the gaps
             self._hands = vision.HandLandmarker.create_from_options(vision.HandLandmarkerOptions(
                 base_options=BaseOptions(model_asset_path=str(hand_model)), running_mode=vision.RunningMode.IMAGE,
-                num_hands=2, min_hand_detection_confidence=min_confidence,
+                num_hands=MAX_HANDS, min_hand_detection_confidence=min_confidence,
                 min_hand_presence_confidence=min_confidence, min_tracking_confidence=min_confidence))
 
     def __enter__(self) -> MediaPipeEstimator:
@@ -308,15 +331,20 @@ class MediaPipeEstimator:
             else:
                 width_f, height_f = width, height
             if got_face.face_landmarks:
-                face_mesh = _points(got_face.face_landmarks[0], width_f, height_f) + offset
+                meshes = [_points(f, width_f, height_f) + offset for f in got_face.face_landmarks]
+                pick = _tracked_face(meshes, face_mesh, pose_image)
+                if len(meshes) > 1:
+                    notes.append(f"{len(meshes)} faces in the frame: the person Holistic tracks is encoded "
+                                 "(the face nearest its face; without one, the largest)")
+                face_mesh = meshes[pick]
                 if got_face.face_blendshapes:
                     blendshapes = np.zeros(N_ARKIT)
-                    for category in got_face.face_blendshapes[0]:
+                    for category in got_face.face_blendshapes[pick]:
                         index = ARKIT_INDEX.get(category.category_name)
                         if index is not None:  # "_neutral" is not a channel (spec §4.6)
                             blendshapes[index] = float(category.score)
                 if got_face.facial_transformation_matrixes:
-                    face_matrix = np.asarray(got_face.facial_transformation_matrixes[0], dtype=np.float64)
+                    face_matrix = np.asarray(got_face.facial_transformation_matrixes[pick], dtype=np.float64)
 
         # a batch of one frame
         scale = image_to_world_scale(pose_image[None], pose_world[None])
@@ -342,8 +370,14 @@ class MediaPipeEstimator:
     def _assign_hands(found: Any, pose_image: F64, visibility: F64, hands: dict[str, F64],
                       source: dict[str, HandSource], width: int, height: int, notes: list[str]) -> None:
         body = bool(np.isfinite(pose_image).all())
-        for landmarks, handedness in zip(found.hand_landmarks, found.handedness, strict=True):
-            points = _points(landmarks, width, height)
+        candidates = [(_points(lm, width, height), hd) for lm, hd in zip(found.hand_landmarks, found.handedness,
+                                                                         strict=True)]
+        if len(candidates) > 2:
+            notes.append(f"{len(candidates)} hands in the frame (more than one person): the largest of each side "
+                         "is encoded")
+        # spec §7.1: the largest hands first, so that a side taken twice keeps the larger one
+        candidates.sort(key=lambda c: -float(np.linalg.norm(c[0][9, :2] - c[0][0, :2])))
+        for points, handedness in candidates:
             if body:
                 # the side of the nearest visible pose wrist, if it is near enough
                 size = float(np.linalg.norm(points[9, :2] - points[0, :2]))
@@ -359,9 +393,21 @@ class MediaPipeEstimator:
                     continue
                 side = best
             else:
-                # labels assume a mirrored image; frames here are un-mirrored (spec §2.2)
+                # spec §7.1 "Hand-only photos": the hand's own chirality decides; the model's
+                # label (which assumes a mirrored image, and names a hand and its mirror image
+                # alike) only when the hand is too flat to tell
                 label = str(handedness[0].category_name)
-                side = "r" if label == "Left" else "l"
+                labelled: Side = "r" if label == "Left" else "l"
+                score, agree = hand_chirality(points)
+                side = labelled
+                if abs(float(score)) >= CHIRALITY_MIN and int(agree) >= 4:
+                    side = "r" if score > 0 else "l"
+                    if side != labelled:
+                        notes.append(f"hand-only frame: the hand's own shape says {_SIDE_NAME[side]} hand, the "
+                                     f"model's label {_SIDE_NAME[labelled]}: taken as {_SIDE_NAME[side]}")
+                else:
+                    notes.append("hand-only frame: the hand is too flat to tell its side by shape; the model's "
+                                 f"label ({_SIDE_NAME[labelled]}) is used")
             if source[side] == "none":
                 hands[side] = points
                 source[side] = "hand_landmarker"

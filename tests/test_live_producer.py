@@ -121,8 +121,11 @@ def test_landmark_counts_on_real_photos(seen: dict[str, Observation]) -> None:
     # a hand alone: Holistic sees no body, the HandLandmarker route finds the 21 points
     hand = seen["handSrc.jpg"]
     assert not hand.has_body
-    assert hand.hand_source == {"l": "none", "r": "hand_landmarker"}  # a right hand (un-mirrored photo)
-    assert np.isfinite(hand.landmarks.right_hand[0]).all() and hand.landmarks.right_hand.shape == (1, 21, 3)
+    # a left hand: palm to the camera, fingers to the right, thumb on top (the model's label
+    # said right; the hand's own chirality decides, spec §7.1 "Hand-only photos")
+    assert hand.hand_source == {"l": "hand_landmarker", "r": "none"}
+    assert np.isfinite(hand.landmarks.left_hand[0]).all() and hand.landmarks.left_hand.shape == (1, 21, 3)
+    assert any("own shape says left hand" in note for note in hand.notes)
 
 
 def test_an_open_hand_has_low_curls(seen: dict[str, Observation]) -> None:
@@ -138,13 +141,13 @@ def test_an_open_hand_has_low_curls(seen: dict[str, Observation]) -> None:
 
 
 def test_the_hand_only_route_gives_palm_and_finger_dims(seen: dict[str, Observation]) -> None:
-    frame = LiveEncoder().encode(seen["handSrc.jpg"])  # no body in the photo
-    assert "hand_r" in frame.tracked and "hand_l" not in frame.tracked
+    frame = LiveEncoder().encode(seen["handSrc.jpg"])  # no body in the photo; a left hand
+    assert "hand_l" in frame.tracked and "hand_r" not in frame.tracked
     for finger in ("index", "middle", "ring", "pinky"):
-        assert abs(_value(frame.vector, f"g_{finger}_curl_r")) < 0.3
-    assert np.isnan(_value(frame.vector, "g_index_curl_l"))
-    assert np.isnan(_value(frame.vector, "a_x_r"))  # no shoulders: no arm position
-    assert np.isfinite(_value(frame.vector, "w_qx_r"))  # palm in the encoder's camera fallback frame
+        assert abs(_value(frame.vector, f"g_{finger}_curl_l")) < 0.3
+    assert np.isnan(_value(frame.vector, "g_index_curl_r"))
+    assert np.isnan(_value(frame.vector, "a_x_l"))  # no shoulders: no arm position
+    assert np.isfinite(_value(frame.vector, "w_qx_l"))  # palm in the encoder's camera fallback frame
 
 
 def test_arms_and_a_profile_head_from_a_photographer(seen: dict[str, Observation]) -> None:
@@ -296,14 +299,47 @@ def test_a_stream_finds_a_small_face_on_every_frame() -> None:
 
 
 def test_selfie_mirror_is_undone_before_inference() -> None:
-    # the handedness model is sure of this photo (0.99 un-mirrored, 0.96 mirrored)
+    # Back_Projection_Theory0 is a left hand: palm to the camera, fingers up, thumb on the
+    # image's left. Its mirror image, declared mirrored, is un-mirrored first: the left hand
+    # again; undeclared, it is a right hand (its chirality is a right hand's, spec §7.1)
     flipped = np.ascontiguousarray(_rgb("Back_Projection_Theory0.jpg")[:, ::-1])
     with MediaPipeEstimator(mode="image", mirrored=True, face=False) as est:
         obs = est.process(flipped)
-    assert obs.hand_source["r"] == "hand_landmarker"  # still the subject's right hand
+    assert obs.hand_source == {"l": "hand_landmarker", "r": "none"}
     with MediaPipeEstimator(mode="image", mirrored=False, face=False) as est:
         obs = est.process(flipped)
-    assert obs.hand_source["l"] == "hand_landmarker"  # undeclared mirror: it looks like a left hand
+    assert obs.hand_source == {"l": "none", "r": "hand_landmarker"}
+
+
+def test_a_lone_hand_and_its_mirror_image_are_opposite_hands() -> None:
+    # issue 18: the model's label named both images the same hand; the hands' own 3-D shape
+    # tells them apart (spec §7.1 "Hand-only photos")
+    from posewire.producers.hand import CHIRALITY_MIN, hand_chirality
+
+    for name in ("handSrc.jpg", "Back_Projection_Theory0.jpg"):
+        rgb = _rgb(name)
+        with MediaPipeEstimator(mode="image", face=False) as est:
+            plain = est.process(rgb)
+            mirror = est.process(np.ascontiguousarray(rgb[:, ::-1]))
+        assert plain.hand_source["l"] == "hand_landmarker" and plain.hand_source["r"] == "none", name
+        assert mirror.hand_source["r"] == "hand_landmarker" and mirror.hand_source["l"] == "none", name
+        score, agree = hand_chirality(plain.landmarks.left_hand[0])
+        assert score < -CHIRALITY_MIN and agree >= 4
+
+
+def test_a_frame_with_two_people_is_reported() -> None:
+    # a real photo twice side by side (FaceLandmarker's short-range detector finds both
+    # faces at this size): one person is encoded, the one Holistic tracks; the other face
+    # is counted (spec §7.1 "More than one person")
+    photo = _rgb("grace_hopper.jpg")
+    both = np.ascontiguousarray(np.concatenate([photo, photo], axis=1))
+    with MediaPipeEstimator(mode="image") as est:
+        obs = est.process(both)
+    assert any(note.startswith("2 faces in the frame") for note in obs.notes)
+    assert obs.face_mesh is not None and obs.has_body
+    # the face encoded is the tracked body's: its centre lies within the pose's head
+    nose = obs.pose_image[0, :2]
+    assert np.linalg.norm(obs.face_mesh[:, :2].mean(axis=0) - nose) < 0.25 * both.shape[1] / 2
 
 
 # ---------------------------------------------------------------- live calibration
@@ -437,8 +473,8 @@ def test_produce_images_record(tmp_path: Path) -> None:
     camera = frames[2]["values"]
     for dim in ("a_x_l", "a_y_l", "a_z_l", "a_spread_l", "a_x_r", "a_y_r", "a_z_r", "h_yaw"):
         assert dim in camera, dim
-    hand = frames[4]["values"]
-    assert "g_index_curl_r" in hand and "a_x_r" not in hand
+    hand = frames[4]["values"]  # handSrc: a left hand (spec §7.1 "Hand-only photos")
+    assert "g_index_curl_l" in hand and "a_x_l" not in hand
     # the full-body photo: every dim group of the registry in one recorded frame
     full = frames[5]
     assert set(full["values"]) == {dim.id for dim in REGISTRY.dimensions} - {"m_tongue"}
