@@ -119,8 +119,8 @@ DEPTH_FLIP_FOLD_DEG = 60.0
 HAND_BONES: tuple[tuple[int, int], ...] = (
     (0, 1), (1, 2), (2, 3), (3, 4), *((0, c[0]) for c in FINGER_CHAINS.values()),
     *((a, b) for c in FINGER_CHAINS.values() for a, b in pairwise(c)))
-#: Depth gains a camera producer tries (spec §4.3 "Hand depth gain"): 1.00, 1.05 … 3.00.
-DEPTH_GAINS: F64 = np.round(np.arange(1.0, 3.0 + 1e-9, 0.05), 2)
+#: Depth gains a camera producer tries (spec §4.3 "Hand depth gain"): 1.00, 1.05 … 5.00.
+DEPTH_GAINS: F64 = np.round(np.arange(1.0, 5.0 + 1e-9, 0.05), 2)
 #: Frames with the hand needed to estimate its depth gain; with fewer the gain is 1.
 DEPTH_GAIN_MIN_FRAMES = 10
 _BONE_PARENT = np.array([a for a, _ in HAND_BONES], dtype=np.intp)

@@ -274,11 +274,12 @@ def test_live_calibration_takes_the_depth_gain() -> None:
 
 def test_real_signer_hands_are_rigid_with_a_depth_gain() -> None:
     # MediaPipe's hand depth is compressed: on the signer the bones are most constant at a
-    # gain of 2.5-3, and with it far fewer folds exceed the 90° of fold +1 (issue 7)
+    # gain of 2.5-3.4 (inside the grid, not on its 5.0 bound), and with it far fewer folds
+    # reach the rail of fold +1 (issues 7, 18)
     lm = read_pose_file(SIGNER).landmarks
     result = landmarks_to_vectors(lm)
     gains = result.calibration.hand_depth_gain
-    assert 2.0 <= gains["l"] <= 3.0 and 2.0 <= gains["r"] <= 3.0, gains
+    assert 2.0 <= gains["l"] <= 3.5 and 2.0 <= gains["r"] <= 3.5, gains
     plain = landmarks_to_vectors(lm, calibration=replace(result.calibration, hand_depth_gain={"l": 1.0, "r": 1.0}))
     folds = [REGISTRY.index(f"g_{f}_fold_{s}") for f in FINGER_CHAINS for s in SIDES]
 
