@@ -9,10 +9,9 @@ import signal
 import sys
 from pathlib import Path
 
-import msgpack
 import numpy as np
 import pytest
-from netutil import TIMEOUT, open_raw, wait_for
+from netutil import TIMEOUT, open_raw, padded_frame, wait_for
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.typing import Subprotocol
 
@@ -340,19 +339,6 @@ def test_cli_exposure_flags_reach_the_relay_and_clients() -> None:
 # ---------------------------------------------------------------- a Subscriber never dies of one message
 
 
-def _padded_frame(seq: int, yaw: float, size: int) -> bytes:
-    """A valid frame of exactly ``size`` bytes: an unknown key pads it (spec §5.9 rule 4)."""
-    values = DEFAULTS.copy()
-    values[H_YAW] = yaw
-    obj = msgpack.unpackb(encode(Frame(seq, 1000 + seq, values)))
-    obj["zz"] = ""
-    pad = size - len(msgpack.packb(obj))
-    obj["zz"] = "x" * (pad - 2)  # a str16 of pad - 2 bytes replaces a 1-byte fixstr
-    data = msgpack.packb(obj)
-    assert len(data) == size
-    return bytes(data)
-
-
 async def test_subscriber_honours_the_announced_size_skips_bad_messages_and_reconnects() -> None:
     """A relay announcing 8192 bytes sends a 5,000-byte frame, a message that is not
     msgpack, one over its own announced size, a text message, a valid frame, then an
@@ -368,9 +354,9 @@ async def test_subscriber_honours_the_announced_size_skips_bad_messages_and_reco
             assert not isinstance(ev, ProtocolFailure)
         await ws.send(conn.accept(f"s{connections}"))
         if connections == 1:
-            await ws.send(_padded_frame(0, 0.1, 5000))
+            await ws.send(padded_frame(0, 0.1, 5000))
             await ws.send(b"\xc1\x00\x01")  # 0xc1: never used in msgpack
-            await ws.send(_padded_frame(1, 0.15, 9000))  # over the announced 8192
+            await ws.send(padded_frame(1, 0.15, 9000))  # over the announced 8192
             await ws.send("text")
             await ws.send(encode(frame_for(2, 0.2)))
             await ws.send(encode(ErrorMessage.from_exception(
@@ -405,7 +391,7 @@ async def test_a_relay_with_larger_messages_reaches_a_subscriber() -> None:
             Subscriber(relay.url, "a") as sub:
         producer = await open_raw(relay.url, "producer", "a")
         await wait_for(lambda: relay.streams.get("a") == (1, 1))
-        await producer.ws.send(_padded_frame(0, 0.1, 5000))
+        await producer.ws.send(padded_frame(0, 0.1, 5000))
         assert (await next_frame(sub)).values[H_YAW] == pytest.approx(0.1, abs=1e-4)
         await producer.ws.send(encode(frame_for(1, 0.2)))
         assert (await next_frame(sub)).values[H_YAW] == pytest.approx(0.2, abs=1e-4)

@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import datetime
 import ipaddress
 import logging
+import os
 import socket
 import time
 from pathlib import Path
@@ -20,7 +22,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from netutil import TIMEOUT, open_raw, wait_for
+from netutil import TIMEOUT, open_raw, padded_frame, wait_for
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus
 from websockets.frames import Frame as WsFrame
@@ -28,10 +30,10 @@ from websockets.frames import Opcode
 from websockets.typing import Origin, Subprotocol
 
 from posewire.codec.errors import UsageError
-from posewire.codec.protocol import CLOSE_CODES
+from posewire.codec.protocol import CLOSE_CODES, Connection
 from posewire.codec.registry import REGISTRY
 from posewire.codec.vector import DEFAULTS, N_DIMS
-from posewire.codec.wire import SUBPROTOCOL, Frame, Hello, decode, encode
+from posewire.codec.wire import SUBPROTOCOL, Frame, Hello, Welcome, decode, encode
 from posewire.consumers.subscriber import Subscriber
 from posewire.producers.publisher import Publisher
 from posewire.relay import Relay
@@ -591,3 +593,59 @@ async def test_a_peer_that_keeps_sending_is_alive_without_its_pongs() -> None:
         stopped = time.monotonic()
         await asyncio.wait_for(watch.wait_closed(), 2 * interval + timeout + 1.0)
         assert watch.close_code == 1011 and time.monotonic() - stopped < 2 * interval + timeout + 1.0
+
+
+async def frozen_consumer(port: int, stream: str) -> socket.socket:
+    """A consumer on a raw socket: it completes the WebSocket handshake and the hello,
+    reads its welcome, then never reads again (a small receive buffer)."""
+    loop = asyncio.get_running_loop()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.setblocking(False)
+    await loop.sock_connect(sock, ("127.0.0.1", port))
+    key = base64.b64encode(os.urandom(16)).decode()
+    await loop.sock_sendall(sock, (
+        f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+        f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+        f"Sec-WebSocket-Protocol: {SUBPROTOCOL}\r\n\r\n").encode())
+    head = b""
+    async with asyncio.timeout(TIMEOUT):
+        while not head.endswith(b"\r\n\r\n"):  # byte by byte: nothing after it is read
+            head += await loop.sock_recv(sock, 1)
+        assert head.startswith(b"HTTP/1.1 101 ")
+        hello = Connection(side="client", role="consumer").hello(stream)
+        await loop.sock_sendall(sock, WsFrame(Opcode.BINARY, hello).serialize(
+            mask=True, extensions=[]))
+        header = await loop.sock_recv(sock, 2)
+        assert header[0] == 0x82 and header[1] < 126  # one unmasked binary frame
+        body = b""
+        while len(body) < header[1]:
+            body += await loop.sock_recv(sock, header[1] - len(body))
+    assert isinstance(decode(body), Welcome)
+    return sock
+
+
+@pytest.mark.parametrize("size", [400, 4000])
+async def test_a_consumer_that_stops_reading_is_closed_within_the_ping_timeout(size: int) -> None:
+    """Spec §5.7 rule 11, issue 21 row 7: a frozen consumer is closed by the keepalive
+    whatever the size of the frames filling its buffers (≈ 4 KB ones included)."""
+    interval, timeout = 0.5, 1.0
+    async with Relay("127.0.0.1", port=0, ping_interval=interval, ping_timeout=timeout,
+                     send_buffer=4096) as relay:
+        frozen = await frozen_consumer(relay.port, "s")
+        try:
+            pub = await open_raw(relay.url, "producer", "s")
+            await wait_for(lambda: relay.streams.get("s") == (1, 1))
+            began = time.monotonic()
+            seq = 0
+            # at most two intervals plus the timeout (spec §5.7 rule 11) and slack for a
+            # loaded machine; the relay before issue 21 kept it open (45 s and more)
+            async with asyncio.timeout(2 * interval + timeout + 6.0):
+                while relay.streams.get("s") != (1, 0):
+                    await pub.ws.send(padded_frame(seq, (seq % 100) / 100, size))
+                    seq += 1
+                    await asyncio.sleep(1 / 60)
+            assert relay.connections == 1  # the producer only
+            assert seq > 20 and time.monotonic() - began < 2 * interval + timeout + 6.0
+        finally:
+            frozen.close()
