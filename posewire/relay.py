@@ -18,8 +18,11 @@ message plus a close code (spec §5.8). What the relay adds (spec §5.7):
   Its memory and its lag are bounded; it never slows the producer or the other consumers.
   Frames older than the stream's newest are dropped, never kept as the latest.
 * **admission** — ``max_connections`` in all and ``max_per_address`` per client address
-  (both kept below the descriptor limit, whose soft value is raised at start); a
-  connection that has not said hello within ``hello_timeout`` is closed, and at the cap
+  (both kept below the descriptor limit, whose soft value is raised at start), counted
+  from accept, before the TLS handshake (which each admitted connection starts itself);
+  at most ``_ACCEPT_BATCH`` accepts per loop pass; failed accepts and TLS handshakes are
+  counted and logged at a bounded rate; a connection whose TLS handshake, WebSocket
+  handshake and hello are not done within ``hello_timeout`` is closed, and at the cap
   the oldest such connection makes room for a new one; hellos per address are rate
   limited; frames over the producer's rate are dropped before they are decoded;
   rejections are logged at a bounded rate.
@@ -49,10 +52,12 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+import os
 import random
 import secrets
 import signal
 import socket
+import ssl
 import sys
 import time
 from collections import Counter
@@ -126,6 +131,10 @@ T = TypeVar("T")
 _CLOSE_PROTOCOL = 1002
 #: Descriptors kept free for the listening socket, logs, files (not for clients).
 _FD_RESERVE = 64
+#: Connections accepted per loop pass at most (spec §5.7 rule 8): below the spare
+#: descriptors, so a burst never runs the process out of them before refused
+#: connections are closed. (The kernel's accept queue stays deep, see Relay.start.)
+_ACCEPT_BATCH = _FD_RESERVE // 2
 #: A msgpack map whose first key is ``t`` = ``"f"``: how every encoder writes a frame
 #: (spec §5.2 canonical order), checked before decoding to drop over-rate frames cheaply.
 _FRAME_PREFIX = b"\xa1t\xa1f"
@@ -279,6 +288,13 @@ class RelayStats:
     origin_refused: int = 0
     #: producers replaced because they stopped answering pings
     replaced: int = 0
+    #: connections closed at the hello deadline before their TLS or WebSocket handshake
+    #: was done
+    handshake_timeouts: int = 0
+    #: TLS handshakes that failed (or timed out)
+    tls_failed: int = 0
+    #: accept() calls that failed (out of descriptors or memory)
+    accept_failed: int = 0
     errors_by_code: Counter[str] = field(default_factory=Counter)
 
 
@@ -401,6 +417,12 @@ class _RelayConnection(ServerConnection):
         self.heard_at = 0.0  # loop time of the last bytes from the peer (spec §5.7 rule 11)
         self.admitted = False
         self.refused = False
+        #: websockets' connection_made ran (after the TLS handshake, with TLS)
+        self.attached = False
+        #: the TCP transport (under TLS, the one beneath websockets' transport)
+        self.raw_transport: asyncio.Transport | None = None
+        #: closes the connection if its handshakes are not done by the hello deadline
+        self.deadline: asyncio.TimerHandle | None = None
         self.client: _Client | None = None
         fail = self.protocol.fail
         relay = self.relay
@@ -507,18 +529,80 @@ class _RelayConnection(ServerConnection):
         super().acknowledge_pings(data)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.raw_transport = transport
         if not self.relay._admit(self, transport):
             # refused before websockets does any work for it (no handler, no parsing)
             self.refused = True
-            assert isinstance(transport, asyncio.Transport)
             transport.abort()
             return
-        super().connection_made(transport)
+        tls = self.relay.tls
+        if tls is None:
+            self.attached = True
+            super().connection_made(transport)
+            return
+        # spec §5.7 rule 8: the TLS handshake comes after admission, so a pending one
+        # counts against the caps and the hello deadline (nothing is read before)
+        transport.pause_reading()
+        self.loop.create_task(self._start_tls(transport, tls),
+                              name=f"posewire-tls-{self.peer_host}")
+
+    async def _start_tls(self, raw: asyncio.Transport, tls: ssl.SSLContext) -> None:
+        relay = self.relay
+        early = _EarlyData()
+        left = self.accepted_at + relay.hello_timeout - self.loop.time()
+        try:
+            secure = await self.loop.start_tls(raw, early, tls, server_side=True,
+                                               ssl_handshake_timeout=max(0.001, left))
+        except (OSError, TimeoutError, ConnectionError, ValueError, RuntimeError) as exc:
+            # a failed or timed-out handshake: counted and logged at a bounded rate
+            # (ssl.SSLError is an OSError), never a traceback; one the relay closed
+            # (deadline, eviction, shutdown) was counted there
+            if self.admitted:
+                relay.stats.tls_failed += 1
+                relay._reject("TLS handshake from %s failed: %s", self.peer_host,
+                              (str(exc) or type(exc).__name__)[:160])
+            raw.abort()
+            relay._release(self)
+            return
+        if early.lost or secure is None or secure.is_closing() or not self.admitted:
+            relay._release(self)
+            raw.abort()
+            return
+        secure.set_protocol(self)
+        self.attached = True
+        super().connection_made(secure)
+        # application data that came with the end of the handshake, before websockets
+        # was attached, is handed over in order
+        for data in early.data:
+            self.data_received(data)
+        if early.eof:
+            self.eof_received()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.relay._release(self)
-        if not self.refused:
+        if self.attached:
             super().connection_lost(exc)
+
+
+class _EarlyData(asyncio.Protocol):
+    """The application side of a TLS handshake run by :meth:`_RelayConnection._start_tls`:
+    it keeps what arrives between the end of the handshake and websockets taking over."""
+
+    def __init__(self) -> None:
+        self.data: list[bytes] = []
+        self.eof = False
+        self.lost = False
+
+    def data_received(self, data: bytes) -> None:
+        self.data.append(data)
+
+    def eof_received(self) -> bool:
+        self.eof = True
+        return True
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
 
 
 class Relay:
@@ -637,6 +721,9 @@ class Relay:
         self._too_large_reply = encode(ErrorMessage.from_exception(DecodeError(
             "decode.too_large", f"message exceeds {max_bytes} bytes", path="$")))
         self._server: Server | None = None
+        #: descriptors of the listening sockets (failed accepts on them are counted)
+        self._listening: set[int] = set()
+        self._previous_handler: Callable[[asyncio.AbstractEventLoop, dict[str, Any]], object] | None = None
         self._status_task: asyncio.Task[None] | None = None
         self._closing = False
         #: Called as ``hook(stream, message, data)`` for every data message (frame,
@@ -679,10 +766,12 @@ class Relay:
             compression=None,
             process_request=self._check_request,
             create_connection=conn_class,
-            ssl=self.tls,
-            # a deep accept queue: under a connection flood a legitimate SYN is queued (and
-            # accepted within one loop pass) instead of dropped and retried a second later
-            backlog=min(4096, max(128, self.max_connections)),
+            # no ssl here: each connection starts its TLS handshake itself once admitted
+            # (spec §5.7 rule 8), so pending handshakes count against the caps
+            ssl=None,
+            # asyncio accepts up to ``backlog`` connections per loop pass: never more
+            # than the spare descriptors (spec §5.7 rule 8)
+            backlog=_ACCEPT_BATCH,
             open_timeout=self.hello_timeout,
             ping_interval=self.ping_interval,
             ping_timeout=self.ping_timeout,
@@ -691,14 +780,47 @@ class Relay:
             write_limit=self._write_limit,
             close_timeout=self.close_timeout,
         )
+        # a deep accept queue all the same: under a connection flood a legitimate SYN is
+        # queued (and accepted within a few loop passes) instead of dropped and retried a
+        # second later (listen() again on a listening socket only sets its queue length)
+        deep = min(4096, max(128, self.max_connections))
+        for sock in self._server.sockets:
+            with contextlib.suppress(OSError), socket.socket(fileno=os.dup(sock.fileno())) as dup:
+                dup.listen(deep)
+        self._listening = {sock.fileno() for sock in self._server.sockets}
+        loop = asyncio.get_running_loop()
+        self._previous_handler = loop.get_exception_handler()
+        loop.set_exception_handler(self._loop_exception)
         if self.status_every:
             self._status_task = asyncio.create_task(self._status_loop(self.status_every))
+
+    def _loop_exception(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        """The loop's exception handler while the relay runs: a failed accept() on one
+        of its listening sockets (out of descriptors or memory; asyncio retries a second
+        later) is counted and logged at a bounded rate without a traceback (spec §5.7
+        rule 8); anything else goes to the previous handler."""
+        sock = context.get("socket")
+        fileno = sock.fileno() if sock is not None and hasattr(sock, "fileno") else -1
+        if (self._listening and fileno in self._listening
+                and str(context.get("message", "")).startswith("socket.accept()")):
+            self.stats.accept_failed += 1
+            exc = context.get("exception")
+            self._reject("accept() failed: %s", exc if exc is not None else context["message"])
+            return
+        if self._previous_handler is not None:
+            self._previous_handler(loop, context)
+        else:
+            loop.default_exception_handler(context)
 
     async def close(self, reason: str = "relay shutting down") -> None:
         """Graceful shutdown: a bye to every open client, close all (1000), stop."""
         if self._closing:
             return
         self._closing = True
+        loop = asyncio.get_running_loop()
+        if loop.get_exception_handler() == self._loop_exception:
+            loop.set_exception_handler(self._previous_handler)
+        self._listening = set()  # (when another relay's handler sits on top of ours)
         if self._status_task is not None:
             self._status_task.cancel()
         if self._server is not None:
@@ -707,7 +829,9 @@ class Relay:
                              return_exceptions=True)
         for waiting in list(self._hello_less.values()):
             for conn in list(waiting):
-                conn.transport.abort()
+                self._release(conn)
+                if conn.raw_transport is not None:
+                    conn.raw_transport.abort()
         if self._server is not None:
             await self._server.wait_closed()
         if self.broker is not None:
@@ -807,7 +931,9 @@ class Relay:
                 f"drops={st.drops} rate_limited={st.rate_limited} errors={st.errors} "
                 f"stale={st.stale} connections={self._admitted} refused={st.refused} "
                 f"evicted={st.evicted} origin_refused={st.origin_refused} "
-                f"replaced={st.replaced}" + ("" if self.broker is None else self.broker.status()))
+                f"replaced={st.replaced} handshake_timeouts={st.handshake_timeouts} "
+                f"tls_failed={st.tls_failed} accept_failed={st.accept_failed}"
+                + ("" if self.broker is None else self.broker.status()))
 
     async def _status_loop(self, every: float) -> None:
         out = self.status_file or sys.stderr
@@ -840,7 +966,8 @@ class Relay:
             else:
                 victim = next(iter(self._hello_less[top]))
                 self._release(victim)
-                victim.transport.abort()
+                if victim.raw_transport is not None:
+                    victim.raw_transport.abort()
                 self.stats.evicted += 1
         if why:
             self.stats.refused += 1
@@ -850,6 +977,10 @@ class Relay:
         self._admitted += 1
         self._per_address[host] += 1
         self._hello_less.setdefault(host, {})[conn] = None
+        # spec §5.7 rule 8: the TLS and WebSocket handshakes must be done by the hello
+        # deadline (the hello itself is timed by the handler, which answers decode.state)
+        conn.deadline = asyncio.get_running_loop().call_at(
+            conn.accepted_at + self.hello_timeout, self._handshake_overdue, conn)
         if self.send_buffer:
             sock = transport.get_extra_info("socket")
             if sock is not None:
@@ -863,7 +994,20 @@ class Relay:
         if waiting is not None and waiting.pop(conn, 0) is None and not waiting:
             del self._hello_less[conn.peer_host]
 
+    def _handshake_overdue(self, conn: _RelayConnection) -> None:
+        """The hello deadline passed before the handshakes were done (no handler yet)."""
+        conn.deadline = None
+        if conn.admitted and conn.client is None and conn.raw_transport is not None:
+            self.stats.handshake_timeouts += 1
+            self._reject("closed a connection from %s: no handshake within %.1f s",
+                         conn.peer_host, self.hello_timeout)
+            self._release(conn)
+            conn.raw_transport.abort()
+
     def _release(self, conn: _RelayConnection) -> None:
+        if conn.deadline is not None:
+            conn.deadline.cancel()
+            conn.deadline = None
         if not conn.admitted:
             return
         conn.admitted = False
@@ -906,6 +1050,9 @@ class Relay:
         client = _Client(ws, Connection(side="server", limits=self.limits,
                                         auth_token=self.token), secrets.token_hex(8))
         ws.client = client
+        if ws.deadline is not None:  # the handshakes are done: the hello is timed below
+            ws.deadline.cancel()
+            ws.deadline = None
         self.stats.connections += 1
         if ws.subprotocol != SUBPROTOCOL:
             await ws.close(_CLOSE_PROTOCOL, f"subprotocol {SUBPROTOCOL} required")

@@ -649,3 +649,73 @@ async def test_a_consumer_that_stops_reading_is_closed_within_the_ping_timeout(s
             assert seq > 20 and time.monotonic() - began < 2 * interval + timeout + 6.0
         finally:
             frozen.close()
+
+
+# ---------------------------------------------------------------- admission before the handshake
+
+
+async def test_pending_tls_handshakes_count_against_the_caps_until_the_deadline(
+        tls_files: tuple[Path, Path], caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 21 row 1 (spec §5.7 rule 8): TCP connections that never send a TLS
+    ClientHello count against the per-address cap from accept: a further client from that
+    address is refused at once; at the hello deadline they are closed and a legitimate
+    client gets in. A TLS handshake that fails is counted and logged, no traceback."""
+    caplog.set_level(logging.INFO)
+    cert, key = tls_files
+    deadline = 1.0
+    async with Relay("127.0.0.1", port=0, tls_cert=cert, tls_key=key, max_per_address=4,
+                     hello_timeout=deadline) as relay:
+        idle = [await tcp_from(relay.port, "127.0.0.1") for _ in range(4)]
+        await wait_for(lambda: relay.connections == 4)
+        # the per-address cap is full of pending handshakes: refused cleanly at accept
+        with pytest.raises(RelayError) as err:
+            await Subscriber(relay.url, "t", ca_file=cert, max_retries=0).connect()
+        assert err.value.code == "link" and not err.value.fatal
+        assert relay.stats.refused == 1
+        # another address is not affected
+        other = await tcp_from(relay.port, "127.0.0.2")
+        await wait_for(lambda: relay.connections == 5)
+        other[1].close()
+        await wait_for(lambda: relay.connections == 4)
+        # at the deadline the idle ones are closed (counted), then a client gets in
+        for reader, _ in idle:
+            assert await closed_within(reader, deadline + TIMEOUT)
+        assert relay.stats.handshake_timeouts == 4 and relay.connections == 0
+        async with Subscriber(relay.url, "t", ca_file=cert, max_retries=0) as sub:
+            assert sub.connected
+        # bytes that are not a ClientHello: a failed handshake, counted, no traceback
+        reader, writer = await tcp_from(relay.port, "127.0.0.3")
+        writer.write(b"GET / HTTP/1.1\r\n\r\n")
+        assert await closed_within(reader, TIMEOUT)
+        await wait_for(lambda: relay.stats.tls_failed >= 1)
+        for _, w in [*idle, (reader, writer)]:
+            w.close()
+    assert not [r for r in caplog.records if r.exc_info or "Traceback" in r.getMessage()]
+
+
+async def test_an_accept_out_of_descriptors_is_counted_and_logged_without_traceback(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Spec §5.7 rule 8: asyncio reports a failed accept() (EMFILE) to the loop's
+    exception handler with a traceback; on a relay's listening socket it is counted and
+    logged at a bounded rate instead. Other reports still reach the previous handler."""
+    caplog.set_level(logging.INFO)
+    loop = asyncio.get_running_loop()
+    seen: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _loop, context: seen.append(context))
+    try:
+        async with Relay("127.0.0.1", port=0) as relay:
+            assert relay._server is not None
+            sock = relay._server.sockets[0]
+            for _ in range(50):
+                loop.call_exception_handler({
+                    "message": "socket.accept() out of system resource",
+                    "exception": OSError(24, "Too many open files"), "socket": sock})
+            loop.call_exception_handler({"message": "something else"})
+            assert relay.stats.accept_failed == 50
+            assert [c["message"] for c in seen] == ["something else"]
+            lines = [r for r in caplog.records if r.name == "posewire.relay"]
+            assert 1 <= len(lines) <= 11 and not any(r.exc_info for r in lines)
+        loop.call_exception_handler({"message": "after"})  # the handler is given back
+        assert [c["message"] for c in seen] == ["something else", "after"]
+    finally:
+        loop.set_exception_handler(None)
