@@ -1035,11 +1035,18 @@ class Relay:
 
     def _check_request(self, ws: ServerConnection, request: Request) -> Response | None:
         """Origin check before the upgrade (spec §5.8): browsers only from allowed origins."""
-        origin = request.headers.get("Origin")
+        host = ws.peer_host if isinstance(ws, _RelayConnection) else "?"
+        origins = request.headers.get_all("Origin")
+        if len(origins) > 1:
+            # spec §5.7 rule 9: one Origin at most (RFC 6454 §7.3); a bad request, answered
+            # once with 400 — never an internal error
+            self.stats.origin_refused += 1
+            self._reject("refused a request from %s: %d Origin headers", host, len(origins))
+            return ws.respond(400, "one Origin header at most\n")
+        origin = origins[0] if origins else None
         if origin is None or _norm_origin(origin) in self.origins:
             return None
         self.stats.origin_refused += 1
-        host = ws.peer_host if isinstance(ws, _RelayConnection) else "?"
         self._reject("refused a browser from %s: origin %r not allowed", host, origin[:100])
         return ws.respond(403, "origin not allowed\n")
 

@@ -719,3 +719,29 @@ async def test_an_accept_out_of_descriptors_is_counted_and_logged_without_traceb
         assert [c["message"] for c in seen] == ["something else", "after"]
     finally:
         loop.set_exception_handler(None)
+
+
+# ---------------------------------------------------------------- low items (issue 21 row 9)
+
+
+async def test_two_origin_headers_get_one_400_without_a_traceback(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    async with Relay("127.0.0.1", port=0) as relay:
+        own = f"http://127.0.0.1:{relay.port}"
+        for _ in range(3):
+            reader, writer = await asyncio.open_connection("127.0.0.1", relay.port)
+            key = base64.b64encode(os.urandom(16)).decode()
+            writer.write((
+                f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{relay.port}\r\nUpgrade: websocket\r\n"
+                f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+                f"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: {SUBPROTOCOL}\r\n"
+                f"Origin: {own}\r\nOrigin: https://evil.example\r\n\r\n").encode())
+            async with asyncio.timeout(TIMEOUT):
+                response = await reader.read()
+            writer.close()
+            assert response.startswith(b"HTTP/1.1 400 ")
+            assert response.count(b"HTTP/1.1") == 1 and b"Traceback" not in response
+            assert len(response) < 400
+        assert relay.stats.origin_refused == 3
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
