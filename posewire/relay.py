@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import ipaddress
 import logging
 import os
@@ -108,6 +109,7 @@ from posewire.codec.wire import (
 from posewire.transport import (
     DEFAULT_PING_INTERVAL,
     DEFAULT_PING_TIMEOUT,
+    certificate_validity,
     check_liveness,
     server_tls_context,
 )
@@ -145,6 +147,8 @@ _WINDOW_TAG = b"pwW1"
 #: Seconds between re-probes of a consumer whose window is full (a client may answer only
 #: the newest of several pings, RFC 6455 §5.5.3; one pong reopens the window).
 _REPROBE_S = 1.0
+#: A certificate that expires sooner than this gets a warning at start (spec §5.7 rule 10).
+_CERT_WARN_DAYS = 7
 
 
 def is_loopback(host: str | None) -> bool:
@@ -687,6 +691,7 @@ class Relay:
         self._requested_port = port
         self.token = token
         self.tls = None if tls_cert is None or tls_key is None else server_tls_context(tls_cert, tls_key)
+        self.tls_cert = tls_cert
         self.allow_origins = frozenset(_norm_origin(o) for o in allow_origins)
         self.limits = Limits(max_message_bytes=max_bytes, max_fps=max_fps, burst_s=burst_s,
                              on_rate=on_rate)
@@ -754,9 +759,31 @@ class Relay:
             self.max_connections = fit
         self.max_per_address = min(self.max_per_address, self.max_connections)
 
+    def _check_certificate(self) -> None:
+        """Warn when the certificate has expired, is not valid yet, or expires within
+        ``_CERT_WARN_DAYS`` days (spec §5.7 rule 10): clients will refuse it."""
+        if self.tls_cert is None:
+            return
+        validity = certificate_validity(self.tls_cert)
+        if validity is None:
+            return
+        not_before, not_after = validity
+        now = datetime.datetime.now(datetime.UTC)
+        left = (not_after - now).total_seconds() / 86400
+        if left < 0:
+            log.warning("the TLS certificate %s EXPIRED %.1f days ago (%s): clients will "
+                        "refuse it", self.tls_cert, -left, not_after.isoformat())
+        elif left < _CERT_WARN_DAYS:
+            log.warning("the TLS certificate %s expires in %.1f days (%s)", self.tls_cert,
+                        left, not_after.isoformat())
+        if not_before > now:
+            log.warning("the TLS certificate %s is not valid before %s: clients will "
+                        "refuse it", self.tls_cert, not_before.isoformat())
+
     async def start(self) -> None:
         """Bind and start serving (after connecting to the broker, if any)."""
         self._fit_descriptor_limit()
+        self._check_certificate()
         if self.broker is not None:
             await self.broker.start(self)
         conn_class = type("RelayConnection", (_RelayConnection,), {"relay": self})

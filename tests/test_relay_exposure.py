@@ -37,7 +37,7 @@ from posewire.codec.wire import SUBPROTOCOL, Frame, Hello, Welcome, decode, enco
 from posewire.consumers.subscriber import Subscriber
 from posewire.producers.publisher import Publisher
 from posewire.relay import Relay
-from posewire.transport import RelayError, client_tls_context
+from posewire.transport import RelayError, certificate_validity, client_tls_context
 
 H_YAW = REGISTRY.index("h_yaw")
 H_PITCH = REGISTRY.index("h_pitch")
@@ -745,3 +745,69 @@ async def test_two_origin_headers_get_one_400_without_a_traceback(
             assert len(response) < 400
         assert relay.stats.origin_refused == 3
     assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+
+
+def self_signed(folder: Path, *, days: float = 30.0, expired: bool = False,
+                san: bool = True, cn: str = "posewire test relay") -> tuple[Path, Path]:
+    """A self-signed certificate (and key) for localhost / 127.0.0.1 in ``folder``:
+    valid for ``days`` from now (``expired``: it ended a day ago); ``san=False``: no
+    subjectAltName, the host only in the subject's CN."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+    now = datetime.datetime.now(datetime.UTC)
+    start = now - datetime.timedelta(days=10 if expired else 0, minutes=5)
+    end = now - datetime.timedelta(days=1) if expired else now + datetime.timedelta(days=days)
+    builder = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+               .public_key(key.public_key()).serial_number(x509.random_serial_number())
+               .not_valid_before(start).not_valid_after(end)
+               .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True))
+    if san:
+        builder = builder.add_extension(x509.SubjectAlternativeName([
+            x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False)
+    cert = builder.sign(key, hashes.SHA256())
+    folder.mkdir(parents=True, exist_ok=True)
+    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_file, key_file
+
+
+async def test_relay_warns_at_start_about_an_expired_or_soon_expiring_certificate(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="posewire.relay")
+    expected = {"fine": None, "soon": "expires in 2.0 days", "expired": "EXPIRED 1.0 days ago"}
+    for label, want in expected.items():
+        cert, key = self_signed(tmp_path / label, days=30.0 if label == "fine" else 2.0,
+                                expired=label == "expired")
+        validity = certificate_validity(cert)
+        assert validity is not None and validity[0] < validity[1]
+        caplog.clear()
+        async with Relay("127.0.0.1", port=0, tls_cert=cert, tls_key=key):
+            pass
+        lines = [r.getMessage() for r in caplog.records if "certificate" in r.getMessage()]
+        if want is None:
+            assert lines == [], label
+        else:
+            assert len(lines) == 1 and want in lines[0], (label, lines)
+
+
+async def test_certificate_hostname_checks_use_the_subject_alt_name_only(
+        tmp_path: Path, tls_files: tuple[Path, Path]) -> None:
+    """Spec §5.7 rule 10: a certificate that names its host only in the subject's CN is
+    refused (Python's ssl falls back to the CN by default); with the host in its SAN the
+    same kind of certificate is accepted."""
+    cn_cert, cn_key = self_signed(tmp_path / "cn", san=False, cn="localhost")
+    async with Relay("127.0.0.1", port=0, tls_cert=cn_cert, tls_key=cn_key) as relay:
+        url = f"wss://localhost:{relay.port}"
+        with pytest.raises(RelayError) as err:
+            async with asyncio.timeout(TIMEOUT):
+                await Subscriber(url, "t", ca_file=cn_cert).connect()
+        assert err.value.code == "tls" and err.value.fatal
+        assert "localhost" in str(err.value)
+    cert, key = tls_files  # SAN: localhost, 127.0.0.1
+    async with Relay("127.0.0.1", port=0, tls_cert=cert, tls_key=key) as relay, \
+            Subscriber(f"wss://localhost:{relay.port}", "t", ca_file=cert) as sub:
+        assert sub.connected
