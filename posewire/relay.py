@@ -299,6 +299,9 @@ class RelayStats:
     tls_failed: int = 0
     #: accept() calls that failed (out of descriptors or memory)
     accept_failed: int = 0
+    #: messages from the broker not taken (the stream's producer is here, too large, over
+    #: the frame rate, not a data message; spec §5.7.1 rule 6)
+    broker_refused: int = 0
     errors_by_code: Counter[str] = field(default_factory=Counter)
 
 
@@ -360,6 +363,8 @@ class _Stream:
         self.sequence = SequenceTracker()
         #: held while a producer hello checks whether the current producer is alive
         self.takeover = asyncio.Lock()
+        #: frames from the broker: the rate of one producer (spec §5.7.1 rule 6)
+        self.broker_bucket: TokenBucket | None = None
 
     @property
     def empty(self) -> bool:
@@ -960,7 +965,8 @@ class Relay:
                 f"evicted={st.evicted} origin_refused={st.origin_refused} "
                 f"replaced={st.replaced} handshake_timeouts={st.handshake_timeouts} "
                 f"tls_failed={st.tls_failed} accept_failed={st.accept_failed}"
-                + ("" if self.broker is None else self.broker.status()))
+                + ("" if self.broker is None
+                   else f" broker_refused={st.broker_refused}" + self.broker.status()))
 
     async def _status_loop(self, every: float) -> None:
         out = self.status_file or sys.stderr
@@ -1220,14 +1226,38 @@ class Relay:
         ``stream``, exactly as if its local producer had sent it: the stream's late-join
         state is updated and every consumer gets it latest-wins (spec §5.7). ``data``: the
         message's encoded bytes (encoded here when omitted). Returns False when the
-        message was not taken (a frame older than the stream's newest, or not a data
-        message). :attr:`publish_hooks` are not called (no echo back to the broker)."""
+        message was not taken (a frame older than the stream's newest, not a data
+        message, a stream whose producer is connected here, a message over this relay's
+        size limit, a frame over the producer frame rate: spec §5.7.1 rule 6).
+        :attr:`publish_hooks` are not called (no echo back to the broker)."""
         if not isinstance(message, Frame | Calibration | ConditionsMessage):
+            self.stats.broker_refused += 1
             return False
         s = self._streams.get(stream)
+        if s is not None and s.producers:
+            # spec §5.7.1 rule 6: the stream's producer is here; nothing from the broker
+            # overrides it (its own messages never come back: the broker link has no echo)
+            self.stats.broker_refused += 1
+            return False
+        if data is None:
+            data = encode(message)
+        if len(data) > self.limits.max_message_bytes:
+            # spec §5.7.1 rule 6: the size limit of a client message (spec §5.8)
+            self.stats.broker_refused += 1
+            return False
         if s is None:
             s = self._streams[stream] = _Stream(stream)
-        return self._deliver(s, message, encode(message) if data is None else data)
+        if isinstance(message, Frame):
+            # spec §5.7.1 rule 6: the frame rate of a producer (spec §5.8), per stream, so
+            # that one stream's broker input cannot crowd out the others
+            if s.broker_bucket is None:
+                fps = self.limits.max_fps
+                s.broker_bucket = TokenBucket(fps, max(1.0, fps * self.limits.burst_s, fps))
+            if not s.broker_bucket.take(asyncio.get_running_loop().time()):
+                self.stats.rate_limited += 1
+                self.stats.broker_refused += 1
+                return False
+        return self._deliver(s, message, data)
 
     def late_join_state(self, stream: str) -> list[tuple[str, bytes]]:
         """``[(kind, bytes)]``: what a late joiner of ``stream`` gets now (spec §5.7;
@@ -1239,7 +1269,7 @@ class Relay:
         """A new producer took ``stream`` elsewhere: its frames are numbered from its
         own start, not checked against the previous producer's (spec §5.7.1)."""
         s = self._streams.get(stream)
-        if s is not None:
+        if s is not None and not s.producers:  # never the sequence of a local producer
             s.sequence = SequenceTracker()
 
     async def evict_producer(self, stream: str, reason: str) -> None:
