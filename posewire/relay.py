@@ -432,6 +432,8 @@ class _RelayConnection(ServerConnection):
         self.raw_transport: asyncio.Transport | None = None
         #: closes the connection if its handshakes are not done by the hello deadline
         self.deadline: asyncio.TimerHandle | None = None
+        #: the TLS handshake under way (a reference keeps the task alive)
+        self.tls_task: asyncio.Task[None] | None = None
         self.client: _Client | None = None
         fail = self.protocol.fail
         relay = self.relay
@@ -553,8 +555,8 @@ class _RelayConnection(ServerConnection):
         # spec §5.7 rule 8: the TLS handshake comes after admission, so a pending one
         # counts against the caps and the hello deadline (nothing is read before)
         transport.pause_reading()
-        self.loop.create_task(self._start_tls(transport, tls),
-                              name=f"posewire-tls-{self.peer_host}")
+        self.tls_task = self.loop.create_task(self._start_tls(transport, tls),
+                                              name=f"posewire-tls-{self.peer_host}")
 
     async def _start_tls(self, raw: asyncio.Transport, tls: ssl.SSLContext) -> None:
         relay = self.relay
