@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import enum
 import hmac
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, TypeAlias
 
 from .errors import DecodeError, UsageError
@@ -57,6 +57,7 @@ __all__ = [
     "SequenceReorder",
     "SequenceReset",
     "SequenceTracker",
+    "Skipped",
     "State",
     "TokenBucket",
     "check_registry",
@@ -267,8 +268,16 @@ class Closed:
     code: int
 
 
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """Client, OPEN or CLOSING: a message from the relay failed to decode (``error``); it
+    was skipped and the connection stays as it was (spec §5.10 client rule)."""
+
+    error: DecodeError
+
+
 Event: TypeAlias = (Received | SequenceGap | SequenceReorder | SequenceReset | RateLimited
-                    | ProtocolFailure | Closed)
+                    | ProtocolFailure | Closed | Skipped)
 
 #: A frame up to this far behind the newest is a reorder; further back a reset.
 REORDER_WINDOW = 1024
@@ -420,6 +429,13 @@ class Connection:
             return []
         try:
             msg = decode(data, max_size=self.limits.max_message_bytes, registry=self.registry)
+        except DecodeError as exc:
+            if self.side == "client" and self.state in (State.OPEN, State.CLOSING):
+                # spec §5.10: a client skips (and reports) a message from the relay that
+                # does not decode; one bad message never ends its link
+                return [Skipped(exc)]
+            return [self.fail(exc), Closed(self.close_code or PROTOCOL_ERROR_CLOSURE)]
+        try:
             return self._receive(msg, now)
         except DecodeError as exc:
             return [self.fail(exc), Closed(self.close_code or PROTOCOL_ERROR_CLOSURE)]
@@ -447,6 +463,8 @@ class Connection:
         elif isinstance(msg, Welcome):
             check_registry(self.registry, msg.registry_version, msg.registry_hash)
             self.peer_welcome = msg
+            # spec §5.8: a client accepts messages up to the size its relay announced
+            self.limits = replace(self.limits, max_message_bytes=msg.max_message_bytes)
         elif isinstance(msg, Frame):
             if (self.side == "server" and now is not None
                     and not self._bucket.take(now)):

@@ -17,15 +17,21 @@ one item covers) instead of working through a backlog. Each item is a
 the previous item (NaN elsewhere), or the merged latest state of every dim seen so far
 when ``merge=True``; ``conditions`` and ``calibration`` are the latest states (spec
 §5.5–5.6). On joining, the relay sends the stream's calibration and latest full frame
-at once (spec §5.7). Frames older than the newest (reordered) are skipped. A lost link
-(keepalive: no pong within ``ping_timeout``) is re-opened with exponential backoff;
-errors a reconnect cannot fix raise :class:`~posewire.transport.RelayError`.
+at once (spec §5.7). Frames older than the newest (reordered) are skipped. Messages up
+to the size the relay announced in its welcome are accepted; one that does not decode
+is skipped, counted (``messages_skipped``) and logged at a bounded rate, never the end
+of the subscriber (spec §5.10). A lost link (keepalive: no pong within
+``ping_timeout``), an error message from the relay or any other error that is not final
+re-opens the link with exponential backoff; errors a reconnect cannot fix (auth,
+registry, version, a relay certificate that does not verify) raise
+:class:`~posewire.transport.RelayError`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import ssl
 import time
 from collections.abc import Sequence
@@ -37,7 +43,8 @@ from numpy.typing import NDArray
 from websockets.exceptions import ConnectionClosed
 
 from posewire.codec.conditions import Conditions
-from posewire.codec.errors import UsageError
+from posewire.codec.errors import DecodeError, UsageError
+from posewire.codec.protocol import State
 from posewire.codec.vector import N_DIMS
 from posewire.codec.wire import Bye, Calibration, ConditionsMessage, Frame
 from posewire.transport import (
@@ -53,6 +60,10 @@ from posewire.transport import (
 )
 
 __all__ = ["RelayError", "SubscribedFrame", "Subscriber"]
+
+log = logging.getLogger("posewire.subscriber")
+#: Skipped messages logged one by one; after these, one line per 100 more.
+_SKIP_LOG_FIRST = 10
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -126,6 +137,12 @@ class Subscriber:
         #: Items handed to the application (fewer than frames when it reads slower).
         self.frames_yielded = 0
         self.reconnects = 0
+        #: Messages from the relay that did not decode (malformed, over the announced
+        #: size) and were skipped (spec §5.10), and the last one's error.
+        self.messages_skipped = 0
+        self.last_skip: DecodeError | None = None
+        #: The last non-fatal error that made the subscriber reconnect.
+        self.last_error: RelayError | None = None
         self._link: ClientLink | None = None
         self._closed = False
         self._ever_connected = False
@@ -203,7 +220,9 @@ class Subscriber:
         try:
             while not self._closed:
                 link = self._link
-                if link is None or not link.is_open:
+                # a link the relay is closing is read to its end first: the messages it
+                # sent before its close (an error message, frames) are not lost
+                if link is None or link.conn.state is State.CLOSED:
                     if not self.reconnect:
                         return
                     await self._connect()
@@ -218,7 +237,22 @@ class Subscriber:
                         raise closed from None
                     self.urls.advance()  # the link dropped: try the next relay first
                     continue
-                for msg in link.feed(data):  # RelayError on an error message
+                skipped = link.skipped
+                try:
+                    messages = link.feed(data)  # RelayError on an error message
+                except RelayError as exc:
+                    # spec §5.10: an error from the relay that a reconnect may fix (state,
+                    # rate, a violation by the relay) re-opens the link; a final one ends
+                    if exc.fatal or not self.reconnect or self._closed:
+                        raise
+                    self.last_error = exc
+                    log.warning("subscriber %r: %s; reconnecting", self.stream, exc)
+                    await link.close()
+                    self.urls.advance()
+                    continue
+                if link.skipped != skipped:
+                    self._on_skipped(link)
+                for msg in messages:
                     if isinstance(msg, Frame):
                         self._on_frame(msg, link.last_stale)
                     elif isinstance(msg, Calibration):
@@ -235,6 +269,15 @@ class Subscriber:
         finally:
             self._finished = True
             self._wake.set()
+
+    def _on_skipped(self, link: ClientLink) -> None:
+        # spec §5.10: a message that does not decode is skipped and reported, not fatal
+        self.messages_skipped += 1
+        self.last_skip = link.last_skip
+        n = self.messages_skipped
+        if n <= _SKIP_LOG_FIRST or n % 100 == 0:
+            log.warning("subscriber %r: skipped a message from %s (%d so far): %s",
+                        self.stream, self.url, n, link.last_skip)
 
     def _on_frame(self, frame: Frame, stale: bool) -> None:
         self.frames_received += 1

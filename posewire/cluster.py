@@ -55,6 +55,7 @@ from nats.js import JetStreamContext
 from nats.js.kv import KeyValue
 
 from posewire.codec.errors import DecodeError, UsageError
+from posewire.codec.protocol import Limits
 from posewire.codec.wire import Calibration, ConditionsMessage, Frame, Hello, Message, decode
 
 __all__ = [
@@ -78,8 +79,6 @@ _PREFIX_RE = re.compile(r"[A-Za-z0-9_-]{1,32}")
 _BROKER_ERRORS = (nats.errors.Error, TimeoutError, OSError)
 #: Messages waiting for the NATS client at most (it takes them at once while connected).
 _OUTBOX = 1024
-#: Largest message a relay may pass on (spec §5.8 upper bound of ``max_bytes``).
-_MAX_BYTES = 2**20
 
 
 def stream_token(stream: str) -> str:
@@ -102,6 +101,8 @@ class ClusterHost(Protocol):
     """What a relay offers its broker (implemented by :class:`posewire.relay.Relay`)."""
 
     publish_hooks: list[Callable[[str, Message, bytes], None]]
+    #: the limits the relay applies to its clients' messages, and to the broker's
+    limits: Limits
 
     def fan_out(self, stream: str, message: Message, data: bytes | None = None) -> bool:
         """A message of another relay's producer, to the local consumers."""
@@ -388,7 +389,8 @@ class Broker:
         if host is None or stream not in self._subs:
             return  # no local consumer left
         try:
-            message = decode(msg.data, max_size=_MAX_BYTES)
+            # spec §5.7.1 rule 6: checked like a client's message, with the relay's limit
+            message = decode(msg.data, max_size=host.limits.max_message_bytes)
         except DecodeError:
             self.stats.received_bad += 1
             return
@@ -419,8 +421,12 @@ class Broker:
             for kind, data in stored:
                 if kind in seen:
                     continue  # newer, live
-                with contextlib.suppress(DecodeError):
-                    self._host.fan_out(stream, decode(data, max_size=_MAX_BYTES), data)
+                try:
+                    message = decode(data, max_size=self._host.limits.max_message_bytes)
+                except DecodeError:
+                    self.stats.received_bad += 1  # stored state is checked like live input
+                    continue
+                self._host.fan_out(stream, message, data)
 
     async def _subscribe(self, stream: str) -> list[tuple[str, bytes]]:
         """Subscribe (flushed: live from now on), then read the stored state."""

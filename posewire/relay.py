@@ -18,8 +18,11 @@ message plus a close code (spec §5.8). What the relay adds (spec §5.7):
   Its memory and its lag are bounded; it never slows the producer or the other consumers.
   Frames older than the stream's newest are dropped, never kept as the latest.
 * **admission** — ``max_connections`` in all and ``max_per_address`` per client address
-  (both kept below the descriptor limit, whose soft value is raised at start); a
-  connection that has not said hello within ``hello_timeout`` is closed, and at the cap
+  (both kept below the descriptor limit, whose soft value is raised at start), counted
+  from accept, before the TLS handshake (which each admitted connection starts itself);
+  at most ``_ACCEPT_BATCH`` accepts per loop pass; failed accepts and TLS handshakes are
+  counted and logged at a bounded rate; a connection whose TLS handshake, WebSocket
+  handshake and hello are not done within ``hello_timeout`` is closed, and at the cap
   the oldest such connection makes room for a new one; hellos per address are rate
   limited; frames over the producer's rate are dropped before they are decoded;
   rejections are logged at a bounded rate.
@@ -47,12 +50,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import ipaddress
 import logging
+import os
 import random
 import secrets
 import signal
 import socket
+import ssl
 import sys
 import time
 from collections import Counter
@@ -103,6 +109,7 @@ from posewire.codec.wire import (
 from posewire.transport import (
     DEFAULT_PING_INTERVAL,
     DEFAULT_PING_TIMEOUT,
+    certificate_validity,
     check_liveness,
     server_tls_context,
 )
@@ -126,6 +133,10 @@ T = TypeVar("T")
 _CLOSE_PROTOCOL = 1002
 #: Descriptors kept free for the listening socket, logs, files (not for clients).
 _FD_RESERVE = 64
+#: Connections accepted per loop pass at most (spec §5.7 rule 8): below the spare
+#: descriptors, so a burst never runs the process out of them before refused
+#: connections are closed. (The kernel's accept queue stays deep, see Relay.start.)
+_ACCEPT_BATCH = _FD_RESERVE // 2
 #: A msgpack map whose first key is ``t`` = ``"f"``: how every encoder writes a frame
 #: (spec §5.2 canonical order), checked before decoding to drop over-rate frames cheaply.
 _FRAME_PREFIX = b"\xa1t\xa1f"
@@ -136,6 +147,8 @@ _WINDOW_TAG = b"pwW1"
 #: Seconds between re-probes of a consumer whose window is full (a client may answer only
 #: the newest of several pings, RFC 6455 §5.5.3; one pong reopens the window).
 _REPROBE_S = 1.0
+#: A certificate that expires sooner than this gets a warning at start (spec §5.7 rule 10).
+_CERT_WARN_DAYS = 7
 
 
 def is_loopback(host: str | None) -> bool:
@@ -279,6 +292,16 @@ class RelayStats:
     origin_refused: int = 0
     #: producers replaced because they stopped answering pings
     replaced: int = 0
+    #: connections closed at the hello deadline before their TLS or WebSocket handshake
+    #: was done
+    handshake_timeouts: int = 0
+    #: TLS handshakes that failed (or timed out)
+    tls_failed: int = 0
+    #: accept() calls that failed (out of descriptors or memory)
+    accept_failed: int = 0
+    #: messages from the broker not taken (the stream's producer is here, too large, over
+    #: the frame rate, not a data message; spec §5.7.1 rule 6)
+    broker_refused: int = 0
     errors_by_code: Counter[str] = field(default_factory=Counter)
 
 
@@ -340,6 +363,8 @@ class _Stream:
         self.sequence = SequenceTracker()
         #: held while a producer hello checks whether the current producer is alive
         self.takeover = asyncio.Lock()
+        #: frames from the broker: the rate of one producer (spec §5.7.1 rule 6)
+        self.broker_bucket: TokenBucket | None = None
 
     @property
     def empty(self) -> bool:
@@ -401,6 +426,14 @@ class _RelayConnection(ServerConnection):
         self.heard_at = 0.0  # loop time of the last bytes from the peer (spec §5.7 rule 11)
         self.admitted = False
         self.refused = False
+        #: websockets' connection_made ran (after the TLS handshake, with TLS)
+        self.attached = False
+        #: the TCP transport (under TLS, the one beneath websockets' transport)
+        self.raw_transport: asyncio.Transport | None = None
+        #: closes the connection if its handshakes are not done by the hello deadline
+        self.deadline: asyncio.TimerHandle | None = None
+        #: the TLS handshake under way (a reference keeps the task alive)
+        self.tls_task: asyncio.Task[None] | None = None
         self.client: _Client | None = None
         fail = self.protocol.fail
         relay = self.relay
@@ -423,29 +456,59 @@ class _RelayConnection(ServerConnection):
         self.heard_at = self.loop.time()
         super().data_received(data)
 
-    async def _answered(self, pong: asyncio.Future[float], timeout: float) -> bool:
-        """True when ``pong`` comes, or the peer sends anything, within ``timeout`` s
-        (spec §5.7 rule 11: a busy peer's pong may wait behind data the relay has not
-        read yet, and its bytes are a sign of life like a pong)."""
-        since = self.loop.time()
+    async def _answered(self, pong: asyncio.Future[float], timeout: float,
+                        since: float | None = None) -> bool:
+        """True when ``pong`` comes, or the peer sends anything (after ``since``, loop
+        time, default now), within ``timeout`` s (spec §5.7 rule 11: a busy peer's pong
+        may wait behind data the relay has not read yet, and its bytes are a sign of
+        life like a pong)."""
+        if since is None:
+            since = self.loop.time()
         done, _ = await asyncio.wait({pong}, timeout=timeout)
         if done:
             return not pong.cancelled() and pong.exception() is None
         return self.heard_at > since
 
+    async def _ping(self, timeout: float) -> asyncio.Future[float] | None:
+        """A ping, or None when websockets could not take it within ``timeout`` s: it
+        waits for the write buffer to drain, which a peer that stopped reading never
+        does (spec §5.7 rule 11: liveness does not depend on the buffers)."""
+        try:
+            async with asyncio.timeout(timeout):
+                return asyncio.ensure_future(await self.ping())
+        except TimeoutError:
+            return None
+
     async def alive(self, timeout: float) -> bool:
         """Ping; True when the peer answers or sends within ``timeout`` s."""
+        since = self.loop.time()
         try:
-            pong = asyncio.ensure_future(await self.ping())
+            pong = await self._ping(timeout)
         except ConnectionClosed:
             return False
-        return await self._answered(pong, timeout)
+        if pong is None:
+            return self.heard_at > since
+        return await self._answered(pong, max(0.0, since + timeout - self.loop.time()), since)
+
+    def _fail_keepalive(self) -> None:
+        """Close 1011 (spec §5.7 rule 11) without waiting behind the write buffer: a
+        peer that does not read would never let the close frame through, so its
+        connection is dropped now (after ``close_timeout`` when nothing is buffered)."""
+        if self.protocol.state is WsState.OPEN:
+            self.protocol.fail(CloseCode.INTERNAL_ERROR, "keepalive ping timeout")
+            with contextlib.suppress(RuntimeError, OSError):
+                self.send_data()
+        if self.transport.get_write_buffer_size() > 0 or not self.close_timeout:
+            self.transport.abort()
+        else:
+            self.loop.call_later(self.close_timeout, self.transport.abort)
 
     async def keepalive(self) -> None:
         # spec §5.7 rule 11: a phase per connection (its first keepalive ping comes up to
         # one interval later), so connections opened together do not all ping together;
         # a peer that answers, or sends anything, within the timeout is alive, and a ping
-        # it has not answered yet is not repeated
+        # it has not answered yet is not repeated. The timeout runs from when the ping is
+        # due, even while the ping waits behind a write buffer the peer does not drain.
         if self.ping_interval is None:
             return
         await asyncio.sleep(random.uniform(0.0, self.ping_interval))
@@ -453,13 +516,19 @@ class _RelayConnection(ServerConnection):
         with contextlib.suppress(ConnectionClosed):
             while True:
                 await asyncio.sleep(self.ping_interval)
+                since = self.loop.time()
+                limit = self.ping_timeout if self.ping_timeout is not None else self.ping_interval
                 if pong is None or pong.done():
-                    pong = asyncio.ensure_future(await self.ping())
+                    pong = await self._ping(limit)
                 if self.ping_timeout is None:
                     continue
-                if not await self._answered(pong, self.ping_timeout):
-                    async with self.send_context():
-                        self.protocol.fail(CloseCode.INTERNAL_ERROR, "keepalive ping timeout")
+                if pong is None:
+                    alive = self.heard_at > since
+                else:
+                    left = max(0.0, since + self.ping_timeout - self.loop.time())
+                    alive = await self._answered(pong, left, since)
+                if not alive:
+                    self._fail_keepalive()
                     return
 
     def acknowledge_pings(self, data: bytes) -> None:
@@ -471,18 +540,80 @@ class _RelayConnection(ServerConnection):
         super().acknowledge_pings(data)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.raw_transport = transport
         if not self.relay._admit(self, transport):
             # refused before websockets does any work for it (no handler, no parsing)
             self.refused = True
-            assert isinstance(transport, asyncio.Transport)
             transport.abort()
             return
-        super().connection_made(transport)
+        tls = self.relay.tls
+        if tls is None:
+            self.attached = True
+            super().connection_made(transport)
+            return
+        # spec §5.7 rule 8: the TLS handshake comes after admission, so a pending one
+        # counts against the caps and the hello deadline (nothing is read before)
+        transport.pause_reading()
+        self.tls_task = self.loop.create_task(self._start_tls(transport, tls),
+                                              name=f"posewire-tls-{self.peer_host}")
+
+    async def _start_tls(self, raw: asyncio.Transport, tls: ssl.SSLContext) -> None:
+        relay = self.relay
+        early = _EarlyData()
+        left = self.accepted_at + relay.hello_timeout - self.loop.time()
+        try:
+            secure = await self.loop.start_tls(raw, early, tls, server_side=True,
+                                               ssl_handshake_timeout=max(0.001, left))
+        except (OSError, TimeoutError, ConnectionError, ValueError, RuntimeError) as exc:
+            # a failed or timed-out handshake: counted and logged at a bounded rate
+            # (ssl.SSLError is an OSError), never a traceback; one the relay closed
+            # (deadline, eviction, shutdown) was counted there
+            if self.admitted:
+                relay.stats.tls_failed += 1
+                relay._reject("TLS handshake from %s failed: %s", self.peer_host,
+                              (str(exc) or type(exc).__name__)[:160])
+            raw.abort()
+            relay._release(self)
+            return
+        if early.lost or secure is None or secure.is_closing() or not self.admitted:
+            relay._release(self)
+            raw.abort()
+            return
+        secure.set_protocol(self)
+        self.attached = True
+        super().connection_made(secure)
+        # application data that came with the end of the handshake, before websockets
+        # was attached, is handed over in order
+        for data in early.data:
+            self.data_received(data)
+        if early.eof:
+            self.eof_received()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.relay._release(self)
-        if not self.refused:
+        if self.attached:
             super().connection_lost(exc)
+
+
+class _EarlyData(asyncio.Protocol):
+    """The application side of a TLS handshake run by :meth:`_RelayConnection._start_tls`:
+    it keeps what arrives between the end of the handshake and websockets taking over."""
+
+    def __init__(self) -> None:
+        self.data: list[bytes] = []
+        self.eof = False
+        self.lost = False
+
+    def data_received(self, data: bytes) -> None:
+        self.data.append(data)
+
+    def eof_received(self) -> bool:
+        self.eof = True
+        return True
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
 
 
 class Relay:
@@ -567,6 +698,7 @@ class Relay:
         self._requested_port = port
         self.token = token
         self.tls = None if tls_cert is None or tls_key is None else server_tls_context(tls_cert, tls_key)
+        self.tls_cert = tls_cert
         self.allow_origins = frozenset(_norm_origin(o) for o in allow_origins)
         self.limits = Limits(max_message_bytes=max_bytes, max_fps=max_fps, burst_s=burst_s,
                              on_rate=on_rate)
@@ -601,6 +733,9 @@ class Relay:
         self._too_large_reply = encode(ErrorMessage.from_exception(DecodeError(
             "decode.too_large", f"message exceeds {max_bytes} bytes", path="$")))
         self._server: Server | None = None
+        #: descriptors of the listening sockets (failed accepts on them are counted)
+        self._listening: set[int] = set()
+        self._previous_handler: Callable[[asyncio.AbstractEventLoop, dict[str, Any]], object] | None = None
         self._status_task: asyncio.Task[None] | None = None
         self._closing = False
         #: Called as ``hook(stream, message, data)`` for every data message (frame,
@@ -631,9 +766,31 @@ class Relay:
             self.max_connections = fit
         self.max_per_address = min(self.max_per_address, self.max_connections)
 
+    def _check_certificate(self) -> None:
+        """Warn when the certificate has expired, is not valid yet, or expires within
+        ``_CERT_WARN_DAYS`` days (spec §5.7 rule 10): clients will refuse it."""
+        if self.tls_cert is None:
+            return
+        validity = certificate_validity(self.tls_cert)
+        if validity is None:
+            return
+        not_before, not_after = validity
+        now = datetime.datetime.now(datetime.UTC)
+        left = (not_after - now).total_seconds() / 86400
+        if left < 0:
+            log.warning("the TLS certificate %s EXPIRED %.1f days ago (%s): clients will "
+                        "refuse it", self.tls_cert, -left, not_after.isoformat())
+        elif left < _CERT_WARN_DAYS:
+            log.warning("the TLS certificate %s expires in %.1f days (%s)", self.tls_cert,
+                        left, not_after.isoformat())
+        if not_before > now:
+            log.warning("the TLS certificate %s is not valid before %s: clients will "
+                        "refuse it", self.tls_cert, not_before.isoformat())
+
     async def start(self) -> None:
         """Bind and start serving (after connecting to the broker, if any)."""
         self._fit_descriptor_limit()
+        self._check_certificate()
         if self.broker is not None:
             await self.broker.start(self)
         conn_class = type("RelayConnection", (_RelayConnection,), {"relay": self})
@@ -643,10 +800,12 @@ class Relay:
             compression=None,
             process_request=self._check_request,
             create_connection=conn_class,
-            ssl=self.tls,
-            # a deep accept queue: under a connection flood a legitimate SYN is queued (and
-            # accepted within one loop pass) instead of dropped and retried a second later
-            backlog=min(4096, max(128, self.max_connections)),
+            # no ssl here: each connection starts its TLS handshake itself once admitted
+            # (spec §5.7 rule 8), so pending handshakes count against the caps
+            ssl=None,
+            # asyncio accepts up to ``backlog`` connections per loop pass: never more
+            # than the spare descriptors (spec §5.7 rule 8)
+            backlog=_ACCEPT_BATCH,
             open_timeout=self.hello_timeout,
             ping_interval=self.ping_interval,
             ping_timeout=self.ping_timeout,
@@ -655,14 +814,47 @@ class Relay:
             write_limit=self._write_limit,
             close_timeout=self.close_timeout,
         )
+        # a deep accept queue all the same: under a connection flood a legitimate SYN is
+        # queued (and accepted within a few loop passes) instead of dropped and retried a
+        # second later (listen() again on a listening socket only sets its queue length)
+        deep = min(4096, max(128, self.max_connections))
+        for sock in self._server.sockets:
+            with contextlib.suppress(OSError), socket.socket(fileno=os.dup(sock.fileno())) as dup:
+                dup.listen(deep)
+        self._listening = {sock.fileno() for sock in self._server.sockets}
+        loop = asyncio.get_running_loop()
+        self._previous_handler = loop.get_exception_handler()
+        loop.set_exception_handler(self._loop_exception)
         if self.status_every:
             self._status_task = asyncio.create_task(self._status_loop(self.status_every))
+
+    def _loop_exception(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        """The loop's exception handler while the relay runs: a failed accept() on one
+        of its listening sockets (out of descriptors or memory; asyncio retries a second
+        later) is counted and logged at a bounded rate without a traceback (spec §5.7
+        rule 8); anything else goes to the previous handler."""
+        sock = context.get("socket")
+        fileno = sock.fileno() if sock is not None and hasattr(sock, "fileno") else -1
+        if (self._listening and fileno in self._listening
+                and str(context.get("message", "")).startswith("socket.accept()")):
+            self.stats.accept_failed += 1
+            exc = context.get("exception")
+            self._reject("accept() failed: %s", exc if exc is not None else context["message"])
+            return
+        if self._previous_handler is not None:
+            self._previous_handler(loop, context)
+        else:
+            loop.default_exception_handler(context)
 
     async def close(self, reason: str = "relay shutting down") -> None:
         """Graceful shutdown: a bye to every open client, close all (1000), stop."""
         if self._closing:
             return
         self._closing = True
+        loop = asyncio.get_running_loop()
+        if loop.get_exception_handler() == self._loop_exception:
+            loop.set_exception_handler(self._previous_handler)
+        self._listening = set()  # (when another relay's handler sits on top of ours)
         if self._status_task is not None:
             self._status_task.cancel()
         if self._server is not None:
@@ -671,7 +863,9 @@ class Relay:
                              return_exceptions=True)
         for waiting in list(self._hello_less.values()):
             for conn in list(waiting):
-                conn.transport.abort()
+                self._release(conn)
+                if conn.raw_transport is not None:
+                    conn.raw_transport.abort()
         if self._server is not None:
             await self._server.wait_closed()
         if self.broker is not None:
@@ -771,7 +965,10 @@ class Relay:
                 f"drops={st.drops} rate_limited={st.rate_limited} errors={st.errors} "
                 f"stale={st.stale} connections={self._admitted} refused={st.refused} "
                 f"evicted={st.evicted} origin_refused={st.origin_refused} "
-                f"replaced={st.replaced}" + ("" if self.broker is None else self.broker.status()))
+                f"replaced={st.replaced} handshake_timeouts={st.handshake_timeouts} "
+                f"tls_failed={st.tls_failed} accept_failed={st.accept_failed}"
+                + ("" if self.broker is None
+                   else f" broker_refused={st.broker_refused}" + self.broker.status()))
 
     async def _status_loop(self, every: float) -> None:
         out = self.status_file or sys.stderr
@@ -804,7 +1001,8 @@ class Relay:
             else:
                 victim = next(iter(self._hello_less[top]))
                 self._release(victim)
-                victim.transport.abort()
+                if victim.raw_transport is not None:
+                    victim.raw_transport.abort()
                 self.stats.evicted += 1
         if why:
             self.stats.refused += 1
@@ -814,6 +1012,10 @@ class Relay:
         self._admitted += 1
         self._per_address[host] += 1
         self._hello_less.setdefault(host, {})[conn] = None
+        # spec §5.7 rule 8: the TLS and WebSocket handshakes must be done by the hello
+        # deadline (the hello itself is timed by the handler, which answers decode.state)
+        conn.deadline = asyncio.get_running_loop().call_at(
+            conn.accepted_at + self.hello_timeout, self._handshake_overdue, conn)
         if self.send_buffer:
             sock = transport.get_extra_info("socket")
             if sock is not None:
@@ -827,7 +1029,20 @@ class Relay:
         if waiting is not None and waiting.pop(conn, 0) is None and not waiting:
             del self._hello_less[conn.peer_host]
 
+    def _handshake_overdue(self, conn: _RelayConnection) -> None:
+        """The hello deadline passed before the handshakes were done (no handler yet)."""
+        conn.deadline = None
+        if conn.admitted and conn.client is None and conn.raw_transport is not None:
+            self.stats.handshake_timeouts += 1
+            self._reject("closed a connection from %s: no handshake within %.1f s",
+                         conn.peer_host, self.hello_timeout)
+            self._release(conn)
+            conn.raw_transport.abort()
+
     def _release(self, conn: _RelayConnection) -> None:
+        if conn.deadline is not None:
+            conn.deadline.cancel()
+            conn.deadline = None
         if not conn.admitted:
             return
         conn.admitted = False
@@ -855,11 +1070,18 @@ class Relay:
 
     def _check_request(self, ws: ServerConnection, request: Request) -> Response | None:
         """Origin check before the upgrade (spec §5.8): browsers only from allowed origins."""
-        origin = request.headers.get("Origin")
+        host = ws.peer_host if isinstance(ws, _RelayConnection) else "?"
+        origins = request.headers.get_all("Origin")
+        if len(origins) > 1:
+            # spec §5.7 rule 9: one Origin at most (RFC 6454 §7.3); a bad request, answered
+            # once with 400 — never an internal error
+            self.stats.origin_refused += 1
+            self._reject("refused a request from %s: %d Origin headers", host, len(origins))
+            return ws.respond(400, "one Origin header at most\n")
+        origin = origins[0] if origins else None
         if origin is None or _norm_origin(origin) in self.origins:
             return None
         self.stats.origin_refused += 1
-        host = ws.peer_host if isinstance(ws, _RelayConnection) else "?"
         self._reject("refused a browser from %s: origin %r not allowed", host, origin[:100])
         return ws.respond(403, "origin not allowed\n")
 
@@ -870,6 +1092,9 @@ class Relay:
         client = _Client(ws, Connection(side="server", limits=self.limits,
                                         auth_token=self.token), secrets.token_hex(8))
         ws.client = client
+        if ws.deadline is not None:  # the handshakes are done: the hello is timed below
+            ws.deadline.cancel()
+            ws.deadline = None
         self.stats.connections += 1
         if ws.subprotocol != SUBPROTOCOL:
             await ws.close(_CLOSE_PROTOCOL, f"subprotocol {SUBPROTOCOL} required")
@@ -1003,14 +1228,38 @@ class Relay:
         ``stream``, exactly as if its local producer had sent it: the stream's late-join
         state is updated and every consumer gets it latest-wins (spec §5.7). ``data``: the
         message's encoded bytes (encoded here when omitted). Returns False when the
-        message was not taken (a frame older than the stream's newest, or not a data
-        message). :attr:`publish_hooks` are not called (no echo back to the broker)."""
+        message was not taken (a frame older than the stream's newest, not a data
+        message, a stream whose producer is connected here, a message over this relay's
+        size limit, a frame over the producer frame rate: spec §5.7.1 rule 6).
+        :attr:`publish_hooks` are not called (no echo back to the broker)."""
         if not isinstance(message, Frame | Calibration | ConditionsMessage):
+            self.stats.broker_refused += 1
             return False
         s = self._streams.get(stream)
+        if s is not None and s.producers:
+            # spec §5.7.1 rule 6: the stream's producer is here; nothing from the broker
+            # overrides it (its own messages never come back: the broker link has no echo)
+            self.stats.broker_refused += 1
+            return False
+        if data is None:
+            data = encode(message)
+        if len(data) > self.limits.max_message_bytes:
+            # spec §5.7.1 rule 6: the size limit of a client message (spec §5.8)
+            self.stats.broker_refused += 1
+            return False
         if s is None:
             s = self._streams[stream] = _Stream(stream)
-        return self._deliver(s, message, encode(message) if data is None else data)
+        if isinstance(message, Frame):
+            # spec §5.7.1 rule 6: the frame rate of a producer (spec §5.8), per stream, so
+            # that one stream's broker input cannot crowd out the others
+            if s.broker_bucket is None:
+                fps = self.limits.max_fps
+                s.broker_bucket = TokenBucket(fps, max(1.0, fps * self.limits.burst_s, fps))
+            if not s.broker_bucket.take(asyncio.get_running_loop().time()):
+                self.stats.rate_limited += 1
+                self.stats.broker_refused += 1
+                return False
+        return self._deliver(s, message, data)
 
     def late_join_state(self, stream: str) -> list[tuple[str, bytes]]:
         """``[(kind, bytes)]``: what a late joiner of ``stream`` gets now (spec §5.7;
@@ -1022,7 +1271,7 @@ class Relay:
         """A new producer took ``stream`` elsewhere: its frames are numbered from its
         own start, not checked against the previous producer's (spec §5.7.1)."""
         s = self._streams.get(stream)
-        if s is not None:
+        if s is not None and not s.producers:  # never the sequence of a local producer
             s.sequence = SequenceTracker()
 
     async def evict_producer(self, stream: str, reason: str) -> None:

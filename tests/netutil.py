@@ -8,14 +8,27 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+import msgpack
+import numpy as np
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 from websockets.typing import Subprotocol
 
 from posewire.codec.protocol import Connection
-from posewire.codec.wire import SUBPROTOCOL, ErrorMessage, Hello, Message, Welcome, decode, encode
+from posewire.codec.registry import REGISTRY
+from posewire.codec.vector import DEFAULTS
+from posewire.codec.wire import (
+    SUBPROTOCOL,
+    ErrorMessage,
+    Frame,
+    Hello,
+    Message,
+    Welcome,
+    decode,
+    encode,
+)
 
-__all__ = ["TIMEOUT", "Closed", "RawClient", "open_raw", "wait_for"]
+__all__ = ["TIMEOUT", "Closed", "RawClient", "open_raw", "padded_frame", "wait_for"]
 
 #: Upper bound for any single wait in these tests (seconds).
 TIMEOUT = 2.0
@@ -105,3 +118,17 @@ async def wait_for(predicate: Callable[[], bool], *, timeout: float = TIMEOUT) -
     async with asyncio.timeout(timeout):
         while not predicate():
             await asyncio.sleep(0.002)
+
+
+def padded_frame(seq: int, yaw: float, size: int) -> bytes:
+    """A valid full frame (``h_yaw`` = ``yaw``) of exactly ``size`` bytes (at least 512):
+    an unknown key pads it (spec §5.9 rule 4: ignored)."""
+    values = np.array(DEFAULTS, dtype=np.float64)
+    values[REGISTRY.index("h_yaw")] = yaw
+    obj = msgpack.unpackb(encode(Frame(seq, 1000 + seq, values)))
+    obj["zz"] = ""
+    pad = size - len(msgpack.packb(obj))
+    obj["zz"] = "x" * (pad - 2)  # a str16 of pad - 2 bytes replaces a 1-byte fixstr
+    data = bytes(msgpack.packb(obj))
+    assert len(data) == size
+    return data

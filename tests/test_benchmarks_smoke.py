@@ -147,3 +147,19 @@ def test_fidelity_bench_quick_run_prints_every_table(capsys: pytest.CaptureFixtu
     out = capsys.readouterr().out
     assert "| numpy / float (best) |" in out and "| holistic_signer.pose |" in out
     assert "| ground truth, every part present, 2/6 mm noise |" in out and "batch of 2000" in out
+
+
+def test_tls_flood_bench_smoke(tmp_path: Path) -> None:
+    """300 hello-less TCP connections to a TLS relay process (more than the per-address
+    cap of 256) and 2 legitimate connects from another address: the excess is refused at
+    accept, both connects succeed, and the relay's log has no traceback. Memory and
+    times are printed, not asserted."""
+    bench = _load("tls_flood_bench")
+    out = tmp_path / "flood.json"
+    assert bench.main(["--flood", "300", "--legit", "2", "--nofile", "400",
+                       "--json", str(out)]) == 0
+    import json
+
+    r = json.loads(out.read_text())
+    assert r["opened"] == 300 and r["legit_ok"] == 2 and r["tracebacks"] == 0
+    assert r["relay"]["refused"] >= 300 - 256

@@ -11,15 +11,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from netutil import TIMEOUT, open_raw, wait_for
+from netutil import TIMEOUT, open_raw, padded_frame, wait_for
+from websockets.asyncio.server import ServerConnection, serve
+from websockets.typing import Subprotocol
 
 from posewire.cli import _consume, build_parser
 from posewire.codec.calibration import REFERENCE_CALIBRATION
 from posewire.codec.conditions import Affect, Conditions
-from posewire.codec.errors import UsageError
+from posewire.codec.errors import DecodeError, UsageError
+from posewire.codec.protocol import CLOSE_CODES, Connection, Limits, ProtocolFailure
 from posewire.codec.registry import REGISTRY
 from posewire.codec.vector import DEFAULTS, N_DIMS
-from posewire.codec.wire import Bye
+from posewire.codec.wire import SUBPROTOCOL, Bye, ErrorMessage, Frame, encode
 from posewire.consumers.subscriber import SubscribedFrame, Subscriber
 from posewire.producers.publisher import Publisher, frame_values
 from posewire.producers.recording import RecordedFrame, read_recording, write_recording
@@ -372,3 +375,72 @@ def test_cli_exposure_flags_reach_the_relay_and_clients() -> None:
     assert sub.tls is not None and sub.ping_timeout == 1.0
     with pytest.raises(UsageError):  # a CA file with ws:// is a mistake, said at once
         Subscriber("ws://127.0.0.1:1", "s", ca_file=str(WAVE))
+
+
+# ---------------------------------------------------------------- a Subscriber never dies of one message
+
+
+async def test_subscriber_honours_the_announced_size_skips_bad_messages_and_reconnects() -> None:
+    """A relay announcing 8192 bytes sends a 5,000-byte frame, a message that is not
+    msgpack, one over its own announced size, a text message, a valid frame, then an
+    error (decode.state) and a close: the Subscriber takes the 5,000-byte frame, skips and
+    counts the 3 bad messages, reconnects after the error and yields the next frames."""
+    connections = 0
+
+    async def handler(ws: ServerConnection) -> None:
+        nonlocal connections
+        connections += 1
+        conn = Connection(side="server", limits=Limits(max_message_bytes=8192))
+        for ev in conn.receive_data(await ws.recv()):  # type: ignore[arg-type]
+            assert not isinstance(ev, ProtocolFailure)
+        await ws.send(conn.accept(f"s{connections}"))
+        if connections == 1:
+            await ws.send(padded_frame(0, 0.1, 5000))
+            await ws.send(b"\xc1\x00\x01")  # 0xc1: never used in msgpack
+            await ws.send(padded_frame(1, 0.15, 9000))  # over the announced 8192
+            await ws.send("text")
+            await ws.send(encode(frame_for(2, 0.2)))
+            await ws.send(encode(ErrorMessage.from_exception(
+                DecodeError("decode.state", "forced", path="t"))))
+            await ws.close(CLOSE_CODES["decode.state"])
+            return
+        await ws.send(encode(frame_for(0, 0.3)))
+        await ws.wait_closed()
+
+    async with serve(handler, "127.0.0.1", 0, subprotocols=[Subprotocol(SUBPROTOCOL)],
+                     compression=None, max_size=1 << 20) as server:
+        url = f"ws://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        async with Subscriber(url, "a", backoff_initial=0.01) as sub:
+            yaws = []
+            async with asyncio.timeout(3 * TIMEOUT):
+                async for got in sub:
+                    yaws.append(round(float(got.values[H_YAW]), 3))
+                    if yaws[-1] == 0.3:
+                        break
+            assert sub.frames_received == 3  # 0.1 (5,000 bytes), 0.2, then 0.3
+            assert sub.messages_skipped == 3
+            assert sub.last_skip is not None and sub.last_skip.code == "decode.type"
+            assert sub.reconnects == 1 and connections == 2
+            assert sub.last_error is not None and sub.last_error.code == "decode.state"
+            assert yaws[-1] == 0.3 and set(yaws) <= {0.1, 0.2, 0.3}
+
+
+async def test_a_relay_with_larger_messages_reaches_a_subscriber() -> None:
+    """A relay run with max_bytes 8192 forwards a producer's 5,000-byte frame: the
+    Subscriber takes it (the size its relay announced), then the next one."""
+    async with Relay("127.0.0.1", port=0, max_bytes=8192) as relay, \
+            Subscriber(relay.url, "a") as sub:
+        producer = await open_raw(relay.url, "producer", "a")
+        await wait_for(lambda: relay.streams.get("a") == (1, 1))
+        await producer.ws.send(padded_frame(0, 0.1, 5000))
+        assert (await next_frame(sub)).values[H_YAW] == pytest.approx(0.1, abs=1e-4)
+        await producer.ws.send(encode(frame_for(1, 0.2)))
+        assert (await next_frame(sub)).values[H_YAW] == pytest.approx(0.2, abs=1e-4)
+        assert sub.messages_skipped == 0 and sub.frames_received == 2
+        await producer.ws.close()
+
+
+def frame_for(seq: int, yaw: float) -> Frame:
+    values = DEFAULTS.copy()
+    values[H_YAW] = yaw
+    return Frame(seq, 1000 + seq, values)

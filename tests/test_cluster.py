@@ -21,7 +21,7 @@ import pytest
 from benchutil import load_benchmark
 from hypothesis import given
 from hypothesis import strategies as st
-from netutil import RawClient, open_raw, wait_for
+from netutil import RawClient, open_raw, padded_frame, wait_for
 
 from posewire.cluster import Broker, stream_token
 from posewire.codec.conditions import conditions_from_obj
@@ -412,3 +412,52 @@ async def test_three_relays_every_frame_in_order_and_failover(three_relays: list
             await s.close()
         for client in [*raw, prod]:
             client.ws.transport.abort()
+
+
+async def test_broker_messages_never_override_a_local_producer_and_are_checked_like_clients(
+        cluster: list[Relay], nats_server: object) -> None:
+    """Issue 21 row 2 (spec §5.7.1 rule 6), on an open broker: a frame forged on the
+    subject of a stream whose producer relay A holds, numbered 500 ahead (and a forged
+    60 Hz stream, with a forged new-producer header) never reaches A's consumers nor
+    silences the real producer there; on relay B, a broker message over B's size limit is
+    dropped, and a flood on one stream is held to a producer's frame rate."""
+    a, b = cluster
+    local = await open_raw(a.url, "consumer", "owned")
+    prod = await open_raw(a.url, "producer", "owned")
+    remote = await open_raw(b.url, "consumer", "other")
+    nc = await nats.connect(nats_server.url)  # type: ignore[attr-defined]
+    try:
+        first = encode(_frame(0))
+        await prod.ws.send(first)
+        assert await _recv_bytes(local, 1) == [first]
+        await nc.publish("posewire.s.owned", encode(_frame(500, m_jaw=0.9)))
+        for seq in range(501, 531):
+            await nc.publish("posewire.s.owned", encode(_frame(seq, m_jaw=0.9)),
+                             headers={"Posewire-Producer": "forged"})
+        await nc.flush()
+        await wait_for(lambda: a.stats.broker_refused == 31, timeout=3)
+        sent = [encode(_frame(seq)) for seq in range(1, 6)]
+        for data in sent:
+            await prod.ws.send(data)
+        assert await _recv_bytes(local, 5) == sent  # the real producer, not silenced
+        assert a.stats.stale == 0
+        # relay B (no producer of "other"): too large for B, then a flood of 1,000 frames
+        assert b.limits.max_message_bytes == 4096
+        began = time.monotonic()
+        await nc.publish("posewire.s.other", padded_frame(0, 0.1, 5000))
+        for seq in range(1, 1001):
+            await nc.publish("posewire.s.other", encode(_frame(seq)))
+        await nc.flush()
+        assert b.broker is not None
+        await wait_for(lambda: b.broker is not None and b.broker.stats.received >= 1001,
+                       timeout=5)
+        elapsed = time.monotonic() - began
+        assert b.broker.stats.received_bad == 1  # the 5,000-byte one
+        taken = b.stats.frames_in
+        # a burst of one second of frames, then the producer rate (120/s)
+        assert 0 < taken <= 120 + 120 * elapsed + 1
+        assert b.stats.broker_refused == 1000 - taken
+        got = await _recv_bytes(remote, 1)
+        assert len(got[0]) < 4096
+    finally:
+        await nc.close()

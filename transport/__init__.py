@@ -17,6 +17,7 @@ from posewire.transport.client import (
 from posewire.transport.tls import (
     DEFAULT_PING_INTERVAL,
     DEFAULT_PING_TIMEOUT,
+    certificate_validity,
     check_liveness,
     client_tls_context,
     server_tls_context,
@@ -31,6 +32,7 @@ __all__ = [
     "LinkClosedError",
     "RelayError",
     "RelayUrls",
+    "certificate_validity",
     "check_liveness",
     "client_tls_context",
     "retry_connect",

@@ -32,6 +32,7 @@ from posewire.codec.protocol import (
     Event,
     ProtocolFailure,
     Received,
+    Skipped,
     State,
 )
 from posewire.codec.wire import SUBPROTOCOL, ErrorMessage, Message, Welcome
@@ -50,6 +51,9 @@ __all__ = [
 #: Error codes a reconnect cannot fix (spec §5.8): the client gives up on them.
 FATAL_CODES: frozenset[str] = frozenset({"decode.auth", "decode.registry", "decode.version"})
 _FATAL_CLOSE = frozenset(CLOSE_CODES[c] for c in FATAL_CODES)
+#: Link failures a reconnect cannot fix: ``tls`` = the relay's certificate does not
+#: verify (expired, wrong host, unknown CA) — retrying would fail the same way.
+_FATAL_LINK = frozenset({"tls"})
 #: Seconds a closing link waits for the relay's close before dropping the TCP connection
 #: (a dead relay never answers: the link must not linger in CLOSING).
 _CLOSE_TIMEOUT = 1.0
@@ -57,7 +61,8 @@ _CLOSE_TIMEOUT = 1.0
 
 class RelayError(Exception):
     """The relay (or the link to it) reported an error: stable ``code`` (a key of
-    :data:`posewire.codec.errors.ERROR_CODES`, or ``"link"`` for transport failures), optional
+    :data:`posewire.codec.errors.ERROR_CODES`, ``"link"`` for transport failures or ``"tls"``
+    when the relay's certificate does not verify), optional
     websocket ``close_code``, ``path`` and ``message``. ``fatal`` errors are not retried."""
 
     def __init__(self, code: str, message: str, *, close_code: int | None = None,
@@ -70,8 +75,10 @@ class RelayError(Exception):
 
     @property
     def fatal(self) -> bool:
-        """True when reconnecting cannot help (auth, registry, protocol version)."""
-        return self.code in FATAL_CODES or self.close_code in _FATAL_CLOSE
+        """True when reconnecting cannot help (auth, registry, protocol version, a
+        certificate that does not verify)."""
+        return (self.code in FATAL_CODES or self.code in _FATAL_LINK
+                or self.close_code in _FATAL_CLOSE)
 
     @classmethod
     def from_message(cls, msg: ErrorMessage, close_code: int | None = None) -> RelayError:
@@ -174,6 +181,10 @@ class ClientLink:
         self.welcome: Welcome | None = None
         #: Whether the last frame fed was behind the newest seen (spec §5.4).
         self.last_stale = False
+        #: Messages from the relay that did not decode and were skipped (spec §5.10),
+        #: and the last one's error.
+        self.skipped = 0
+        self.last_skip: DecodeError | None = None
 
     @classmethod
     async def open(cls, url: str, stream: str, *, role: Literal["producer", "consumer"],
@@ -195,6 +206,10 @@ class ClientLink:
                                compression=None, proxy=None, ssl=tls,
                                ping_interval=ping_interval, ping_timeout=ping_timeout,
                                close_timeout=_CLOSE_TIMEOUT)
+        except ssl.SSLCertVerificationError as exc:
+            # fatal: the same certificate fails the same way on every retry
+            raise RelayError("tls", f"the TLS certificate of {url} does not verify: "
+                             f"{exc.verify_message or exc.reason}") from None
         except (OSError, InvalidHandshake, InvalidURI, TimeoutError, ssl.SSLError) as exc:
             raise RelayError("link", f"cannot connect to {url}: {exc}") from None
         link = cls(ws, Connection(side="client", role=role))
@@ -224,12 +239,18 @@ class ClientLink:
     def feed(self, data: bytes | str) -> list[Message]:
         """Feed one received websocket message to the state machine; the valid messages.
 
-        An error message from the relay raises :class:`RelayError`; a violation by the
-        relay raises :class:`RelayError` with its code (we close the link).
+        A message that does not decode (malformed, over the size the welcome announced)
+        is skipped and counted in :attr:`skipped` (spec §5.10). An error message from the
+        relay raises :class:`RelayError`; any other violation by the relay raises
+        :class:`RelayError` with its code (we close the link).
         """
         if isinstance(data, str):
-            events: list[Event] = [self.conn.fail(DecodeError(
-                "decode.type", "a message must be binary", path="$"))]
+            error = DecodeError("decode.type", "a message must be binary", path="$")
+            if self.conn.state in (State.OPEN, State.CLOSING):
+                self.skipped += 1  # spec §5.10: skipped like any message that does not decode
+                self.last_skip = error
+                return []
+            events: list[Event] = [self.conn.fail(error)]
         else:
             events = self.conn.receive_data(data)
         out: list[Message] = []
@@ -243,6 +264,9 @@ class ClientLink:
             elif isinstance(ev, ProtocolFailure):
                 raise RelayError(ev.error.code, f"relay sent bad data: {ev.error.message}",
                                  close_code=ev.close_code, path=ev.error.path)
+            elif isinstance(ev, Skipped):
+                self.skipped += 1
+                self.last_skip = ev.error
             elif isinstance(ev, Closed):
                 break
         return out
