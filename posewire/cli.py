@@ -14,8 +14,9 @@ from typing import Any
 
 from posewire.codec.registry import DIMENSIONS, REGISTRY
 
-from . import demo, export_cli, produce_cli, record_cli, viewer, vmc
+from . import __version__, demo, export_cli, produce_cli, record_cli, viewer, vmc
 from .conformance import command as conformance_command
+from .extras import missing_extra, missing_module_line
 
 __all__ = ["main"]
 
@@ -200,6 +201,7 @@ def _add_net_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="posewire", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"posewire {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("registry", help="print the parameter registry table")
@@ -226,8 +228,19 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
+    # an optional feature without its extra: one line and status 2, never a traceback
+    missing = missing_extra(args)
+    if missing is not None:
+        print(f"posewire {args.command}: {missing}", file=sys.stderr)
+        return 2
     try:
         return func(args)
+    except ModuleNotFoundError as exc:
+        line = missing_module_line(exc)
+        if line is None:
+            raise
+        print(f"posewire {args.command}: {line}", file=sys.stderr)
+        return 2
     except BrokenPipeError:
         # the reader (e.g. `| head`) went away: stop quietly, as other Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

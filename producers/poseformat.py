@@ -98,8 +98,9 @@ def _pose_format() -> Any:
     try:
         return importlib.import_module("pose_format")
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise UsageError("usage.bad_option",
-                         "reading .pose files needs the package pose-format>=0.15 (pip install pose-format)") from exc
+        raise UsageError("usage.dependency",
+                         "reading .pose files needs pose-format, which is not installed: "
+                         "pip install 'posewire[record]'") from exc
 
 
 def pose_to_landmarks(pose: Any) -> PoseFile:

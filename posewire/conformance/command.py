@@ -77,12 +77,7 @@ def _vectors(args: argparse.Namespace) -> tuple[list[CaseResult], str] | int:
 def run(args: argparse.Namespace) -> int:
     """Run the kit as the arguments say; print the verdicts, write the reports."""
     if args.relay or args.producer:
-        try:
-            got = _over_the_wire(args)
-        except ModuleNotFoundError as exc:  # websockets comes with the kit extra
-            print(f"posewire conformance: {exc.name} is missing: pip install "
-                  "'posewire[kit]'", file=sys.stderr)
-            return 2
+        got = _over_the_wire(args)  # websockets is a core dependency
         if isinstance(got, int):
             return got
         results, target = got
