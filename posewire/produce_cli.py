@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -40,6 +40,7 @@ from posewire.codec.errors import UsageError
 if TYPE_CHECKING:
     from posewire.producers.live import EncodedFrame, LiveEncoder
     from posewire.producers.mediapipe_source import MediaPipeEstimator, Observation
+    from posewire.producers.publisher import Publisher
     from posewire.producers.recording import RecordedFrame
     from posewire.producers.sources import FrameSource, SourceFrame
 
@@ -217,6 +218,7 @@ async def _publish_live(args: argparse.Namespace) -> int:
     from posewire.transport import RelayError
 
     from .net_options import client_options
+    from .waiting import StatusLines
 
     source, estimator, encoder = _open_live(args)
     progress = Progress(source.total, live=source.live)
@@ -225,8 +227,8 @@ async def _publish_live(args: argparse.Namespace) -> int:
     iterator = live_frames(source, estimator, encoder)
     done = object()
     try:
-        async with Publisher(args.url, args.stream, token=args.token, client="posewire-produce",
-                             **client_options(args)) as pub:
+        async with _connected(args, Publisher(args.url, args.stream, token=args.token, client="posewire-produce",
+                                              on_status=StatusLines("produce"), **client_options(args))) as pub:
             while True:
                 # inference blocks for tens of ms: run it off the event loop (pings keep flowing)
                 item = await asyncio.to_thread(next, iterator, done)
@@ -255,6 +257,22 @@ async def _publish_live(args: argparse.Namespace) -> int:
     return 0
 
 
+@contextlib.asynccontextmanager
+async def _connected(args: argparse.Namespace, pub: Publisher) -> AsyncIterator[Publisher]:
+    """``pub`` connected (saying where and why it waits, giving up after ``--timeout``),
+    closed at the end."""
+    from .waiting import StatusLines, within
+
+    started = time.monotonic()
+    assert isinstance(pub.on_status, StatusLines)
+    pub.on_status.start(pub.url, pub.stream)
+    try:
+        await within(args.timeout, started, pub.on_status, pub.connect())
+        yield pub
+    finally:
+        await pub.close()
+
+
 # ---------------------------------------------------------------- recorded sources
 
 
@@ -280,6 +298,7 @@ async def _publish_recorded(args: argparse.Namespace) -> int:
     from posewire.transport import RelayError
 
     from .net_options import client_options
+    from .waiting import StatusLines
 
     if args.replay is not None:
         header, frames = read_recording(args.replay)
@@ -292,8 +311,9 @@ async def _publish_recorded(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     scale = args.rate_scale
     sent = 0
-    async with Publisher(args.url, args.stream, token=args.token, calibration=calibration,
-                         client="posewire-produce", **client_options(args)) as pub:
+    async with _connected(args, Publisher(args.url, args.stream, token=args.token, calibration=calibration,
+                                          client="posewire-produce", on_status=StatusLines("produce"),
+                                          **client_options(args))) as pub:
         while True:
             start = loop.time()
             t0 = frames[0].t_us
@@ -389,8 +409,13 @@ def _cmd_produce(args: argparse.Namespace) -> int:
         print("posewire produce: --rate-scale must be >= 0", file=sys.stderr)
         return 2
     args.token = args.token or os.environ.get("POSEWIRE_TOKEN") or None
+    from .waiting import WaitTimeoutError
+
     try:
         return _run(args)
+    except WaitTimeoutError as exc:
+        print(f"posewire produce: {exc}", file=sys.stderr)
+        return 1
     except UsageError as exc:
         print(f"posewire produce: {exc}", file=sys.stderr)
         return 2 if exc.code in ("usage.model_missing", "usage.no_source", "usage.dependency",
@@ -432,6 +457,7 @@ def _cmd_models(args: argparse.Namespace) -> int:
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``produce`` and ``models`` sub-commands."""
     from .net_options import add_client_options
+    from .waiting import add_timeout_option
 
     p = sub.add_parser("produce", help="publish (or record) pose frames from a camera, video, images or a recording")
     src = p.add_mutually_exclusive_group(required=True)
@@ -445,6 +471,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--url", default="ws://127.0.0.1:8765", help="relay URL")
     p.add_argument("--stream", default="default", help="stream name")
     p.add_argument("--token", help="auth token (default: $POSEWIRE_TOKEN)")
+    add_timeout_option(p)
     add_client_options(p)
     live = p.add_argument_group("live sources (--webcam, --video, --images)")
     live.add_argument("--mirrored", action="store_true",

@@ -92,6 +92,25 @@ def run(args: argparse.Namespace) -> int:
     return exit_status(results)
 
 
+async def _unreachable(url: str, timeout: float) -> str | None:
+    """Why no websocket opens to ``url`` ("refused", ...), or None when one does."""
+    import ssl
+
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import InvalidHandshake, InvalidURI
+    from websockets.typing import Subprotocol
+
+    from posewire.codec.wire import SUBPROTOCOL
+    from posewire.transport import client_tls_context, connect_failure
+
+    try:
+        async with connect(url, subprotocols=[Subprotocol(SUBPROTOCOL)], open_timeout=timeout,
+                           ssl=client_tls_context(url, None), proxy=None):
+            return None
+    except (OSError, InvalidHandshake, InvalidURI, TimeoutError, ssl.SSLError) as exc:
+        return connect_failure(exc, timeout)
+
+
 def _over_the_wire(args: argparse.Namespace) -> tuple[list[CaseResult], str] | int:
     timeout = 2.0 if args.timeout is None else args.timeout
     if args.relay:
@@ -99,6 +118,10 @@ def _over_the_wire(args: argparse.Namespace) -> tuple[list[CaseResult], str] | i
 
         if not args.relay.startswith(("ws://", "wss://")):
             print("posewire conformance: --relay takes a ws:// or wss:// URL", file=sys.stderr)
+            return 2
+        down = asyncio.run(_unreachable(args.relay, timeout))
+        if down is not None:  # one line, not a FAILED verdict per case
+            print(f"posewire conformance: cannot connect: relay {args.relay} {down}", file=sys.stderr)
             return 2
         return (asyncio.run(run_relay_suite(args.relay, token=args.token, timeout=timeout)),
                 f"relay: {args.relay}")
