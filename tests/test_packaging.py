@@ -29,14 +29,7 @@ def _imports(file: Path) -> list[str]:
 
 
 def _python_files() -> list[Path]:
-    links = tuple(ROOT / "posewire" / layer for layer in LAYERS)
-    return [
-        file
-        for folder in SOURCE_DIRS
-        for file in (ROOT / folder).rglob("*.py")
-        # posewire/codec etc. are links to the top-level folders: each file once
-        if not any(file.is_relative_to(link) for link in links)
-    ]
+    return [file for folder in SOURCE_DIRS for file in (ROOT / folder).rglob("*.py")]
 
 
 def test_no_bare_top_level_layer_imports() -> None:
@@ -68,17 +61,50 @@ def test_layers_import_only_downwards() -> None:
                     assert name.startswith(ok), f"{layer}/{file.name} imports {name}"
 
 
-def test_layer_links_point_at_the_top_level_folders() -> None:
-    for layer in LAYERS:
-        link = ROOT / "posewire" / layer
-        assert link.is_symlink(), f"posewire/{layer} is not a link"
-        assert link.resolve() == (ROOT / layer).resolve()
+def test_layers_are_mapped_by_package_dir_not_links() -> None:
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert config["package-dir"] == {f"posewire.{layer}": layer for layer in LAYERS} | {
+        "posewire.conformance.vectors": "spec/conformance"}
+    assert set(config["packages"]) == {"posewire", "posewire.conformance", "posewire.conformance.vectors",
+                                       *(f"posewire.{layer}" for layer in LAYERS)}
+    # no symbolic link is committed (a checkout without links works)
+    listed = subprocess.run(["git", "ls-files", "-s"], cwd=ROOT, capture_output=True, text=True, check=False)
+    if listed.returncode == 0:
+        assert [line for line in listed.stdout.splitlines() if line.startswith("120000")] == []
+    assert not any((ROOT / "posewire" / name).exists() for name in (*LAYERS, "conformance/vectors"))
+
+
+def test_layers_import_from_the_top_level_folders() -> None:
+    import posewire.codec
+    import posewire.consumers
+    import posewire.producers
+    import posewire.transport
+
+    for module, layer in ((posewire.codec, "codec"), (posewire.transport, "transport"),
+                          (posewire.producers, "producers"), (posewire.consumers, "consumers")):
+        assert Path(str(module.__file__)).resolve() == (ROOT / layer / "__init__.py").resolve()
+
+
+def test_typecheck_sees_every_layer_in_the_installed_layout() -> None:
+    # mypy cannot follow package-dir: tools/typecheck.py copies the package into its
+    # installed layout; every Python file of posewire/ and the layers is in it, once
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / "typecheck.py")], cwd=ROOT,
+                            capture_output=True, text=True, check=False, timeout=600)
+    tree = ROOT / "build" / "typecheck"
+    copied = sorted(str(p.relative_to(tree)) for p in tree.rglob("*.py"))
+    expected = sorted([str(p.relative_to(ROOT)) for p in (ROOT / "posewire").rglob("*.py")]
+                      + [f"posewire/{p.relative_to(ROOT)}" for layer in LAYERS for p in (ROOT / layer).rglob("*.py")])
+    assert copied == expected
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.strip() == f"Success: no issues found in {len(expected)} source files"
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    # a copy of the tree (links kept as links) keeps build/ and *.egg-info out of the checkout
+    # a copy of the tree keeps build/ and *.egg-info out of the checkout
     tree = tmp_path_factory.mktemp("tree") / "posewire"
     shutil.copytree(
         ROOT, tree, symlinks=True,

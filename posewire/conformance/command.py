@@ -22,9 +22,16 @@ __all__ = ["add_parser", "default_vectors", "run"]
 
 def default_vectors() -> Path:
     """``spec/conformance`` under the current directory when there is one, else the
-    vectors installed with the package (``posewire/conformance/vectors``)."""
+    vectors installed with the package (``posewire/conformance/vectors``, mapped from
+    ``spec/conformance`` by ``pyproject.toml``), else those of the checkout this package
+    runs from (an editable install)."""
     local = Path("spec/conformance")
-    return local if local.is_dir() else Path(__file__).resolve().parent / "vectors"
+    if local.is_dir():
+        return local
+    here = Path(__file__).resolve().parent
+    installed = here / "vectors"
+    checkout = here.parents[1] / "spec" / "conformance"
+    return installed if installed.is_dir() or not checkout.is_dir() else checkout
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
