@@ -30,7 +30,7 @@ import os
 import sys
 import tempfile
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
@@ -44,7 +44,11 @@ if TYPE_CHECKING:
     from posewire.producers.recording import RecordedFrame
     from posewire.producers.sources import FrameSource, SourceFrame
 
-__all__ = ["Progress", "add_parser", "live_frames", "native_log_aside"]
+__all__ = ["EXIT_SKIPPED", "FileNotes", "Progress", "add_parser", "live_frames", "native_log_aside"]
+
+#: Exit status of ``produce --images`` when some images were skipped (the rest was
+#: recorded or sent).
+EXIT_SKIPPED = 3
 
 
 # ---------------------------------------------------------------- status and progress
@@ -155,7 +159,30 @@ def _open_live(args: argparse.Namespace) -> tuple[FrameSource, MediaPipeEstimato
                                           smoothing=VectorFilter() if smooth else None)
 
 
-def _summary(encoder: LiveEncoder, sent: int, seconds: float, where: str) -> str:
+class FileNotes:
+    """The encoder's notes of each file of an image folder, so the summary names the file
+    a note belongs to: :meth:`record` after each frame (the notes that frame added)."""
+
+    def __init__(self, encoder: LiveEncoder) -> None:
+        self.encoder = encoder
+        self.by_file: dict[str, list[str]] = {}
+        self._seen: Counter[str] = Counter(encoder.report.notes)
+
+    def record(self, name: str) -> None:
+        notes = self.encoder.report.notes
+        added = sorted(notes - self._seen)
+        self._seen = Counter(notes)
+        if name and added:
+            self.by_file[name] = added
+
+
+def _skipped(source: FrameSource) -> list[tuple[str, str]]:
+    return list(getattr(source, "skipped", []))
+
+
+def _summary(encoder: LiveEncoder, sent: int, seconds: float, where: str, *,
+             files: FileNotes | None = None, skipped: list[tuple[str, str]] | None = None,
+             total: int | None = None) -> str:
     rep = encoder.report
     frames = max(rep.frames, 1)
     lines = [f"posewire produce: {sent} frames in {seconds:.1f} s -> {where}"]
@@ -172,7 +199,13 @@ def _summary(encoder: LiveEncoder, sent: int, seconds: float, where: str) -> str
         lines.append("calibration: none (no body seen)")
     if rep.clamped:
         lines.append("clamped (frames): " + ", ".join(f"{k} {v}" for k, v in rep.clamped.items()))
-    lines += [f"note: {n} ({c} frames)" for n, c in rep.notes.items()]
+    if files is not None and files.by_file:  # an image folder: each note with its file
+        lines += [f"note ({name}): {n}" for name, notes in files.by_file.items() for n in notes]
+    else:
+        lines += [f"note: {n} ({c} frames)" for n, c in rep.notes.items()]
+    if skipped:
+        lines.append(f"skipped {len(skipped)} of {total} images (exit status {EXIT_SKIPPED}): "
+                     + ", ".join(f"{name} ({why})" for name, why in skipped))
     return "\n".join(lines)
 
 
@@ -189,10 +222,12 @@ def _record_live(args: argparse.Namespace) -> int:
     source, estimator, encoder = _open_live(args)
     frames: list[RecordedFrame] = []
     progress = Progress(source.total, live=source.live)
+    files = FileNotes(encoder)
     written = 0
     started = time.perf_counter()
     try:
         for item in live_frames(source, estimator, encoder):
+            files.record(item.frame.name)
             rec = RecordedFrame.from_vector(item.frame.t_us, item.encoded.vector, item.encoded.conditions)
             frames.append(rec)
             written += len(json.dumps(rec.to_obj(), separators=(",", ":"))) + 1  # the line it becomes
@@ -209,8 +244,10 @@ def _record_live(args: argparse.Namespace) -> int:
     cal = encoder.calibration
     write_recording(args.record, frames, calibration=None if cal is None or encoder.live is None
                     or encoder.live.updates == 0 else cal.calibration)
-    print(_summary(encoder, len(frames), time.perf_counter() - started, str(args.record)), file=sys.stderr)
-    return 0
+    skipped = _skipped(source)
+    print(_summary(encoder, len(frames), time.perf_counter() - started, str(args.record), files=files,
+                   skipped=skipped, total=source.total), file=sys.stderr)
+    return EXIT_SKIPPED if skipped else 0
 
 
 async def _publish_live(args: argparse.Namespace) -> int:
@@ -222,6 +259,7 @@ async def _publish_live(args: argparse.Namespace) -> int:
 
     source, estimator, encoder = _open_live(args)
     progress = Progress(source.total, live=source.live)
+    files = FileNotes(encoder)
     sent = 0
     started = time.perf_counter()
     iterator = live_frames(source, estimator, encoder)
@@ -235,6 +273,7 @@ async def _publish_live(args: argparse.Namespace) -> int:
                 if item is done:
                     break
                 assert isinstance(item, LiveItem)
+                files.record(item.frame.name)
                 try:
                     if item.encoded.calibration is not None:
                         await pub.send_calibration(item.encoded.calibration)
@@ -252,9 +291,10 @@ async def _publish_live(args: argparse.Namespace) -> int:
         progress.finish()
         source.close()
         estimator.close()
-    print(_summary(encoder, sent, time.perf_counter() - started, f"{args.url} stream {args.stream!r}"),
-          file=sys.stderr)
-    return 0
+    skipped = _skipped(source)
+    print(_summary(encoder, sent, time.perf_counter() - started, f"{args.url} stream {args.stream!r}",
+                   files=files, skipped=skipped, total=source.total), file=sys.stderr)
+    return EXIT_SKIPPED if skipped else 0
 
 
 @contextlib.asynccontextmanager
@@ -466,7 +506,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     src.add_argument("--webcam", type=int, nargs="?", const=0, metavar="N", help="camera N (default 0)")
     src.add_argument("--video", metavar="FILE", help="a video file")
     src.add_argument("--images", metavar="DIR",
-                     help="a folder of photos, each detected afresh (one performer: the calibration pools them)")
+                     help="a folder of photos, each detected afresh (one performer: the calibration pools them); "
+                          f"an image that cannot be read is skipped and named (exit status {EXIT_SKIPPED})")
     p.add_argument("--record", metavar="FILE", help="write a recording instead of publishing to a relay")
     p.add_argument("--url", default="ws://127.0.0.1:8765", help="relay URL")
     p.add_argument("--stream", default="default", help="stream name")
