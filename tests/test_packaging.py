@@ -288,3 +288,23 @@ def test_a_late_import_of_a_missing_extra_is_one_line(monkeypatch: pytest.Monkey
     assert cli.main(["registry"]) == 2
     assert capsys.readouterr().err == ("posewire registry: VMC output needs python-osc, which is not installed: "
                                        "pip install 'posewire[vmc]' [usage.dependency]\n")
+
+
+def test_an_installed_extra_with_a_broken_import_is_not_called_missing(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # python-osc present but one of its own imports missing: not "not installed"; the
+    # command's own import then reports the real missing module
+    import argparse
+
+    from posewire.extras import missing_extra
+
+    fake = tmp_path / "pythonosc"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("import zz_not_a_module_posewire\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in [m for m in sys.modules if m.split(".")[0] == "pythonosc"]:
+        monkeypatch.delitem(sys.modules, name)
+    assert missing_extra(argparse.Namespace(command="vmc")) is None
+    monkeypatch.setitem(sys.modules, "pythonosc", None)
+    assert missing_extra(argparse.Namespace(command="vmc")) == (
+        "VMC output needs python-osc, which is not installed: pip install 'posewire[vmc]' [usage.dependency]")
