@@ -57,33 +57,45 @@ EXIT_SKIPPED = 3
 class Progress:
     """The status line (cameras) or progress bar (files) on ``stream``.
 
-    On a terminal it redraws one line at most ``every`` seconds; otherwise it prints a
-    line at most every ``every · 10`` seconds, so logs stay short.
+    On a terminal it redraws one line at most ``every`` seconds. Otherwise (a log) it
+    prints a line at most once a second for the first ``log_quiet_after`` seconds, then
+    at most every ``log_every`` seconds, and :meth:`finish` prints the last state when the
+    last update was not printed, so a short run logs more than its first line. ``total``
+    is the frames expected (a video's frame count, or ``--count`` when smaller); ``clock``:
+    seconds (tests pass their own).
     """
 
-    def __init__(self, total: int | None, *, live: bool, stream: TextIO | None = None, every: float = 0.25) -> None:
+    def __init__(self, total: int | None, *, live: bool, stream: TextIO | None = None, every: float = 0.25,
+                 log_every: float = 10.0, log_quiet_after: float = 30.0,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         self.total, self.live = total, live
         self.stream = stream if stream is not None else sys.stderr
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.every = every if self.tty else every * 40
-        self.start = time.perf_counter()
+        self.every = every
+        self.log_every, self.log_quiet_after = log_every, log_quiet_after
+        self.clock = clock
+        self.start = clock()
         self._last = -1e9
         self._times: deque[float] = deque(maxlen=60)
         self._inference: deque[float] = deque(maxlen=60)
         self._bytes: deque[tuple[float, int]] = deque(maxlen=120)
+        self._line = ""
+        self._printed = True
         self.frames = 0
         self.drawn = False
 
+    def _interval(self, now: float) -> float:
+        if self.tty:
+            return self.every
+        return max(self.every, 1.0 if now - self.start < self.log_quiet_after else self.log_every)
+
     def update(self, *, inference_ms: dict[str, float], encode_us: float, tracked: tuple[str, ...],
                total_bytes: int) -> None:
-        now = time.perf_counter()
+        now = self.clock()
         self.frames += 1
         self._times.append(now)
         self._inference.append(sum(inference_ms.values()))
         self._bytes.append((now, total_bytes))
-        if now - self._last < self.every:
-            return
-        self._last = now
         fps = (len(self._times) - 1) / (self._times[-1] - self._times[0]) if len(self._times) > 1 else 0.0
         models = " ".join(f"{k} {v:.0f}" for k, v in inference_ms.items())
         (t0, b0), (t1, b1) = self._bytes[0], self._bytes[-1]
@@ -100,6 +112,14 @@ class Progress:
             count = f"{self.frames}/{total}" if total else f"{self.frames}"
             line = (f"[{bar}] {count} {100 * share:3.0f}% | {fps:4.1f} fps | ETA {eta:4.0f} s | "
                     f"inference {self._inference[-1]:.0f} ms | tracked {parts}")
+        self._line, self._printed = line, False
+        if now - self._last < self._interval(now):
+            return
+        self._last = now
+        self._write(line)
+
+    def _write(self, line: str) -> None:
+        self._printed = True
         if self.tty:
             self.stream.write("\r\033[K" + line)
             self.drawn = True
@@ -108,6 +128,8 @@ class Progress:
         self.stream.flush()
 
     def finish(self) -> None:
+        if not self._printed:
+            self._write(self._line)  # the last state, never left unsaid
         if self.drawn:
             self.stream.write("\n")
             self.stream.flush()
@@ -216,12 +238,19 @@ def vars_of(obj: Any) -> dict[str, Any]:
     return out
 
 
+def _expected(source: FrameSource, count: int) -> int | None:
+    """Frames the progress bar counts to: the source's, or ``--count`` when smaller."""
+    if count and (source.total is None or count < source.total):
+        return None if source.live else count
+    return source.total
+
+
 def _record_live(args: argparse.Namespace) -> int:
     from posewire.producers.recording import RecordedFrame, write_recording
 
     source, estimator, encoder = _open_live(args)
     frames: list[RecordedFrame] = []
-    progress = Progress(source.total, live=source.live)
+    progress = Progress(_expected(source, args.count), live=source.live)
     files = FileNotes(encoder)
     written = 0
     started = time.perf_counter()
@@ -258,7 +287,7 @@ async def _publish_live(args: argparse.Namespace) -> int:
     from .waiting import StatusLines
 
     source, estimator, encoder = _open_live(args)
-    progress = Progress(source.total, live=source.live)
+    progress = Progress(_expected(source, args.count), live=source.live)
     files = FileNotes(encoder)
     sent = 0
     started = time.perf_counter()
