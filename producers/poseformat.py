@@ -24,6 +24,7 @@ tracking condition (spec §3.4.2); the header carries the measured calibration (
 from __future__ import annotations
 
 import importlib
+import struct
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -201,8 +202,12 @@ def read_pose_file(path: str | Path) -> PoseFile:
     buffer = Path(path).read_bytes()
     try:
         pose = module.Pose.read(buffer)
-    except Exception as exc:  # the reader raises assorted errors on foreign bytes
-        raise UsageError("usage.bad_option", f"not a readable .pose file: {exc}", path=str(path)) from exc
+    except Exception as exc:  # the reader raises assorted errors on foreign bytes: no internals shown
+        # ran past the end of the bytes: struct (the header) or numpy (the frames)
+        short = isinstance(exc, struct.error) or (isinstance(exc, TypeError) and "buffer is too small" in str(exc))
+        why = (f"it ends early ({len(buffer)} bytes; truncated or damaged)" if short
+               else f"pose-format cannot parse it ({type(exc).__name__})")
+        raise UsageError("usage.bad_option", f"not a readable .pose file: {why}", path=str(path)) from exc
     return pose_to_landmarks(pose)
 
 
