@@ -33,7 +33,8 @@ run: install
 
 lint: install
 	$(BIN)/ruff check .
-	$(BIN)/mypy posewire
+	@# mypy over the installed layout (posewire/codec = codec/ ...: pyproject package-dir)
+	$(BIN)/python tools/typecheck.py
 
 test: install lint
 	$(BIN)/pytest -q

@@ -34,7 +34,7 @@ import contextlib
 import logging
 import ssl
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,6 +57,7 @@ from posewire.transport import (
     RelayUrls,
     check_liveness,
     retry_connect,
+    retry_line,
 )
 
 __all__ = ["RelayError", "SubscribedFrame", "Subscriber"]
@@ -103,7 +104,9 @@ class Subscriber:
     ``reconnect``: re-open a lost link with :class:`Backoff` (``backoff_initial`` …
     ``backoff_max`` seconds, at most ``max_retries`` failed attempts in a row, None =
     forever). Iteration stops after :meth:`close`, or when the relay says bye and
-    ``reconnect`` is off.
+    ``reconnect`` is off. ``on_status(line)``: told what the client waits for — each
+    failed connect that will be retried (``relay ws://… refused, retrying in 2 s``) and
+    each connect (``connected to ws://…``).
     """
 
     def __init__(self, url: str | Sequence[str], stream: str, *, token: str | None = None,
@@ -113,9 +116,12 @@ class Subscriber:
                  max_retries: int | None = None, open_timeout: float = 5.0,
                  ca_file: str | Path | None = None,
                  ping_interval: float | None = DEFAULT_PING_INTERVAL,
-                 ping_timeout: float | None = DEFAULT_PING_TIMEOUT) -> None:
+                 ping_timeout: float | None = DEFAULT_PING_TIMEOUT,
+                 on_status: Callable[[str], None] | None = None) -> None:
         check_liveness(ping_interval, ping_timeout)
         self.urls = RelayUrls(url, ca_file=ca_file)
+        self.on_status = on_status
+        self._tried = self.urls.current
         self.stream = stream
         self.token = token
         self.merge = merge
@@ -190,6 +196,7 @@ class Subscriber:
         return self._link is not None and self._link.is_open
 
     async def _open_once(self) -> None:
+        self._tried = self.url
         try:
             self._link = await ClientLink.open(
                 self.url, self.stream, role="consumer", token=self.token,
@@ -205,7 +212,13 @@ class Subscriber:
     async def _connect(self) -> None:
         await retry_connect(self._open_once, backoff=self.backoff, reconnect=self.reconnect,
                             max_retries=self.max_retries, is_closed=lambda: self._closed,
-                            what="subscriber")
+                            what="subscriber", on_retry=self._retrying)
+        if self.on_status is not None:
+            self.on_status(f"connected to {self.url}")
+
+    def _retrying(self, err: RelayError, delay: float) -> None:
+        if self.on_status is not None:
+            self.on_status(retry_line(self._tried, err, delay))
 
     async def connect(self) -> None:
         """Open the link (hello → welcome) and start reading; retries with backoff when

@@ -8,14 +8,16 @@ import json
 import math
 import os
 import sys
+import time
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
 from posewire.codec.registry import DIMENSIONS, REGISTRY
 
-from . import demo, export_cli, produce_cli, record_cli, viewer, vmc
+from . import __version__, demo, export_cli, produce_cli, record_cli, viewer, vmc
 from .conformance import command as conformance_command
+from .extras import missing_extra, missing_module_line
 
 __all__ = ["main"]
 
@@ -93,9 +95,14 @@ def _run_client(name: str, args: argparse.Namespace,
     from posewire.codec.errors import UsageError
     from posewire.transport import RelayError
 
+    from .waiting import WaitTimeoutError
+
     args.token = args.token or os.environ.get("POSEWIRE_TOKEN") or None
     try:
         return asyncio.run(client(args))
+    except WaitTimeoutError as exc:
+        print(f"posewire {name}: {exc}", file=sys.stderr)
+        return 1
     except (RelayError, UsageError, OSError) as exc:
         print(f"posewire {name}: {exc}", file=sys.stderr)
         return 1
@@ -124,32 +131,39 @@ async def _consume(args: argparse.Namespace) -> int:
     )
 
     from .net_options import client_options
+    from .waiting import StatusLines, first_frame, then, within
 
     writer: RecordingWriter | None = None
     got = 0
+    started = time.monotonic()
+    status = StatusLines("consume")
+    sub = Subscriber(args.url, args.stream, token=args.token, client="posewire-consume",
+                     on_status=status, **client_options(args))
+    status.start(sub.url, args.stream)
     try:
-        async with Subscriber(args.url, args.stream, token=args.token,
-                              client="posewire-consume", **client_options(args)) as sub:
-            async for frame in sub:
-                values = {d.id: float(frame.values[d.index]) for d in DIMS
-                          if not math.isnan(frame.values[d.index])}
-                if args.record:
-                    if writer is None:
-                        header = RecordingHeader(calibration=sub.calibration)
-                        writer = RecordingWriter(args.record, header=header).__enter__()
-                    writer.write(RecordedFrame(frame.timestamp_us, values, frame.conditions))
-                elif args.json:
-                    obj: dict[str, object] = {"seq": frame.seq, "t_us": frame.timestamp_us,
-                                              "values": values}
-                    if frame.conditions is not None and not frame.conditions.empty:
-                        obj["conditions"] = conditions_to_obj(frame.conditions)
-                    print(json.dumps(obj, separators=(",", ":")), flush=True)
-                else:
-                    print(_format_frame(frame.seq, frame.timestamp_us, values), flush=True)
-                got += 1
-                if args.count and got >= args.count:
-                    break
+        first = await within(args.timeout, started, status, first_frame(sub, status))
+        frames = sub if first is None else then(first, sub)
+        async for frame in frames:
+            values = {d.id: float(frame.values[d.index]) for d in DIMS
+                      if not math.isnan(frame.values[d.index])}
+            if args.record:
+                if writer is None:
+                    header = RecordingHeader(calibration=sub.calibration)
+                    writer = RecordingWriter(args.record, header=header).__enter__()
+                writer.write(RecordedFrame(frame.timestamp_us, values, frame.conditions))
+            elif args.json:
+                obj: dict[str, object] = {"seq": frame.seq, "t_us": frame.timestamp_us,
+                                          "values": values}
+                if frame.conditions is not None and not frame.conditions.empty:
+                    obj["conditions"] = conditions_to_obj(frame.conditions)
+                print(json.dumps(obj, separators=(",", ":")), flush=True)
+            else:
+                print(_format_frame(frame.seq, frame.timestamp_us, values), flush=True)
+            got += 1
+            if args.count and got >= args.count:
+                break
     finally:
+        await sub.close()
         if writer is not None:
             writer.close()
             print(f"posewire consume: recorded {writer.count} frames to {args.record}",
@@ -165,6 +179,7 @@ def _add_net_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     from posewire.codec.wire import DEFAULT_MAX_FPS, DEFAULT_MAX_MESSAGE_BYTES
 
     from .net_options import add_client_options, add_serve_options
+    from .waiting import add_timeout_option
 
     url_help = "relay URL (several relays of one cluster: comma-separated)"
     token_help = "auth token (default: $POSEWIRE_TOKEN)"
@@ -194,12 +209,14 @@ def _add_net_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     p.add_argument("--record", metavar="FILE", help="write a recording instead of printing")
     p.add_argument("--count", type=int, default=0, help="stop after N frames (0: never)")
     p.add_argument("--json", action="store_true", help="one JSON object per frame")
+    add_timeout_option(p, what="receiving frames")
     add_client_options(p)
     p.set_defaults(func=_cmd_consume)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="posewire", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"posewire {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("registry", help="print the parameter registry table")
@@ -226,8 +243,19 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
+    # an optional feature without its extra: one line and status 2, never a traceback
+    missing = missing_extra(args)
+    if missing is not None:
+        print(f"posewire {args.command}: {missing}", file=sys.stderr)
+        return 2
     try:
         return func(args)
+    except ModuleNotFoundError as exc:
+        line = missing_module_line(exc)
+        if line is None:
+            raise
+        print(f"posewire {args.command}: {line}", file=sys.stderr)
+        return 2
     except BrokenPipeError:
         # the reader (e.g. `| head`) went away: stop quietly, as other Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

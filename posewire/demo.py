@@ -2,7 +2,8 @@
 
 It starts, on loopback:
 
-1. a relay (:class:`posewire.relay.Relay`) on a free port;
+1. a relay (:class:`posewire.relay.Relay`) on ``--relay-port`` (default 8765, the
+   clients' default URL; 0: a free port), its URL printed;
 2. the live viewer (:class:`posewire.viewer.ViewerServer`): a page that subscribes to the
    stream and poses the skinned mannequin with the JavaScript decoder;
 3. a producer: with ``--webcam``, the live MediaPipe producer (``posewire produce
@@ -90,13 +91,15 @@ def load_recording(path: Path) -> tuple[object, list[object]]:
 
 
 async def run_demo(recording: Path, *, frames: int = 0, speed: float = 1.0, port: int = 0,
-                   browser: bool = False, webcam: int | None = None, out: Callable[[str], None] = print,
+                   relay_port: int = 0, browser: bool = False, webcam: int | None = None,
+                   out: Callable[[str], None] = print,
                    on_ready: Callable[[str], None] | None = None) -> DemoSummary:
     """Run relay, viewer, looped producer and a decoding subscriber (module docstring).
 
     ``frames``: frames to publish (0: until cancelled); ``speed``: playback rate (0: as
     fast as the relay's rate limit allows); ``port``: the viewer's port (0: any free
-    one); ``webcam``: camera index — the producer is then ``posewire produce --webcam``
+    one); ``relay_port``: the relay's port on 127.0.0.1 (0: any free one; in use: a
+    :class:`UsageError` saying so); ``webcam``: camera index — the producer is then ``posewire produce --webcam``
     (live MediaPipe) instead of the recording; ``on_ready(url)``: called once the page
     is served."""
     from posewire.consumers.face import face_weights
@@ -126,9 +129,16 @@ async def run_demo(recording: Path, *, frames: int = 0, speed: float = 1.0, port
     # (spec §5.8), so it is told the viewer's before it starts
     viewer = serve_viewer(ViewerConfig("", STREAM), port=port)
     try:
-        async with Relay("127.0.0.1", port=0, status_every=0, allow_origins=viewer.origins) as relay:
+        relay = Relay("127.0.0.1", port=relay_port, status_every=0, allow_origins=viewer.origins)
+        try:
+            await relay.start()
+        except OSError as exc:
+            raise UsageError("usage.bad_option", f"cannot start the relay on 127.0.0.1:{relay_port} ({exc.strerror}); "
+                             "--relay-port 0 picks a free port", path="relay_port") from None
+        try:
             viewer.config = ViewerConfig(relay.url, STREAM)
             out(f"posewire demo: {source} on {relay.url}, stream {STREAM!r}")
+            out(f"relay: {relay.url} (stream {STREAM!r}: posewire consume {STREAM} --url {relay.url})")
             out(f"viewer: {viewer.url}")
             if on_ready is not None:
                 on_ready(viewer.url)
@@ -188,6 +198,8 @@ async def run_demo(recording: Path, *, frames: int = 0, speed: float = 1.0, port
                     if producer.done() and summary.frames_received >= summary.frames_sent:
                         break
             await producer
+        finally:
+            await relay.close()
     finally:
         viewer.stop()
     if summary.line() != printed:
@@ -223,7 +235,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     try:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(run_demo(recording, frames=args.frames, speed=args.speed, port=args.port,
-                                 browser=not args.no_browser, webcam=args.webcam))
+                                 relay_port=args.relay_port, browser=not args.no_browser, webcam=args.webcam))
     except (OSError, ValueError, UsageError, RelayError) as exc:
         print(f"posewire demo: {exc}", file=sys.stderr)
         return 1
@@ -240,6 +252,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--speed", type=float, default=1.0,
                    help="playback rate (1: the recording's frame rate, 0: as fast as possible)")
     p.add_argument("--port", type=int, default=8770, help="viewer port on 127.0.0.1 (0: any free port)")
+    p.add_argument("--relay-port", type=int, default=8765,
+                   help="relay port on 127.0.0.1 (default 8765, where the other commands look by default, e.g. "
+                        "posewire vmc --stream demo; 0: any free port)")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser")
     p.add_argument("--webcam", type=int, nargs="?", const=0, default=None, metavar="N",
                    help="camera N (default 0) through live MediaPipe (posewire produce --webcam) "

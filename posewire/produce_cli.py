@@ -30,8 +30,8 @@ import os
 import sys
 import tempfile
 import time
-from collections import deque
-from collections.abc import Callable, Iterator
+from collections import Counter, deque
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -40,10 +40,15 @@ from posewire.codec.errors import UsageError
 if TYPE_CHECKING:
     from posewire.producers.live import EncodedFrame, LiveEncoder
     from posewire.producers.mediapipe_source import MediaPipeEstimator, Observation
+    from posewire.producers.publisher import Publisher
     from posewire.producers.recording import RecordedFrame
     from posewire.producers.sources import FrameSource, SourceFrame
 
-__all__ = ["Progress", "add_parser", "live_frames", "native_log_aside"]
+__all__ = ["EXIT_SKIPPED", "FileNotes", "Progress", "add_parser", "live_frames", "native_log_aside"]
+
+#: Exit status of ``produce --images`` when some images were skipped (the rest was
+#: recorded or sent).
+EXIT_SKIPPED = 3
 
 
 # ---------------------------------------------------------------- status and progress
@@ -52,33 +57,45 @@ __all__ = ["Progress", "add_parser", "live_frames", "native_log_aside"]
 class Progress:
     """The status line (cameras) or progress bar (files) on ``stream``.
 
-    On a terminal it redraws one line at most ``every`` seconds; otherwise it prints a
-    line at most every ``every · 10`` seconds, so logs stay short.
+    On a terminal it redraws one line at most ``every`` seconds. Otherwise (a log) it
+    prints a line at most once a second for the first ``log_quiet_after`` seconds, then
+    at most every ``log_every`` seconds, and :meth:`finish` prints the last state when the
+    last update was not printed, so a short run logs more than its first line. ``total``
+    is the frames expected (a video's frame count, or ``--count`` when smaller); ``clock``:
+    seconds (tests pass their own).
     """
 
-    def __init__(self, total: int | None, *, live: bool, stream: TextIO | None = None, every: float = 0.25) -> None:
+    def __init__(self, total: int | None, *, live: bool, stream: TextIO | None = None, every: float = 0.25,
+                 log_every: float = 10.0, log_quiet_after: float = 30.0,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         self.total, self.live = total, live
         self.stream = stream if stream is not None else sys.stderr
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.every = every if self.tty else every * 40
-        self.start = time.perf_counter()
+        self.every = every
+        self.log_every, self.log_quiet_after = log_every, log_quiet_after
+        self.clock = clock
+        self.start = clock()
         self._last = -1e9
         self._times: deque[float] = deque(maxlen=60)
         self._inference: deque[float] = deque(maxlen=60)
         self._bytes: deque[tuple[float, int]] = deque(maxlen=120)
+        self._line = ""
+        self._printed = True
         self.frames = 0
         self.drawn = False
 
+    def _interval(self, now: float) -> float:
+        if self.tty:
+            return self.every
+        return max(self.every, 1.0 if now - self.start < self.log_quiet_after else self.log_every)
+
     def update(self, *, inference_ms: dict[str, float], encode_us: float, tracked: tuple[str, ...],
                total_bytes: int) -> None:
-        now = time.perf_counter()
+        now = self.clock()
         self.frames += 1
         self._times.append(now)
         self._inference.append(sum(inference_ms.values()))
         self._bytes.append((now, total_bytes))
-        if now - self._last < self.every:
-            return
-        self._last = now
         fps = (len(self._times) - 1) / (self._times[-1] - self._times[0]) if len(self._times) > 1 else 0.0
         models = " ".join(f"{k} {v:.0f}" for k, v in inference_ms.items())
         (t0, b0), (t1, b1) = self._bytes[0], self._bytes[-1]
@@ -95,6 +112,14 @@ class Progress:
             count = f"{self.frames}/{total}" if total else f"{self.frames}"
             line = (f"[{bar}] {count} {100 * share:3.0f}% | {fps:4.1f} fps | ETA {eta:4.0f} s | "
                     f"inference {self._inference[-1]:.0f} ms | tracked {parts}")
+        self._line, self._printed = line, False
+        if now - self._last < self._interval(now):
+            return
+        self._last = now
+        self._write(line)
+
+    def _write(self, line: str) -> None:
+        self._printed = True
         if self.tty:
             self.stream.write("\r\033[K" + line)
             self.drawn = True
@@ -103,6 +128,8 @@ class Progress:
         self.stream.flush()
 
     def finish(self) -> None:
+        if not self._printed:
+            self._write(self._line)  # the last state, never left unsaid
         if self.drawn:
             self.stream.write("\n")
             self.stream.flush()
@@ -154,7 +181,30 @@ def _open_live(args: argparse.Namespace) -> tuple[FrameSource, MediaPipeEstimato
                                           smoothing=VectorFilter() if smooth else None)
 
 
-def _summary(encoder: LiveEncoder, sent: int, seconds: float, where: str) -> str:
+class FileNotes:
+    """The encoder's notes of each file of an image folder, so the summary names the file
+    a note belongs to: :meth:`record` after each frame (the notes that frame added)."""
+
+    def __init__(self, encoder: LiveEncoder) -> None:
+        self.encoder = encoder
+        self.by_file: dict[str, list[str]] = {}
+        self._seen: Counter[str] = Counter(encoder.report.notes)
+
+    def record(self, name: str) -> None:
+        notes = self.encoder.report.notes
+        added = sorted(notes - self._seen)
+        self._seen = Counter(notes)
+        if name and added:
+            self.by_file[name] = added
+
+
+def _skipped(source: FrameSource) -> list[tuple[str, str]]:
+    return list(getattr(source, "skipped", []))
+
+
+def _summary(encoder: LiveEncoder, sent: int, seconds: float, where: str, *,
+             files: FileNotes | None = None, skipped: list[tuple[str, str]] | None = None,
+             total: int | None = None) -> str:
     rep = encoder.report
     frames = max(rep.frames, 1)
     lines = [f"posewire produce: {sent} frames in {seconds:.1f} s -> {where}"]
@@ -171,7 +221,13 @@ def _summary(encoder: LiveEncoder, sent: int, seconds: float, where: str) -> str
         lines.append("calibration: none (no body seen)")
     if rep.clamped:
         lines.append("clamped (frames): " + ", ".join(f"{k} {v}" for k, v in rep.clamped.items()))
-    lines += [f"note: {n} ({c} frames)" for n, c in rep.notes.items()]
+    if files is not None and files.by_file:  # an image folder: each note with its file
+        lines += [f"note ({name}): {n}" for name, notes in files.by_file.items() for n in notes]
+    else:
+        lines += [f"note: {n} ({c} frames)" for n, c in rep.notes.items()]
+    if skipped:
+        lines.append(f"skipped {len(skipped)} of {total} images (exit status {EXIT_SKIPPED}): "
+                     + ", ".join(f"{name} ({why})" for name, why in skipped))
     return "\n".join(lines)
 
 
@@ -182,16 +238,25 @@ def vars_of(obj: Any) -> dict[str, Any]:
     return out
 
 
+def _expected(source: FrameSource, count: int) -> int | None:
+    """Frames the progress bar counts to: the source's, or ``--count`` when smaller."""
+    if count and (source.total is None or count < source.total):
+        return None if source.live else count
+    return source.total
+
+
 def _record_live(args: argparse.Namespace) -> int:
     from posewire.producers.recording import RecordedFrame, write_recording
 
     source, estimator, encoder = _open_live(args)
     frames: list[RecordedFrame] = []
-    progress = Progress(source.total, live=source.live)
+    progress = Progress(_expected(source, args.count), live=source.live)
+    files = FileNotes(encoder)
     written = 0
     started = time.perf_counter()
     try:
         for item in live_frames(source, estimator, encoder):
+            files.record(item.frame.name)
             rec = RecordedFrame.from_vector(item.frame.t_us, item.encoded.vector, item.encoded.conditions)
             frames.append(rec)
             written += len(json.dumps(rec.to_obj(), separators=(",", ":"))) + 1  # the line it becomes
@@ -208,8 +273,10 @@ def _record_live(args: argparse.Namespace) -> int:
     cal = encoder.calibration
     write_recording(args.record, frames, calibration=None if cal is None or encoder.live is None
                     or encoder.live.updates == 0 else cal.calibration)
-    print(_summary(encoder, len(frames), time.perf_counter() - started, str(args.record)), file=sys.stderr)
-    return 0
+    skipped = _skipped(source)
+    print(_summary(encoder, len(frames), time.perf_counter() - started, str(args.record), files=files,
+                   skipped=skipped, total=source.total), file=sys.stderr)
+    return EXIT_SKIPPED if skipped else 0
 
 
 async def _publish_live(args: argparse.Namespace) -> int:
@@ -217,22 +284,25 @@ async def _publish_live(args: argparse.Namespace) -> int:
     from posewire.transport import RelayError
 
     from .net_options import client_options
+    from .waiting import StatusLines
 
     source, estimator, encoder = _open_live(args)
-    progress = Progress(source.total, live=source.live)
+    progress = Progress(_expected(source, args.count), live=source.live)
+    files = FileNotes(encoder)
     sent = 0
     started = time.perf_counter()
     iterator = live_frames(source, estimator, encoder)
     done = object()
     try:
-        async with Publisher(args.url, args.stream, token=args.token, client="posewire-produce",
-                             **client_options(args)) as pub:
+        async with _connected(args, Publisher(args.url, args.stream, token=args.token, client="posewire-produce",
+                                              on_status=StatusLines("produce"), **client_options(args))) as pub:
             while True:
                 # inference blocks for tens of ms: run it off the event loop (pings keep flowing)
                 item = await asyncio.to_thread(next, iterator, done)
                 if item is done:
                     break
                 assert isinstance(item, LiveItem)
+                files.record(item.frame.name)
                 try:
                     if item.encoded.calibration is not None:
                         await pub.send_calibration(item.encoded.calibration)
@@ -250,9 +320,26 @@ async def _publish_live(args: argparse.Namespace) -> int:
         progress.finish()
         source.close()
         estimator.close()
-    print(_summary(encoder, sent, time.perf_counter() - started, f"{args.url} stream {args.stream!r}"),
-          file=sys.stderr)
-    return 0
+    skipped = _skipped(source)
+    print(_summary(encoder, sent, time.perf_counter() - started, f"{args.url} stream {args.stream!r}",
+                   files=files, skipped=skipped, total=source.total), file=sys.stderr)
+    return EXIT_SKIPPED if skipped else 0
+
+
+@contextlib.asynccontextmanager
+async def _connected(args: argparse.Namespace, pub: Publisher) -> AsyncIterator[Publisher]:
+    """``pub`` connected (saying where and why it waits, giving up after ``--timeout``),
+    closed at the end."""
+    from .waiting import StatusLines, within
+
+    started = time.monotonic()
+    assert isinstance(pub.on_status, StatusLines)
+    pub.on_status.start(pub.url, pub.stream)
+    try:
+        await within(args.timeout, started, pub.on_status, pub.connect())
+        yield pub
+    finally:
+        await pub.close()
 
 
 # ---------------------------------------------------------------- recorded sources
@@ -280,6 +367,7 @@ async def _publish_recorded(args: argparse.Namespace) -> int:
     from posewire.transport import RelayError
 
     from .net_options import client_options
+    from .waiting import StatusLines
 
     if args.replay is not None:
         header, frames = read_recording(args.replay)
@@ -292,8 +380,9 @@ async def _publish_recorded(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     scale = args.rate_scale
     sent = 0
-    async with Publisher(args.url, args.stream, token=args.token, calibration=calibration,
-                         client="posewire-produce", **client_options(args)) as pub:
+    async with _connected(args, Publisher(args.url, args.stream, token=args.token, calibration=calibration,
+                                          client="posewire-produce", on_status=StatusLines("produce"),
+                                          **client_options(args))) as pub:
         while True:
             start = loop.time()
             t0 = frames[0].t_us
@@ -389,8 +478,13 @@ def _cmd_produce(args: argparse.Namespace) -> int:
         print("posewire produce: --rate-scale must be >= 0", file=sys.stderr)
         return 2
     args.token = args.token or os.environ.get("POSEWIRE_TOKEN") or None
+    from .waiting import WaitTimeoutError
+
     try:
         return _run(args)
+    except WaitTimeoutError as exc:
+        print(f"posewire produce: {exc}", file=sys.stderr)
+        return 1
     except UsageError as exc:
         print(f"posewire produce: {exc}", file=sys.stderr)
         return 2 if exc.code in ("usage.model_missing", "usage.no_source", "usage.dependency",
@@ -432,6 +526,7 @@ def _cmd_models(args: argparse.Namespace) -> int:
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``produce`` and ``models`` sub-commands."""
     from .net_options import add_client_options
+    from .waiting import add_timeout_option
 
     p = sub.add_parser("produce", help="publish (or record) pose frames from a camera, video, images or a recording")
     src = p.add_mutually_exclusive_group(required=True)
@@ -440,11 +535,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     src.add_argument("--webcam", type=int, nargs="?", const=0, metavar="N", help="camera N (default 0)")
     src.add_argument("--video", metavar="FILE", help="a video file")
     src.add_argument("--images", metavar="DIR",
-                     help="a folder of photos, each detected afresh (one performer: the calibration pools them)")
+                     help="a folder of photos, each detected afresh (one performer: the calibration pools them); "
+                          f"an image that cannot be read is skipped and named (exit status {EXIT_SKIPPED})")
     p.add_argument("--record", metavar="FILE", help="write a recording instead of publishing to a relay")
     p.add_argument("--url", default="ws://127.0.0.1:8765", help="relay URL")
     p.add_argument("--stream", default="default", help="stream name")
     p.add_argument("--token", help="auth token (default: $POSEWIRE_TOKEN)")
+    add_timeout_option(p)
     add_client_options(p)
     live = p.add_argument_group("live sources (--webcam, --video, --images)")
     live.add_argument("--mirrored", action="store_true",

@@ -145,19 +145,28 @@ def _bundle(frame: VmcFrame) -> bytes:
 
 
 async def run_vmc(url: str, stream: str, host: str, port: int, *, token: str | None = None,
-                  count: int = 0) -> int:
+                  count: int = 0, timeout: float | None = None) -> int:
     """Subscribe to ``stream`` and send every frame to ``host:port`` as one VMC bundle;
-    ``count``: stop after that many frames (0: never). Returns the frames sent."""
+    ``count``: stop after that many frames (0: never). Says on stderr where it connects
+    and what it waits for; ``timeout``: give up (:class:`~posewire.waiting.WaitTimeoutError`)
+    when no frame came within that many seconds (:mod:`posewire.waiting`). Returns the
+    frames sent."""
     import socket
 
     from posewire.consumers.subscriber import Subscriber
 
+    from .waiting import StatusLines, first_frame, then, within
+
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM)
     started = time.monotonic()
     sent = 0
+    status = StatusLines("vmc")
+    sub = Subscriber(url, stream, token=token, merge=True, on_status=status)
+    status.start(sub.url, stream)
     try:
-        async with Subscriber(url, stream, token=token, merge=True) as sub:
-            async for frame in sub:
+        first = await within(timeout, started, status, first_frame(sub, status))
+        if first is not None:
+            async for frame in then(first, sub):
                 mouthing = frame.conditions.mouthing if frame.conditions else None
                 data = _bundle(vmc_frame(frame.values, mouthing=mouthing, t=time.monotonic() - started))
                 sock.sendto(data, (host, port))
@@ -165,6 +174,7 @@ async def run_vmc(url: str, stream: str, host: str, port: int, *, token: str | N
                 if count and sent >= count:
                     break
     finally:
+        await sub.close()
         sock.close()
     return sent
 
@@ -181,11 +191,14 @@ def _cmd_vmc(args: argparse.Namespace) -> int:
     from posewire.codec.errors import UsageError
 
     from .transport import RelayError
+    from .waiting import WaitTimeoutError
+
     try:
-        sent = asyncio.run(run_vmc(args.url, args.stream, host, port, token=token, count=args.count))
+        sent = asyncio.run(run_vmc(args.url, args.stream, host, port, token=token, count=args.count,
+                                   timeout=args.timeout))
     except KeyboardInterrupt:
         return 0
-    except (OSError, UsageError, RelayError) as exc:
+    except (OSError, UsageError, RelayError, WaitTimeoutError) as exc:
         print(f"posewire vmc: {exc}", file=sys.stderr)
         return 1
     print(f"sent {sent} VMC bundles to {host}:{port}")
@@ -194,6 +207,8 @@ def _cmd_vmc(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``vmc`` sub-command to the ``posewire`` parser."""
+    from .waiting import add_timeout_option
+
     p = subparsers.add_parser("vmc", help="send a stream as the VMC protocol (OSC/UDP) to a VTuber app")
     p.add_argument("--stream", required=True, help="stream name")
     p.add_argument("--to", default=f"127.0.0.1:{DEFAULT_PORT}", metavar="HOST:PORT",
@@ -201,4 +216,5 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--url", default="ws://127.0.0.1:8765", help="relay URL")
     p.add_argument("--token", help="auth token (default: $POSEWIRE_TOKEN)")
     p.add_argument("--count", type=int, default=0, help="stop after N frames (0: never)")
+    add_timeout_option(p, what="receiving frames")
     p.set_defaults(func=_cmd_vmc)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import struct
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -149,8 +150,9 @@ def _pose_format() -> Any:
     try:
         return importlib.import_module("pose_format")
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise UsageError("usage.bad_option",
-                         "reading .pose files needs the package pose-format>=0.15 (pip install pose-format)") from exc
+        raise UsageError("usage.dependency",
+                         "reading .pose files needs pose-format, which is not installed: "
+                         "pip install 'posewire[record]'") from exc
 
 
 def pose_to_landmarks(pose: Any) -> PoseFile:
@@ -293,8 +295,12 @@ def read_pose_file(path: str | Path) -> PoseFile:
     buffer = Path(path).read_bytes()
     try:
         pose = module.Pose.read(buffer)
-    except Exception as exc:  # the reader raises assorted errors on foreign bytes
-        raise UsageError("usage.bad_option", f"not a readable .pose file: {exc}", path=str(path)) from exc
+    except Exception as exc:  # the reader raises assorted errors on foreign bytes: no internals shown
+        # ran past the end of the bytes: struct (the header) or numpy (the frames)
+        short = isinstance(exc, struct.error) or (isinstance(exc, TypeError) and "buffer is too small" in str(exc))
+        why = (f"it ends early ({len(buffer)} bytes; truncated or damaged)" if short
+               else f"pose-format cannot parse it ({type(exc).__name__})")
+        raise UsageError("usage.bad_option", f"not a readable .pose file: {why}", path=str(path)) from exc
     return pose_to_landmarks(pose)
 
 

@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import ssl
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +56,7 @@ from posewire.transport import (
     RelayUrls,
     check_liveness,
     retry_connect,
+    retry_line,
 )
 
 __all__ = ["Publisher", "RelayError", "frame_values"]
@@ -124,7 +125,9 @@ class Publisher:
     keepalive in seconds (None: off). ``send_timeout``: seconds a send may wait for the
     link to take it before the link counts as dead. ``reconnect``: retry a lost link in
     the background with :class:`Backoff` (``backoff_initial`` … ``backoff_max`` seconds,
-    at most ``max_retries`` attempts in a row, None = forever).
+    at most ``max_retries`` attempts in a row, None = forever). ``on_status(line)``: told
+    what the client waits for — each failed connect that will be retried (``relay ws://…
+    refused, retrying in 2 s``) and each connect (``connected to ws://…``).
     """
 
     def __init__(self, url: str | Sequence[str], stream: str, *, token: str | None = None,
@@ -135,7 +138,8 @@ class Publisher:
                  ca_file: str | Path | None = None,
                  ping_interval: float | None = DEFAULT_PING_INTERVAL,
                  ping_timeout: float | None = DEFAULT_PING_TIMEOUT,
-                 send_timeout: float = 1.0) -> None:
+                 send_timeout: float = 1.0,
+                 on_status: Callable[[str], None] | None = None) -> None:
         check_liveness(ping_interval, ping_timeout)
         if not 0 < send_timeout < 3600:
             raise UsageError("usage.bad_option", "send_timeout must be positive", path="send_timeout")
@@ -160,6 +164,8 @@ class Publisher:
         self.frames_dropped = 0
         self.reconnects = 0
         self.conditions: Conditions | None = None
+        self.on_status = on_status
+        self._tried = self.urls.current
         self._link: ClientLink | None = None
         self._reader: asyncio.Task[None] | None = None
         self._reconnecting: asyncio.Task[None] | None = None
@@ -201,10 +207,17 @@ class Publisher:
         when ``reconnect`` is set, raises :class:`RelayError` otherwise or when fatal."""
         await retry_connect(self._open, backoff=self.backoff, reconnect=self.reconnect,
                             max_retries=self.max_retries, is_closed=lambda: self._closed,
-                            what="publisher")
+                            what="publisher", on_retry=self._retrying)
+        if self.on_status is not None:
+            self.on_status(f"connected to {self.url}")
+
+    def _retrying(self, err: RelayError, delay: float) -> None:
+        if self.on_status is not None:
+            self.on_status(retry_line(self._tried, err, delay))
 
     async def _open(self) -> None:
         self._error = None
+        self._tried = self.url
         try:
             link = await ClientLink.open(self.url, self.stream, role="producer", token=self.token,
                                          client=self.client, open_timeout=self.open_timeout,

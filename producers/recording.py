@@ -4,7 +4,7 @@ A recording is UTF-8 text, one JSON object per line:
 
 * line 1, the header::
 
-    {"format": "posewire-recording", "version": 1, "registry": "1.0.0",
+    {"format": "posewire-recording", "version": 2, "registry": "1.0.0",
      "registry_hash": "<sha256 hex>", "calibration": {"hand_length": 0.19, ...} | null}
 
 * every further line, one frame::
@@ -14,8 +14,19 @@ A recording is UTF-8 text, one JSON object per line:
   ``t_us`` is the frame's timestamp in microseconds (non-decreasing; replay keeps the
   gaps between timestamps); ``values`` maps dimension ids to normalized values and
   names exactly the dims of the frame's mask (spec §5.4) — a dim left out was not sent;
-  ``conditions`` (optional) is the plain-object form of
+  ``conditions`` is the plain-object form of
   :func:`posewire.codec.conditions.conditions_to_obj` (spec §3.4, §5.5).
+
+Conditions follow spec §5.5: a ``conditions`` object is the **complete** state at that
+frame and replaces the previous one (``{}`` = every part tracked, no mouthing, contact or
+affect); a line without ``conditions`` (or with ``null``) leaves the state unchanged;
+before the first frame the state is empty. The writer writes ``{}`` for an empty state,
+so a frame with every part tracked after frames with lost parts replays as tracked.
+The reader resolves this: every :class:`RecordedFrame` it returns carries the complete
+state of its frame, so replaying any frame (a loop, a seek) sends exactly that state.
+
+Version 1 files (written before version 2) are still read: their writer left an empty
+state out, so there a missing ``conditions`` is the empty state, not "unchanged".
 
 Blank lines and lines starting with ``#`` are ignored, so a recording can carry a
 comment. Unknown dims in ``values`` (a newer registry) are ignored on read (spec §5.9);
@@ -61,7 +72,9 @@ __all__ = [
 ]
 
 RECORDING_FORMAT = "posewire-recording"
-RECORDING_VERSION = 1
+RECORDING_VERSION = 2
+#: Versions :func:`iter_recording` reads (1: an empty condition state was left out).
+_READ_VERSIONS = (1, 2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +100,9 @@ class RecordingHeader:
 @dataclass(frozen=True, slots=True)
 class RecordedFrame:
     """One recorded frame: timestamp (µs), ``{dim id: normalized value}`` for the dims of
-    the frame's mask, and optional hyper conditions (spec §3.4)."""
+    the frame's mask, and the hyper-condition state (spec §3.4): the complete state at
+    this frame (``Conditions()`` = every part tracked), or ``None`` = unchanged (spec §5.5).
+    Frames read from a file always carry the complete state."""
 
     t_us: int
     values: Mapping[str, float]
@@ -105,7 +120,9 @@ class RecordedFrame:
     def to_obj(self) -> dict[str, Any]:
         """The JSON object of the frame line."""
         obj: dict[str, Any] = {"t_us": int(self.t_us), "values": dict(self.values)}
-        if self.conditions is not None and not self.conditions.empty:
+        # spec §5.5: an empty state is written ({}), so it replaces the previous one on
+        # replay; only None (state unchanged) leaves the key out
+        if self.conditions is not None:
             obj["conditions"] = conditions_to_obj(self.conditions)
         return obj
 
@@ -126,7 +143,7 @@ def _parse_header(obj: object, path: str) -> RecordingHeader:
     if not isinstance(obj, dict) or obj.get("format") != RECORDING_FORMAT:
         raise _bad(f"not a {RECORDING_FORMAT} file (bad header line)", path)
     version = obj.get("version")
-    if version != RECORDING_VERSION:
+    if isinstance(version, bool) or version not in _READ_VERSIONS:
         raise _bad(f"unsupported recording version {version!r}", path)
     cal_obj = obj.get("calibration")
     calibration: Calibration | None = None
@@ -138,10 +155,11 @@ def _parse_header(obj: object, path: str) -> RecordingHeader:
                                      for k, v in cal_obj.items() if k in known})
     return RecordingHeader(registry=str(obj.get("registry", "")),
                            registry_hash=str(obj.get("registry_hash", "")),
-                           calibration=calibration, version=RECORDING_VERSION)
+                           calibration=calibration, version=int(version))
 
 
-def _parse_frame(obj: object, path: str) -> RecordedFrame:
+def _parse_frame(obj: object, path: str, previous: Conditions, version: int) -> RecordedFrame:
+    """One frame line; ``previous`` is the condition state before it (spec §5.5)."""
     if not isinstance(obj, dict):
         raise _bad("a frame line must be a JSON object", path)
     t_us = obj.get("t_us")
@@ -158,19 +176,25 @@ def _parse_frame(obj: object, path: str) -> RecordedFrame:
             raise _bad("values must be numbers", f"{path}.values.{key}")
         values[key] = float(value)
     cond_obj = obj.get("conditions")
-    conditions = None if cond_obj is None else conditions_from_obj(
-        cond_obj, error_family="usage", path=f"{path}.conditions")
+    if cond_obj is not None:
+        conditions = conditions_from_obj(cond_obj, error_family="usage", path=f"{path}.conditions")
+    elif version == 1:
+        conditions = Conditions()  # version 1 left an empty state out
+    else:
+        conditions = previous  # spec §5.5: absent = unchanged
     return RecordedFrame(t_us=t_us, values=values, conditions=conditions)
 
 
 def iter_recording(path: str | Path) -> Iterator[RecordingHeader | RecordedFrame]:
     """Yield the header, then each frame of the recording at ``path`` (streaming).
 
-    A malformed file raises :class:`~posewire.codec.errors.UsageError` (``usage.bad_option``)
-    whose path names the line, e.g. ``wave.jsonl:12.t_us``.
+    Each frame carries the complete condition state of that frame (module docstring,
+    spec §5.5). A malformed file raises :class:`~posewire.codec.errors.UsageError`
+    (``usage.bad_option``) whose path names the line, e.g. ``wave.jsonl:12.t_us``.
     """
     name = Path(path).name
-    header_seen = False
+    header: RecordingHeader | None = None
+    state = Conditions()  # spec §5.5: the state before the first frame is empty
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
             text = line.strip()
@@ -181,12 +205,15 @@ def iter_recording(path: str | Path) -> Iterator[RecordingHeader | RecordedFrame
                 obj = json.loads(text)
             except json.JSONDecodeError as exc:
                 raise _bad(f"invalid JSON: {exc.msg}", where) from None
-            if not header_seen:
-                header_seen = True
-                yield _parse_header(obj, where)
+            if header is None:
+                header = _parse_header(obj, where)
+                yield header
             else:
-                yield _parse_frame(obj, where)
-    if not header_seen:
+                frame = _parse_frame(obj, where, state, header.version)
+                assert frame.conditions is not None
+                state = frame.conditions
+                yield frame
+    if header is None:
         raise _bad("empty recording (no header line)", name)
 
 

@@ -7,9 +7,10 @@ tracking between frames) and how many frames it holds when known (progress bar).
 Decoding uses OpenCV (``opencv-contrib-python``, pulled in by the ``live`` extra).
 
 A source that cannot be opened or read raises ``usage.no_source`` naming the device or
-path; an image file OpenCV cannot decode is ``usage.no_source`` too (never skipped
-silently). A webcam frame is delivered as the camera sends it: webcams send an
-un-mirrored image (the mirror of a "selfie" preview is a display choice), so
+path. An image file OpenCV cannot decode is skipped and named in
+:attr:`ImageFolderSource.skipped` (never skipped silently: ``posewire produce`` reports
+it); a folder where no image decodes is ``usage.no_source``. A webcam frame is delivered
+as the camera sends it: webcams send an un-mirrored image (the mirror of a "selfie" preview is a display choice), so
 ``mirrored`` defaults to False; sources whose frames are mirrored must be declared with
 ``--mirrored`` (spec §2.2) and are flipped before inference.
 """
@@ -162,8 +163,9 @@ class VideoSource(_CaptureSource):
 
 class ImageFolderSource(FrameSource):
     """The images of a folder (:data:`IMAGE_SUFFIXES`), in name order, as independent
-    photos; timestamps ``i / fps`` at a nominal ``fps``. An empty folder or an image that
-    cannot be decoded is ``usage.no_source``."""
+    photos; timestamps ``i / fps`` at a nominal ``fps`` (``i`` counts the images read). An
+    image that cannot be decoded is skipped and listed in :attr:`skipped` as ``(file name,
+    reason)``; an empty folder, or one where no image can be decoded, is ``usage.no_source``."""
 
     def __init__(self, folder: str | Path, *, fps: float = 1.0) -> None:
         p = Path(folder)
@@ -178,11 +180,21 @@ class ImageFolderSource(FrameSource):
         self.fps = fps
         self.total = len(self.files)
         self.description = f"{len(self.files)} images in {p}"
+        self.folder = p
+        #: ``(file name, reason)`` of each image skipped so far.
+        self.skipped: list[tuple[str, str]] = []
 
     def __iter__(self) -> Iterator[SourceFrame]:
-        for index, path in enumerate(self.files):
+        self.skipped = []
+        index = 0
+        for path in self.files:
             bgr = self._cv2.imread(str(path), self._cv2.IMREAD_COLOR)
             if bgr is None:
-                raise UsageError("usage.no_source", f"cannot decode image {path}", path=str(path))
+                self.skipped.append((path.name, "cannot be decoded as an image"))
+                continue
             rgb: NDArray[np.uint8] = self._cv2.cvtColor(bgr, self._cv2.COLOR_BGR2RGB)
             yield SourceFrame(index, round(index / self.fps * 1e6), rgb, path.name)
+            index += 1
+        if index == 0:
+            raise UsageError("usage.no_source", f"no image in {self.folder} could be decoded "
+                             f"({len(self.files)} tried)", path=str(self.folder))

@@ -17,7 +17,7 @@ from websockets.typing import Subprotocol
 
 from posewire.cli import _consume, build_parser
 from posewire.codec.calibration import REFERENCE_CALIBRATION
-from posewire.codec.conditions import Affect, Conditions
+from posewire.codec.conditions import Affect, Conditions, conditions_to_obj
 from posewire.codec.errors import DecodeError, UsageError
 from posewire.codec.protocol import CLOSE_CODES, Connection, Limits, ProtocolFailure
 from posewire.codec.registry import REGISTRY
@@ -226,8 +226,47 @@ def test_recording_round_trip(tmp_path: Path) -> None:
     assert write_recording(path, frames, calibration=REFERENCE_CALIBRATION) == 4
     header, again = read_recording(path)
     assert header.calibration == REFERENCE_CALIBRATION and header.registry_hash == REGISTRY.hash
-    assert again == frames
+    # spec §5.5: frame 0 sent no state, so it has the initial (empty) one
+    assert again == [RecordedFrame(0, frames[0].values, Conditions()), *frames[1:]]
     assert again[2].vector()[H_YAW] == pytest.approx(0.2)
+
+
+LOST_ARM = Conditions(tracking={"arm_l": "lost"})
+LOST_HAND = Conditions(tracking={"hand_r": "lost", "face": "not_estimated"})
+
+
+def test_recording_keeps_an_empty_state_after_lost_parts(tmp_path: Path) -> None:
+    # spec §5.5: an all-tracked frame after lost parts is written as {} and read back as
+    # the empty state; a line without conditions keeps the previous state
+    path = tmp_path / "r.jsonl"
+    write_recording(path, [RecordedFrame(0, {"h_yaw": 0.1}, LOST_ARM),
+                           RecordedFrame(1000, {"h_yaw": 0.2}, Conditions()),
+                           RecordedFrame(2000, {"h_yaw": 0.3}, LOST_HAND),
+                           RecordedFrame(3000, {"h_yaw": 0.4}, None)])
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert lines[0]["version"] == 2
+    assert [ln.get("conditions", "absent") for ln in lines[1:]] == [
+        {"tracking": {"arm_l": "lost"}}, {}, {"tracking": {"hand_r": "lost", "face": "not_estimated"}}, "absent"]
+    _, again = read_recording(path)
+    assert [f.conditions for f in again] == [LOST_ARM, Conditions(), LOST_HAND, LOST_HAND]
+
+
+def test_version_1_recordings_read_a_missing_state_as_empty(tmp_path: Path) -> None:
+    # version 1 writers left an empty state out (and never meant "unchanged")
+    head = {"format": "posewire-recording", "version": 1, "registry": "1.0.0", "registry_hash": "",
+            "calibration": None}
+    rows = [{"t_us": 0, "values": {}, "conditions": {"tracking": {"arm_l": "lost"}}},
+            {"t_us": 1000, "values": {}},
+            {"t_us": 2000, "values": {}, "conditions": {"tracking": {"hand_r": "lost"}}},
+            {"t_us": 3000, "values": {}, "conditions": None}]
+    path = tmp_path / "v1.jsonl"
+    path.write_text("".join(json.dumps(o) + "\n" for o in [head, *rows]))
+    header, frames = read_recording(path)
+    assert header.version == 1
+    assert [f.conditions for f in frames] == [LOST_ARM, Conditions(), Conditions(tracking={"hand_r": "lost"}),
+                                              Conditions()]
+    assert [f.conditions.tracking_state("arm_l") for f in frames if f.conditions] == [
+        "lost", "tracked", "tracked", "tracked"]
 
 
 def test_recording_rejects_a_bad_file(tmp_path: Path) -> None:
@@ -282,6 +321,44 @@ async def test_cli_produce_replay_to_consume_count() -> None:
         assert obj["t_us"] == src.t_us
         assert obj["values"]["h_yaw"] == pytest.approx(src.values["h_yaw"], abs=1e-4)
         assert obj["conditions"]["affect"]["label"] == "happy"
+
+
+@pytest.mark.parametrize("version", [1, 2])
+async def test_replay_lost_tracked_lost_sends_each_frames_state(version: int, tmp_path: Path) -> None:
+    # the issue-20 bug: an all-tracked frame between frames with lost parts was replayed
+    # with the previous frame's lost parts (spec §5.5: absent = unchanged)
+    path = tmp_path / "rec.jsonl"
+    states = [LOST_ARM, Conditions(), LOST_HAND, Conditions(), LOST_ARM]
+    if version == 2:
+        write_recording(path, [RecordedFrame(i * 50_000, {"h_yaw": i / 10}, c) for i, c in enumerate(states)])
+    else:  # as a version-1 writer wrote it: an empty state left out
+        head = {"format": "posewire-recording", "version": 1, "registry": REGISTRY.version,
+                "registry_hash": REGISTRY.hash, "calibration": None}
+        rows = [{"t_us": i * 50_000, "values": {"h_yaw": i / 10}}
+                | ({} if c.empty else {"conditions": conditions_to_obj(c)}) for i, c in enumerate(states)]
+        path.write_text("".join(json.dumps(o) + "\n" for o in [head, *rows]))
+    got: list[SubscribedFrame] = []
+    async with Relay("127.0.0.1", port=0) as relay, Subscriber(relay.url, "r") as sub:
+        await wait_for(lambda: relay.streams.get("r", (0, 0))[1] == 1)
+        produce = await _posewire("produce", "--replay", str(path), "--url", relay.url, "--stream", "r",
+                                  "--keep-timestamps")
+        async with asyncio.timeout(15):
+            while len(got) < len(states):
+                got.append(await _recv(sub))
+            _, err = await produce.communicate()
+    assert produce.returncode == 0, err.decode()
+    assert [f.timestamp_us for f in got] == [0, 50_000, 100_000, 150_000, 200_000]
+    parts = ("arm_l", "hand_r", "face")
+    seen = [tuple(f.conditions.tracking_state(p) if f.conditions else "tracked" for p in parts) for f in got]
+    assert seen == [("lost", "tracked", "tracked"), ("tracked", "tracked", "tracked"),
+                    ("tracked", "lost", "not_estimated"), ("tracked", "tracked", "tracked"),
+                    ("lost", "tracked", "tracked")]
+
+
+async def _recv(sub: Subscriber) -> SubscribedFrame:
+    frame = await sub.recv()
+    assert frame is not None
+    return frame
 
 
 async def test_consume_record_writes_a_replayable_recording(tmp_path: Path) -> None:

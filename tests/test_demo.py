@@ -51,8 +51,8 @@ async def test_demo_serves_the_viewer_while_it_plays_and_loops() -> None:
 
 def test_demo_command_ends_by_itself_and_fails_cleanly_on_a_missing_file(tmp_path: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "posewire.cli", "demo", "--frames", "100", "--speed", "4",
-                             "--no-browser", "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                             "--no-browser", "--port", "0", "--relay-port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         url = ""

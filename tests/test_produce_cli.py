@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -55,3 +56,49 @@ def test_pose_file_to_a_recording(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert any("a_x_r" in f.values for f in frames)
     first = json.loads(out.read_text().splitlines()[1])
     assert "t_us" in first
+
+
+# ---------------------------------------------------------------- progress in a log (issue 20)
+
+
+def _ticks(times: list[float]) -> Callable[[], float]:
+    """A clock that returns ``times`` one call after another (the first: the start)."""
+    it = iter(times)
+    return lambda: next(it)
+
+
+def test_progress_in_a_log_prints_each_second_then_every_ten_and_its_last_state() -> None:
+    import io
+
+    from posewire.produce_cli import Progress
+
+    out = io.StringIO()  # not a terminal
+    times = [0.0, 0.4, 0.8, 1.2, 1.6, 31.0, 35.0, 42.0]
+    bar = Progress(8, live=False, stream=out, clock=_ticks([0.0, *times]))
+    for _ in times:
+        bar.update(inference_ms={"holistic": 30.0}, encode_us=100.0, tracked=("head",), total_bytes=0)
+    bar.finish()
+    counts = [line.split("]")[1].split()[0] for line in out.getvalue().splitlines()]
+    # once a second for the first 30 s (frames 1 and 4), then every 10 s (6 at 31 s, 8 at 42 s)
+    assert counts == ["1/8", "4/8", "6/8", "8/8"]
+
+    out = io.StringIO()
+    short = Progress(3, live=False, stream=out, clock=_ticks([0.0, 0.0, 0.3, 0.6]))
+    for _ in range(3):
+        short.update(inference_ms={"holistic": 30.0}, encode_us=100.0, tracked=(), total_bytes=0)
+    short.finish()  # the last state of a short run is logged too
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 2 and " 1/3 " in lines[0] and " 3/3 100% " in lines[1]
+
+
+def test_progress_counts_to_count_when_it_is_smaller() -> None:
+    from types import SimpleNamespace
+
+    from posewire.produce_cli import _expected
+
+    video = SimpleNamespace(total=795, live=False)
+    assert _expected(video, 150) == 150
+    assert _expected(video, 0) == 795
+    assert _expected(video, 1000) == 795
+    assert _expected(SimpleNamespace(total=None, live=False), 20) == 20
+    assert _expected(SimpleNamespace(total=None, live=True), 20) is None

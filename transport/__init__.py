@@ -12,7 +12,9 @@ from posewire.transport.client import (
     LinkClosedError,
     RelayError,
     RelayUrls,
+    connect_failure,
     retry_connect,
+    retry_line,
 )
 from posewire.transport.tls import (
     DEFAULT_PING_INTERVAL,
@@ -35,6 +37,8 @@ __all__ = [
     "certificate_validity",
     "check_liveness",
     "client_tls_context",
+    "connect_failure",
     "retry_connect",
+    "retry_line",
     "server_tls_context",
 ]

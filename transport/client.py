@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import socket
 import ssl
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -45,7 +46,9 @@ __all__ = [
     "LinkClosedError",
     "RelayError",
     "RelayUrls",
+    "connect_failure",
     "retry_connect",
+    "retry_line",
 ]
 
 #: Error codes a reconnect cannot fix (spec §5.8): the client gives up on them.
@@ -150,11 +153,13 @@ class RelayUrls:
 
 async def retry_connect(open_once: Callable[[], Awaitable[None]], *, backoff: Backoff,
                         reconnect: bool, max_retries: int | None,
-                        is_closed: Callable[[], bool], what: str) -> None:
+                        is_closed: Callable[[], bool], what: str,
+                        on_retry: Callable[[RelayError, float], None] | None = None) -> None:
     """Call ``open_once`` until it succeeds, sleeping ``backoff`` delays between tries
     (spec §5.9 clients). Raises :class:`RelayError` when the failure is fatal (auth,
     registry, version), when ``reconnect`` is off, or after ``max_retries`` failures;
-    ``usage.state`` when ``is_closed()`` turns true meanwhile."""
+    ``usage.state`` when ``is_closed()`` turns true meanwhile. ``on_retry(error, delay)``
+    is told each failure that will be retried, and the seconds until the next try."""
     failures = 0
     while True:
         if is_closed():
@@ -169,7 +174,33 @@ async def retry_connect(open_once: Callable[[], Awaitable[None]], *, backoff: Ba
             failures += 1
             if err.fatal or not reconnect or (max_retries is not None and failures > max_retries):
                 raise err from None
-        await asyncio.sleep(backoff.next_delay())
+        delay = backoff.next_delay()
+        if on_retry is not None:
+            on_retry(err, delay)
+        await asyncio.sleep(delay)
+
+
+def retry_line(url: str, err: RelayError, delay: float) -> str:
+    """What a client waits for, in one line: ``relay ws://… refused, retrying in 2 s``."""
+    what = err.message if err.message.startswith("relay ") else f"relay {url}: {err}"
+    return f"{what}, retrying in {delay:.2g} s"
+
+
+def connect_failure(exc: BaseException, open_timeout: float) -> str:
+    """Why a connect failed, in a few words ("refused", "unknown host", ...)."""
+    if isinstance(exc, ConnectionRefusedError):
+        return "refused"
+    if isinstance(exc, socket.gaierror):
+        return f"unknown host ({exc.strerror})"
+    if isinstance(exc, TimeoutError):
+        return f"did not answer within {open_timeout:g} s"
+    if isinstance(exc, ssl.SSLError):
+        return f"TLS failed ({exc})"
+    if isinstance(exc, InvalidURI):
+        return f"is not a websocket URL ({exc})"
+    if isinstance(exc, InvalidHandshake):
+        return f"refused the websocket handshake ({exc})"
+    return f"cannot be reached ({exc})"
 
 
 class ClientLink:
@@ -211,7 +242,7 @@ class ClientLink:
             raise RelayError("tls", f"the TLS certificate of {url} does not verify: "
                              f"{exc.verify_message or exc.reason}") from None
         except (OSError, InvalidHandshake, InvalidURI, TimeoutError, ssl.SSLError) as exc:
-            raise RelayError("link", f"cannot connect to {url}: {exc}") from None
+            raise RelayError("link", f"relay {url} {connect_failure(exc, open_timeout)}") from None
         link = cls(ws, Connection(side="client", role=role))
         try:
             await ws.send(link.conn.hello(stream, client=client, token=token))
@@ -224,7 +255,7 @@ class ClientLink:
             raise link.closed_error(exc) from None
         except TimeoutError:
             await ws.close()
-            raise RelayError("link", "no welcome from the relay in time") from None
+            raise RelayError("link", f"relay {url} sent no welcome within {open_timeout:g} s") from None
         except RelayError:
             await ws.close()
             raise

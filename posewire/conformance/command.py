@@ -22,9 +22,16 @@ __all__ = ["add_parser", "default_vectors", "run"]
 
 def default_vectors() -> Path:
     """``spec/conformance`` under the current directory when there is one, else the
-    vectors installed with the package (``posewire/conformance/vectors``)."""
+    vectors installed with the package (``posewire/conformance/vectors``, mapped from
+    ``spec/conformance`` by ``pyproject.toml``), else those of the checkout this package
+    runs from (an editable install)."""
     local = Path("spec/conformance")
-    return local if local.is_dir() else Path(__file__).resolve().parent / "vectors"
+    if local.is_dir():
+        return local
+    here = Path(__file__).resolve().parent
+    installed = here / "vectors"
+    checkout = here.parents[1] / "spec" / "conformance"
+    return installed if installed.is_dir() or not checkout.is_dir() else checkout
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -77,12 +84,7 @@ def _vectors(args: argparse.Namespace) -> tuple[list[CaseResult], str] | int:
 def run(args: argparse.Namespace) -> int:
     """Run the kit as the arguments say; print the verdicts, write the reports."""
     if args.relay or args.producer:
-        try:
-            got = _over_the_wire(args)
-        except ModuleNotFoundError as exc:  # websockets comes with the kit extra
-            print(f"posewire conformance: {exc.name} is missing: pip install "
-                  "'posewire[kit]'", file=sys.stderr)
-            return 2
+        got = _over_the_wire(args)  # websockets is a core dependency
         if isinstance(got, int):
             return got
         results, target = got
@@ -97,6 +99,25 @@ def run(args: argparse.Namespace) -> int:
     return exit_status(results)
 
 
+async def _unreachable(url: str, timeout: float) -> str | None:
+    """Why no websocket opens to ``url`` ("refused", ...), or None when one does."""
+    import ssl
+
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import InvalidHandshake, InvalidURI
+    from websockets.typing import Subprotocol
+
+    from posewire.codec.wire import SUBPROTOCOL
+    from posewire.transport import client_tls_context, connect_failure
+
+    try:
+        async with connect(url, subprotocols=[Subprotocol(SUBPROTOCOL)], open_timeout=timeout,
+                           ssl=client_tls_context(url, None), proxy=None):
+            return None
+    except (OSError, InvalidHandshake, InvalidURI, TimeoutError, ssl.SSLError) as exc:
+        return connect_failure(exc, timeout)
+
+
 def _over_the_wire(args: argparse.Namespace) -> tuple[list[CaseResult], str] | int:
     timeout = 2.0 if args.timeout is None else args.timeout
     if args.relay:
@@ -104,6 +125,10 @@ def _over_the_wire(args: argparse.Namespace) -> tuple[list[CaseResult], str] | i
 
         if not args.relay.startswith(("ws://", "wss://")):
             print("posewire conformance: --relay takes a ws:// or wss:// URL", file=sys.stderr)
+            return 2
+        down = asyncio.run(_unreachable(args.relay, timeout))
+        if down is not None:  # one line, not a FAILED verdict per case
+            print(f"posewire conformance: cannot connect: relay {args.relay} {down}", file=sys.stderr)
             return 2
         return (asyncio.run(run_relay_suite(args.relay, token=args.token, timeout=timeout)),
                 f"relay: {args.relay}")

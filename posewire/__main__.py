@@ -1,0 +1,7 @@
+"""``python -m posewire``: the ``posewire`` command."""
+
+import sys
+
+from posewire.cli import main
+
+sys.exit(main())

@@ -1,0 +1,132 @@
+"""Clients say what they wait for (issue 20): where they connect, why they wait, --timeout;
+``conformance --relay`` against a relay that is down; the demo's relay port."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from netutil import wait_for
+
+from posewire.codec.errors import UsageError
+from posewire.demo import run_demo
+from posewire.relay import Relay
+
+ROOT = Path(__file__).resolve().parents[1]
+WAVE = ROOT / "tests" / "data" / "wave.jsonl"
+
+
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    """A loopback port bound but not listening: every connect is refused, and no other
+    program can take it meanwhile."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    try:
+        yield sock.getsockname()[1]
+    finally:
+        sock.close()
+
+
+def _timed_lines(args: list[str]) -> tuple[list[tuple[float, str]], int, str, float]:
+    """Run ``posewire ARGS``; each stderr line with its seconds since the start, the exit
+    status, stdout and the total seconds."""
+    env = {k: v for k, v in os.environ.items() if k != "POSEWIRE_TOKEN"}
+    started = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "posewire", *args], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None and proc.stdout is not None
+    lines = [(time.monotonic() - started, line.rstrip("\n")) for line in proc.stderr]
+    out = proc.stdout.read()
+    status = proc.wait(timeout=30)
+    return lines, status, out, time.monotonic() - started
+
+
+@pytest.mark.parametrize("command", [["consume", "demo"], ["produce", "--replay", str(WAVE), "--stream", "demo"],
+                                     ["vmc", "--stream", "demo"]], ids=["consume", "produce", "vmc"])
+def test_a_client_at_a_closed_port_says_why_it_waits_and_gives_up(command: list[str], closed_port: int) -> None:
+    url = f"ws://127.0.0.1:{closed_port}"
+    lines, status, out, total = _timed_lines([*command, "--url", url, "--timeout", "1.5"])
+    name = command[0]
+    texts = [text for _, text in lines]
+    assert texts[0] == f"posewire {name}: connecting to {url}, stream 'demo'"
+    assert texts[1].startswith(f"posewire {name}: relay {url} refused, retrying in ")
+    assert texts[1].endswith(" s")
+    # the same reason is not repeated within 5 s
+    assert texts[2:] == [f"posewire {name}: gave up after 1.5 s: relay {url} refused"]
+    assert (status, out) == (1, "")
+    # the refusal is said within a second of the command's first line (the interpreter
+    # and imports take about 0.4-0.6 s before it on an idle machine)
+    assert lines[0][0] < 3.0
+    assert lines[1][0] - lines[0][0] < 1.0
+    # it gave up 1.5 s after it started, not later
+    assert 1.5 <= lines[2][0] - lines[0][0] < 2.5 and total < lines[0][0] + 3.0
+
+
+async def test_consume_says_the_stream_has_no_producer_and_gives_up() -> None:
+    async with Relay("127.0.0.1", port=0) as relay:
+        url = relay.url
+        env = {k: v for k, v in os.environ.items() if k != "POSEWIRE_TOKEN"}
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "posewire", "consume", "demo", "--url", url, "--timeout", "1.5",
+            cwd=ROOT, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        async with asyncio.timeout(30):
+            out, err = await proc.communicate()
+    assert proc.returncode == 1 and out == b""
+    assert err.decode().splitlines() == [
+        f"posewire consume: connecting to {url}, stream 'demo'",
+        f"posewire consume: connected to {url}",
+        "posewire consume: no producer on stream 'demo' yet",
+        "posewire consume: gave up after 1.5 s: no producer on stream 'demo' yet",
+    ]
+
+
+async def test_consume_with_a_producer_does_not_time_out() -> None:
+    from posewire.producers.publisher import Publisher
+
+    async with Relay("127.0.0.1", port=0) as relay, Publisher(relay.url, "p") as pub:
+        url = relay.url
+        await pub.send_frame({"h_yaw": 0.25}, timestamp_us=42)
+        await wait_for(lambda: relay.stats.frames_in >= 1)
+        env = {k: v for k, v in os.environ.items() if k != "POSEWIRE_TOKEN"}
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "posewire", "consume", "p", "--url", url, "--count", "1",
+            "--timeout", "5", cwd=ROOT, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        async with asyncio.timeout(30):
+            out, err = await proc.communicate()
+    assert proc.returncode == 0, err.decode()
+    assert out.decode() == "seq=0 t_us=42 h_yaw=0.2500\n"
+    assert err.decode().splitlines() == [f"posewire consume: connecting to {url}, stream 'p'",
+                                         f"posewire consume: connected to {url}"]
+
+
+def test_conformance_against_a_relay_that_is_down_is_one_line(closed_port: int) -> None:
+    url = f"ws://127.0.0.1:{closed_port}"
+    lines, status, out, _ = _timed_lines(["conformance", "--relay", url])
+    assert [text for _, text in lines] == [f"posewire conformance: cannot connect: relay {url} refused"]
+    assert (status, out) == (2, "")
+
+
+async def test_the_demo_relay_listens_on_relay_port_and_says_where(closed_port: int) -> None:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    lines: list[str] = []
+    summary = await run_demo(WAVE, frames=5, speed=0, port=0, relay_port=port, out=lines.append)
+    assert summary.frames_sent == 5
+    assert f"relay: ws://127.0.0.1:{port} (stream 'demo': posewire consume demo --url ws://127.0.0.1:{port})" in lines
+    # a port in use is said plainly, with the way out
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        with pytest.raises(UsageError, match=rf"cannot start the relay on 127.0.0.1:{taken} .*--relay-port 0"):
+            await run_demo(WAVE, frames=5, speed=0, port=0, relay_port=taken, out=lines.append)
