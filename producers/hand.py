@@ -70,6 +70,7 @@ __all__ = [
     "THUMB_SIDE_AXIS",
     "HandDims",
     "bone_log_lengths",
+    "depth_gain_spread",
     "estimate_depth_gain",
     "finger_angles",
     "hand_chirality",
@@ -370,8 +371,17 @@ def estimate_depth_gain(log_lengths: F64, *, gains: F64 = DEPTH_GAINS) -> float 
     usable = np.isfinite(log_lengths[:, 0, 0])
     if int(usable.sum()) < DEPTH_GAIN_MIN_FRAMES:
         return None
-    spread = log_lengths[usable].std(axis=0).mean(axis=-1)
-    return float(gains[int(np.argmin(spread))])
+    return float(gains[int(np.argmin(depth_gain_spread(log_lengths[usable])))])
+
+
+def depth_gain_spread(log_lengths: F64) -> F64:
+    """:func:`estimate_depth_gain`'s measure ``(G,)`` of the usable frames' log lengths
+    ``(B, G, 20)``: the mean over bones of the standard deviation over frames. Each gain's
+    value depends only on its own column, bit for bit (a reduction over frames, then over
+    20 bones), so a slice of gains can be taken apart (:class:`posewire.producers.live.LiveCalibration`
+    spreads the gains over frames)."""
+    out: F64 = log_lengths.std(axis=0).mean(axis=-1)
+    return out
 
 
 #: A hand's chirality score (:func:`hand_chirality`) decides its side from this magnitude on,
