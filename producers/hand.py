@@ -355,10 +355,27 @@ def bone_log_lengths(hand: F64, *, bones: tuple[tuple[int, int], ...] = HAND_BON
     along = delta[..., 2] ** 2
     usable = np.isfinite(delta).all(axis=(-1, -2)) & (across + along > 0.0).all(-1)
     out: F64 = np.full((hand.shape[0], gains.size, len(bones)), np.nan)
-    if usable.any():
-        squared = across[usable, None, :] + gains[None, :, None] ** 2 * along[usable, None, :]
-        log_length = 0.5 * np.log(squared)
-        out[usable] = log_length - np.median(log_length, axis=-1, keepdims=True)
+    if usable.all():
+        out = _centred_log(across[:, None, :] + gains[None, :, None] ** 2 * along[:, None, :])
+    elif usable.any():
+        out[usable] = _centred_log(across[usable, None, :] + gains[None, :, None] ** 2 * along[usable, None, :])
+    return out
+
+
+def _centred_log(squared: F64) -> F64:
+    # log ℓ minus its median over the bones (last axis): np.median's value (the middle one, or
+    # the mean (a + b) / 2 of the middle two) by one partition, without its NaN checks (no
+    # NaN here: usable squares are > 0)
+    log_length = 0.5 * np.log(squared)
+    n = log_length.shape[-1]
+    half = n // 2
+    if n % 2:
+        part = np.partition(log_length, half, axis=-1)
+        median = part[..., half:half + 1]
+    else:
+        part = np.partition(log_length, (half - 1, half), axis=-1)
+        median = (part[..., half - 1:half] + part[..., half:half + 1]) / 2.0
+    out: F64 = log_length - median
     return out
 
 
