@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from posewire.codec.morph import ARKIT_INDEX
-from posewire.codec.mouthing import _valid_mouthing_arkit, mouthing_to_arkit, normalize_shares
+from posewire.codec.mouthing import _valid_mouthing_arkit, _valid_mouthing_arkit1, mouthing_to_arkit, normalize_shares
 from posewire.codec.registry import VISEMES
 from posewire.codec.vector import LOWER, N_DIMS, validate
 from posewire.consumers.face import _validate_clamp, face_weights
@@ -114,3 +114,21 @@ def test_face_weights_equals_reference(capability: str) -> None:
             for i, name in enumerate(VISEMES):
                 np.testing.assert_allclose(out.visemes[name], ref.visemes[..., i], rtol=0, atol=1e-12)
         assert out.report.get("clipped", False) == bool(ref.clipped.any())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_one_frame_face_kernel_is_bit_equal(seed: int) -> None:
+    # issue 22: the single-frame face kernel in Python floats gives the batch kernel's bits
+    rng = np.random.default_rng(seed)
+    vec, _ = validate(_vectors(seed, 200), policy="clamp")
+    vec[rng.random(vec.shape) < 0.2] = 0.0
+    vec[::3] *= -1.0
+    vec, _ = validate(vec, policy="clamp")
+    for row in vec:
+        raw = rng.random(len(VISEMES)) * rng.choice([0.0, 0.1, 0.3, 1.0])
+        raw[rng.random(raw.shape) < 0.5] = 0.0
+        shares, _ = normalize_shares(raw)
+        weights, clipped = _valid_mouthing_arkit(row, shares)
+        one, over = _valid_mouthing_arkit1(row.tolist(), shares.tolist())
+        np.testing.assert_array_equal(np.array(one), weights)
+        assert np.array_equal(np.signbit(one), np.signbit(weights)) and over == bool(clipped.any())
