@@ -17,7 +17,8 @@ one pose vector, its tracking condition, and the performer's calibration (spec �
 
 Live calibration (:class:`LiveCalibration`, spec §4.1): the performer's distances are a
 running robust estimate — medians over the last ``window`` frames that show a body,
-re-estimated every ``every`` such frames. The first estimate is used (and sent) at once;
+re-estimated every ``every`` such frames (each re-estimate spread over the following
+frames, :class:`LiveCalibration`). The first estimate is used (and sent) at once;
 afterwards a new estimate replaces it only when it has **settled**: the last ``settle``
 estimates agree within ``tolerance`` (relative, every distance) and differ from the one
 in use by more than ``tolerance``. Each replacement is returned by :meth:`LiveEncoder.encode`
