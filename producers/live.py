@@ -124,11 +124,11 @@ class LiveCalibration:
     shoulders, trunk, arm and hand lengths, the single-frame path of
     :func:`~posewire.producers.landmarks.calibration_samples`) are taken as it arrives and
     kept in a ring of the last ``window`` frames with a body. An estimate (every ``every``
-    such frames) is a job of small steps, one per following frame: the hands' bone
-    measures of the frames since the last one
-    (:func:`~posewire.producers.hand.bone_log_lengths`, ``bone_frames`` frames a step),
-    the medians (:func:`~posewire.producers.landmarks.body_calibration`), then each hand's
-    depth gain ``gain_chunk`` gains a step (:func:`~posewire.producers.hand.depth_gain_spread`,
+    such frames) is a job of small steps, one a frame from the frame that starts it: the
+    medians (:func:`~posewire.producers.landmarks.body_calibration`), the hands' bone
+    measures of the frames not measured yet
+    (:func:`~posewire.producers.hand.bone_log_lengths`, ``bone_frames`` frames a step), then
+    each hand's depth gain ``gain_chunk`` gains a step (:func:`~posewire.producers.hand.depth_gain_spread`,
     whose gains are independent, bit for bit). The job reads the rows of the window it
     started on (the ring holds ``window + every`` rows, so none is overwritten meanwhile); its
     result is the same values as :func:`~posewire.producers.landmarks.estimate_calibration`
@@ -186,6 +186,12 @@ class LiveCalibration:
         return self._run(rows, rows[~self._measured[rows]].tolist())
 
     def _run(self, rows: NDArray[np.intp], todo: list[int]) -> Generator[None, None, LandmarkCalibration]:
+        # each step one piece of work, then yield: the medians (the frame that starts the job
+        # takes this step), the bones a few frames a step, each hand's gains a slice a step
+        samples = CalibrationSamples(self._shoulders[rows], self._valid[rows], self._trunk[rows], self._arm[rows],
+                                     self._hand[rows], self._bones[:0])
+        cal, notes = body_calibration(samples)  # usage.calibration: no body frame in the window
+        yield
         for k in range(0, len(todo), self.bone_frames):
             chunk = [row for row in todo[k:k + self.bone_frames] if not self._measured[row]]  # not by another job
             if chunk:
@@ -193,9 +199,6 @@ class LiveCalibration:
                     len(chunk), 2, DEPTH_GAINS.size, len(HAND_BONES))
                 self._measured[chunk] = True
                 yield
-        samples = CalibrationSamples(self._shoulders[rows], self._valid[rows], self._trunk[rows], self._arm[rows],
-                                     self._hand[rows], self._bones[:0])
-        cal, notes = body_calibration(samples)  # usage.calibration: no body frame in the window
         found: list[float | None] = []
         for column in (0, 1):  # right, left: hand.estimate_depth_gain of the window, gains a step apart
             usable = rows[np.isfinite(self._bones[rows, column, 0, 0])]
@@ -204,8 +207,8 @@ class LiveCalibration:
                 continue
             spread = []
             for g in range(0, DEPTH_GAINS.size, self.gain_chunk):
-                yield
                 spread.append(depth_gain_spread(self._bones[usable, column, g:g + self.gain_chunk]))
+                yield
             found.append(float(DEPTH_GAINS[int(np.argmin(np.concatenate(spread)))]))
         return with_depth_gains(cal, notes, (found[0], found[1]))
 
@@ -255,9 +258,13 @@ class LiveCalibration:
                 self._job = None
             if self._since >= self.every:
                 self._job = None
-        if self._since >= self.every:
+        if self._since >= self.every:  # a new job, its first step (the medians) on this frame
             self._since = 0
             self._job = self._steps()
+            try:
+                next(self._job)
+            except UsageError:  # a degenerate body frame in every buffered frame
+                self._job = None
         return out
 
     def _accept(self, estimate: LandmarkCalibration) -> LandmarkCalibration | None:
