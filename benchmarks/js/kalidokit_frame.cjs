@@ -2,7 +2,7 @@
 // frame Kalidokit.Face.solve + Pose.solve + Hand.solve of both hands (npm kalidokit 1.1.5,
 // pinned by package-lock.json), on the frames posewire encodes in the same run.
 // stdin = JSON {"width": W, "height": H, "passes": P, "frames": [{"face": [[x, y, z] x 468] | null,
-// "pose3d": [[x, y, z, visibility] x 33], "pose2d": [[x, y, z, visibility] x 33],
+// "pose3d": [[x, y, z, visibility] x 33] | null, "pose2d": [[x, y, z, visibility] x 33] | null,
 // "left": [[x, y, z] x 21] | null, "right": ... | null}, ...]} (normalized image coordinates
 // for the face, pose2d and hands, metres for pose3d, as MediaPipe gives them); one untimed
 // warm-up pass (the JIT), then P timed passes; stdout = JSON {"us": [CPU µs per frame, ...]}
@@ -23,7 +23,7 @@ process.stdin.on("end", () => {
   let sink = 0;
   const solve = (f) => {
     if (f.face) sink += Kalidokit.Face.solve(f.face, { runtime: "mediapipe", imageSize, smoothBlink: false }) ? 1 : 0;
-    sink += Kalidokit.Pose.solve(f.pose3d, f.pose2d, { runtime: "mediapipe", imageSize }) ? 1 : 0;
+    if (f.pose3d) sink += Kalidokit.Pose.solve(f.pose3d, f.pose2d, { runtime: "mediapipe", imageSize }) ? 1 : 0;
     if (f.left) sink += Kalidokit.Hand.solve(f.left, "Left") ? 1 : 0;
     if (f.right) sink += Kalidokit.Hand.solve(f.right, "Right") ? 1 : 0;
   };
