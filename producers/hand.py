@@ -364,17 +364,14 @@ def bone_log_lengths(hand: F64, *, bones: tuple[tuple[int, int], ...] = HAND_BON
 
 def _centred_log(squared: F64) -> F64:
     # log ℓ minus its median over the bones (last axis): np.median's value (the middle one, or
-    # the mean (a + b) / 2 of the middle two) by one partition, without its NaN checks (no
-    # NaN here: usable squares are > 0)
+    # the mean (a + b) / 2 of the middle two) from a sort (numpy's SIMD sort of 20 values is
+    # several times faster than its partition at two indices; the order statistics are the
+    # same values), without its NaN checks (no NaN here: usable squares are > 0)
     log_length = 0.5 * np.log(squared)
     n = log_length.shape[-1]
     half = n // 2
-    if n % 2:
-        part = np.partition(log_length, half, axis=-1)
-        median = part[..., half:half + 1]
-    else:
-        part = np.partition(log_length, (half - 1, half), axis=-1)
-        median = (part[..., half - 1:half] + part[..., half:half + 1]) / 2.0
+    ranked = np.sort(log_length, axis=-1)
+    median = ranked[..., half:half + 1] if n % 2 else (ranked[..., half - 1:half] + ranked[..., half:half + 1]) / 2.0
     out: F64 = log_length - median
     return out
 
