@@ -89,6 +89,12 @@ def face_weights(vector: ArrayLike, *, capability: Capability,
         raise UsageError("usage.bad_option", f"capability must be one of {CAPABILITIES}, "
                          f"not {capability!r}")
     vec, validation = _validate_clamp(np.asarray(vector, dtype=np.float64))
+    return _face_weights(vec, validation, capability, visemes)
+
+
+def _face_weights(vec: F64, validation: ValidationReport, capability: Capability,
+                  visemes: ArrayLike | None) -> FaceWeights:
+    # face_weights of a vector already validated (posewire.consumers.pose.decode_frame: once a frame)
     report: dict[str, object] = {}
     if validation.clamped.any() or validation.replaced.any():
         report = {k: v for k, v in validation.dims().items() if v}

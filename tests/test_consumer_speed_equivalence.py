@@ -16,7 +16,7 @@ from posewire.codec.mouthing import _valid_mouthing_arkit, _valid_mouthing_arkit
 from posewire.codec.registry import VISEMES
 from posewire.codec.vector import LOWER, N_DIMS, validate
 from posewire.consumers.face import _validate_clamp, face_weights
-from posewire.consumers.pose import decode_pose
+from posewire.consumers.pose import decode_frame, decode_pose
 from posewire.consumers.skeleton import Skeleton, helix_humanoid
 
 
@@ -132,3 +132,23 @@ def test_one_frame_face_kernel_is_bit_equal(seed: int) -> None:
         one, over = _valid_mouthing_arkit1(row.tolist(), shares.tolist())
         np.testing.assert_array_equal(np.array(one), weights)
         assert np.array_equal(np.signbit(one), np.signbit(weights)) and over == bool(clipped.any())
+
+
+@pytest.mark.parametrize("capability", ["viseme15", "vowel5", "jaw", "none"])
+def test_decode_frame_is_decode_pose_and_face_weights(capability: str) -> None:
+    # issue 22: one validation for both, the same results as the two calls
+    skel = helix_humanoid()
+    rng = np.random.default_rng(5)
+    for vec in (_vectors(3, 1), _vectors(4, 7), _vectors(5, 1)[0]):
+        mix = rng.random(len(VISEMES)) * 0.3
+        pose, face = decode_frame(vec, skel, capability=capability, visemes=mix)  # type: ignore[arg-type]
+        ref_pose = decode_pose(vec, skel)
+        ref_face = face_weights(np.reshape(vec, (-1, N_DIMS)), capability=capability,  # type: ignore[arg-type]
+                                visemes=mix)
+        np.testing.assert_array_equal(pose.local_rotations, ref_pose.local_rotations)
+        assert pose.report() == ref_pose.report()
+        assert face.report == ref_face.report and face.arkit.keys() == ref_face.arkit.keys()
+        for name in ref_face.arkit:
+            np.testing.assert_array_equal(face.arkit[name], ref_face.arkit[name])
+        for name in ref_face.visemes:
+            np.testing.assert_array_equal(face.visemes[name], ref_face.visemes[name])
