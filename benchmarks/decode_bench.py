@@ -24,7 +24,7 @@ import numpy as np
 from posewire.codec.mouthing import shares_from_dict
 from posewire.codec.vector import LOWER, N_DIMS
 from posewire.consumers.face import face_weights
-from posewire.consumers.pose import decode_pose
+from posewire.consumers.pose import decode_frame, decode_pose
 from posewire.consumers.skeleton import Skeleton, helix_humanoid
 
 __all__ = ["main"]
@@ -64,6 +64,8 @@ def main() -> None:
          _per_frame_us(lambda: decode_pose(one, bound), 1, repeats * 10)),
         ("face_weights viseme15", 1,
          _per_frame_us(lambda: face_weights(one, capability="viseme15", visemes=mix), 1, repeats * 10)),
+        ("decode_frame (decode_pose + face_weights viseme15, one validation)", 1,
+         _per_frame_us(lambda: decode_frame(one, skel, capability="viseme15", visemes=mix), 1, repeats * 10)),
         ("decode_pose", 10_000, _per_frame_us(lambda: decode_pose(batch, skel), 10_000, repeats)),
         ("decode_pose, random bind frames", 10_000,
          _per_frame_us(lambda: decode_pose(batch, bound), 10_000, repeats)),
@@ -79,8 +81,8 @@ def main() -> None:
     for name, frames, us in rows:
         print(f"| {name} | {frames} | {us:.2f} | {1e6 / us:,.0f} |")
     if js is not None:
-        py = rows[0][2] + rows[2][2]
-        print(f"\nbones + IK + face, one frame: Python {py:.1f} µs, JavaScript (Node) "
+        py = rows[3][2]
+        print(f"\nbones + IK + face, one frame (decode_frame): Python {py:.1f} µs, JavaScript (Node) "
               f"{js['pose'] + js['face']:.1f} µs (ratio {py / (js['pose'] + js['face']):.1f}x)")
     else:
         print("\n(node not found: no JavaScript rows)")

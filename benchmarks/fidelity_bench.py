@@ -13,7 +13,10 @@
    the same hand landmarks (benchmarks/js, pinned by its package-lock.json).
 3. Encode time: µs per frame, single frames (one call each, the live path: the Python-float
    path, beside the numpy path on the same frames as its peer, alternated round by round)
-   and batches.
+   and batches; then the live encoder (:meth:`LiveEncoder.encode`: landmarks, face, live
+   calibration) per frame on the signer and on ground truth beside kalidokit (Face + Pose +
+   2 Hands in Node, benchmarks/js/kalidokit_frame.cjs) on the same frames, interleaved
+   round by round (issue 22), and one hand alone.
 
 Usage: python benchmarks/fidelity_bench.py [--frames N] [--quick] [--encode-only [--rounds R]]
 """
@@ -34,6 +37,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posewire.codec.calibration import units
+from posewire.codec.morph import N_ARKIT
 from posewire.codec.registry import REGISTRY
 from posewire.codec.vector import LOWER, UPPER
 from posewire.consumers.pose import decode_plan
@@ -42,7 +46,11 @@ from posewire.fidelity import reprojection
 from posewire.groundtruth import noise, random_vectors, render, thumb_roll_error_deg
 from posewire.producers.filter import filter_vectors, jitter
 from posewire.producers.hand import FINGER_CHAINS, THUMB_ROLL_MIN_CURL_DEG, with_depth_gain
+from posewire.producers.hand_single import hand_dims1, with_depth_gain1
 from posewire.producers.landmarks import HolisticLandmarks, _encode_batch, landmarks_to_vectors
+from posewire.producers.landmarks_single import prepare1
+from posewire.producers.live import LiveEncoder
+from posewire.producers.mediapipe_source import Observation
 from posewire.producers.poseformat import read_pose_file
 
 F64 = NDArray[np.float64]
@@ -402,6 +410,99 @@ def encode_speed(frames: int, rounds: int) -> None:
           "figures are upper bounds).\n")
 
 
+def _observations(lm: HolisticLandmarks, mesh: F64, seed: int) -> list[Observation]:
+    """Live observations of every frame of ``lm``: its landmarks (no image points: a live
+    source has none there), the face mesh ``mesh[i % len]`` (pixels), ARKit weights and a face
+    transform turning slowly (the face model's outputs; not in a .pose file)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(lm.batch):
+        one = replace(_one(lm, i), pose_image=None)
+        yaw = 0.3 * np.sin(i / 9.0)
+        matrix = np.eye(4)
+        matrix[:3, :3] = [[np.cos(yaw), 0.0, np.sin(yaw)], [0.0, 1.0, 0.0], [-np.sin(yaw), 0.0, np.cos(yaw)]]
+        out.append(Observation(one, np.full((33, 3), np.nan), mesh[i % mesh.shape[0]], rng.uniform(0.0, 1.0, N_ARKIT),
+                               matrix, {}, {}, (640, 360)))
+    return out
+
+
+def _kalidokit_frames(lm: HolisticLandmarks, mesh: F64, width: int, height: int) -> list[dict[str, object]]:
+    """The same frames as kalidokit takes them (normalized image coordinates; the .pose hands
+    and face are pixels, ground truth's are metres: the solver's cost does not depend on it)."""
+    size = np.array([width, height, width])
+    image = lm.pose_image if lm.pose_image is not None else lm.pose_world
+    frames = []
+    for i in range(lm.batch):
+        vis = lm.pose_visibility[i][:, None]
+        face = mesh[i % mesh.shape[0]]
+
+        def hand(h: F64) -> list[list[float]] | None:
+            return (h / size).tolist() if np.isfinite(h).all() else None
+
+        frames.append({"face": (face[:468] / size).tolist() if np.isfinite(face[:468]).all() else None,
+                       "pose3d": np.concatenate([lm.pose_world[i], vis], axis=1).tolist(),
+                       "pose2d": np.concatenate([image[i] / size, vis], axis=1).tolist(),
+                       "left": hand(lm.left_hand[i]), "right": hand(lm.right_hand[i])})
+    return frames
+
+
+def live_encode_speed(rounds: int, passes: int) -> None:
+    """Issue 22: ``LiveEncoder.encode`` (landmarks + face + live calibration, one frame) per
+    frame against kalidokit (Face + Pose + 2 Hands, Node) on the same frames, interleaved
+    round by round in one run; CPU µs per frame (this thread's; Node's process.cpuUsage)."""
+    print("## Live encode against kalidokit (one frame: both hands, the face; CPU µs per frame)\n")
+    pf = read_pose_file(RECORDINGS[0])
+    mesh = pf.landmarks.face if pf.landmarks.face is not None else np.full((1, 478, 3), np.nan)
+    rng = np.random.default_rng(1)
+    truth = noise(render(random_vectors(rng, 150), view_yaw_deg=rng.uniform(-45, 45, 150)).landmarks, rng)
+    node = shutil.which("node") if (JS / "node_modules" / "kalidokit").is_dir() else None
+    print("| frames | ours min / median / p99 | frames over 2 × our median | kalidokit min / median / p99 "
+          "| ours / kalidokit (median) |")
+    print("| --- | --- | --- | --- | --- |")
+    for name, lm in ((RECORDINGS[0].name, pf.landmarks), ("ground truth, 2/6 mm noise", truth)):
+        obs = _observations(lm, mesh, 5)
+        doc = json.dumps({"width": pf.width, "height": pf.height, "passes": passes,
+                          "frames": _kalidokit_frames(lm, mesh, pf.width, pf.height)})
+        encoder = LiveEncoder()
+        for o in obs:  # warm-up: the first estimate, the first job
+            encoder.encode(o)
+        ours: list[float] = []
+        theirs: list[float] = []
+        for _ in range(rounds):
+            for _ in range(passes):
+                for o in obs:
+                    start = time.thread_time_ns()
+                    encoder.encode(o)
+                    ours.append((time.thread_time_ns() - start) / 1e3)
+            if node is not None:
+                done = subprocess.run([node, str(JS / "kalidokit_frame.cjs")], input=doc, capture_output=True,
+                                      text=True, check=True, cwd=JS, timeout=600)
+                theirs += json.loads(done.stdout)["us"]
+        med = statistics.median(ours)
+        over = sum(1 for t in ours if t > 2.0 * med) / len(ours)
+
+        def stats(x: list[float]) -> str:
+            return f"{min(x):.0f} / {statistics.median(x):.0f} / {np.percentile(x, 99):.0f}" if x else "n/a"
+
+        ratio = f"{med / statistics.median(theirs):.2f}" if theirs else "n/a (no node/kalidokit)"
+        print(f"| {name} ({lm.batch} frames × {rounds * passes}) | {stats(ours)} | {100 * over:.1f} % "
+              f"| {stats(theirs)} | {ratio} |")
+    # one hand, the single-frame hand maths alone (hand_dims1 with the depth gain applied)
+    frame = prepare1(_one(pf.landmarks, 10), visibility_threshold=0.5)
+    side = "r" if frame.hands["r"] is not None else "l"
+    points = frame.hands[side]
+    if points is not None:
+        cost: list[float] = []
+        for _ in range(rounds * 200):
+            start = time.thread_time_ns()
+            hand_dims1(with_depth_gain1(points, 2.5), frame.axes, side=side, depth_ambiguous=True)
+            cost.append((time.thread_time_ns() - start) / 1e3)
+        print(f"\nOne hand ({side}, signer frame 10: hand_dims1 with its depth gain): min {min(cost):.1f} / median "
+              f"{statistics.median(cost):.1f} µs CPU.")
+    load = os.getloadavg()
+    print(f"Load average {load[0]:.1f} / {load[1]:.1f} ({os.cpu_count()} cores, shared).\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--frames", type=int, default=1000, help="ground-truth frames per noise level")
@@ -417,6 +518,7 @@ def main() -> None:
         reprojection_table()
         head_jitter_table()
     encode_speed(100 if args.quick else 1000, 1 if args.quick else args.rounds)
+    live_encode_speed(1 if args.quick else args.rounds, 1 if args.quick else 3)
 
 
 if __name__ == "__main__":

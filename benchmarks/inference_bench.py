@@ -21,8 +21,11 @@ load in mind (printed).
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shutil
 import statistics
+import subprocess
 import time
 from pathlib import Path
 
@@ -51,6 +54,7 @@ from posewire.producers.live import LiveCalibration, LiveEncoder
 from posewire.producers.mediapipe_source import MediaPipeEstimator, Observation
 
 PHOTOS = Path(__file__).resolve().parents[1] / "tests" / "data" / "photos"
+JS = Path(__file__).resolve().parent / "js"
 
 
 def _rgb(name: str) -> np.ndarray:
@@ -146,12 +150,45 @@ def run(mode: str, frames: list[np.ndarray], warmup: int) -> None:
     print(f"  landmarks_to_vectors on one frame, CPU: float path median {statistics.median(fast):6.0f} µs, "
           f"numpy path (its peer) median {statistics.median(slow):6.0f} µs "
           f"({statistics.median(slow) / statistics.median(fast):.1f}x)")
+    _kalidokit_peer(kept, quiet)
     _face_peer(kept)
     _calibration_peer(kept)
     print(f"  our share of the frame time: {100 * quiet_med / 1e3 / (total_ms + quiet_med / 1e3):.2f} % "
           f"(models closed), {100 * enc_med / 1e3 / (total_ms + enc_med / 1e3):.2f} % (in the loop); target ≤ 1 %")
     share = enc_med / 1e3 / (total_ms + enc_med / 1e3)
     print(f"  inference per frame {total_ms:.1f} ms (in-loop share {100 * share:.2f} %)")
+
+
+def _kalidokit_peer(kept: list[Observation], ours: list[float]) -> None:
+    # issue 22: kalidokit (Face + Pose + 2 Hands in Node, benchmarks/js/kalidokit_frame.cjs) on
+    # the same observations, right after ours (models closed); CPU µs per frame
+    node = shutil.which("node")
+    if node is None or not (JS / "node_modules" / "kalidokit").is_dir():
+        print("  kalidokit: not run (node or benchmarks/js/node_modules missing: cd benchmarks/js && npm ci)")
+        return
+    width, height = kept[0].size
+    size = np.array([width, height, width])
+
+    def points(a: np.ndarray | None, k: int) -> list[list[float]] | None:
+        return (a[:k] / size).tolist() if a is not None and np.isfinite(a[:k]).all() else None
+
+    frames = []
+    for obs in kept:
+        lm = obs.landmarks
+        vis = lm.pose_visibility[0][:, None]
+        body = bool(np.isfinite(lm.pose_world[0]).all() and np.isfinite(obs.pose_image).all())
+        frames.append({"face": points(obs.face_mesh, 468),
+                       "pose3d": np.concatenate([lm.pose_world[0], vis], axis=1).tolist() if body else None,
+                       "pose2d": np.concatenate([obs.pose_image / size, vis], axis=1).tolist() if body else None,
+                       "left": points(lm.left_hand[0], 21), "right": points(lm.right_hand[0], 21)})
+    done = subprocess.run([node, str(JS / "kalidokit_frame.cjs")], input=json.dumps(
+        {"width": width, "height": height, "passes": 3, "frames": frames}), capture_output=True, text=True,
+        check=True, cwd=JS, timeout=600)
+    theirs = json.loads(done.stdout)["us"]
+    print(f"  kalidokit Face + Pose + 2 Hands (Node) on the same observations, CPU: median "
+          f"{statistics.median(theirs):6.0f} µs, p99 {_p(theirs, 99):6.0f} µs; ours (models closed, wall) median "
+          f"{statistics.median(ours):6.0f} µs, p99 {_p(ours, 99):6.0f} µs: ratio "
+          f"{statistics.median(ours) / statistics.median(theirs):.1f}x (medians)")
 
 
 def _face_peer(kept: list[Observation]) -> None:

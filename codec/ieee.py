@@ -105,7 +105,7 @@ class SparseTable:
     dense ordered sum's, bit for bit. ``values`` must be finite (callers validate first).
     """
 
-    __slots__ = ("_coefficients", "_rows", "shape")
+    __slots__ = ("_coefficients", "_rows", "_terms1", "shape")
 
     def __init__(self, table: NDArray[np.float64]) -> None:
         dense = np.asarray(table, dtype=np.float64)
@@ -122,6 +122,11 @@ class SparseTable:
         # padding terms are value·0 = ±0 at the end of each column: no change to the sum
         self._rows = rows
         self._coefficients = coefficients
+        # apply1's terms, as Python floats once: the non-zero entries of each column in
+        # increasing k (the padding terms add ±0 to a sum from +0.0: no change, as above)
+        self._terms1: tuple[tuple[tuple[int, float], ...], ...] = tuple(
+            tuple((k, c) for k, c in zip(r, cs, strict=True) if c != 0.0)
+            for r, cs in zip(rows.tolist(), coefficients.tolist(), strict=True))
 
     def apply(self, values: F64) -> F64:
         """``values (..., n)`` through the table: ``(..., m)`` in the stated order."""
@@ -130,9 +135,9 @@ class SparseTable:
     def apply1(self, values: list[float]) -> list[float]:
         """:meth:`apply` of one row of Python floats (the same operations, the same order)."""
         out: list[float] = []
-        for rows, coefficients in zip(self._rows.tolist(), self._coefficients.tolist(), strict=True):
+        for terms in self._terms1:
             acc = 0.0
-            for k, c in zip(rows, coefficients, strict=True):
+            for k, c in terms:
                 acc = acc + values[k] * c
             out.append(acc)
         return out

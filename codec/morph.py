@@ -184,6 +184,23 @@ def _drive(face: NDArray[np.float64]) -> NDArray[np.float64]:
     return raw
 
 
+_PRIM1 = tuple(zip(_PRIM_K.tolist(), _PRIM_SIGN.tolist(), strict=True))
+_SEC1 = tuple(zip(_SEC_K.tolist(), _SEC_SIGN.tolist(), _SEC_GAIN.tolist(), strict=True))
+_LAYERS1 = tuple(tuple(zip(terms.tolist(), channels.tolist(), strict=True)) for terms, channels in _SEC_LAYERS)
+
+
+def _drive1(face: list[float]) -> list[float]:
+    """:func:`_drive` of one frame's finite face/mouth values as Python floats: the same
+    products, maxima and additions, layer by layer (each IEEE operation alone: the same values)."""
+    # np.maximum(x, 0.0) of a finite x, zeros +0.0 as numpy's SIMD maximum gives them
+    raw = [x if (x := face[k] * sign) > 0.0 else 0.0 for k, sign in _PRIM1]
+    secondary = [(x if (x := face[k] * sign) > 0.0 else 0.0) * gain for k, sign, gain in _SEC1]
+    for layer in _LAYERS1:
+        for term, channel in layer:
+            raw[channel] = raw[channel] + secondary[term]
+    return raw
+
+
 def _mirror_permutation() -> NDArray[np.intp]:
     def swap(name: str) -> str:
         return name.replace("Left", "\0").replace("Right", "Left").replace("\0", "Right")

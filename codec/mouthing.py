@@ -32,7 +32,7 @@ from numpy.typing import ArrayLike, NDArray
 from .conditions import MOUTHING_SUM_TOLERANCE
 from .errors import UsageError
 from .ieee import SparseTable
-from .morph import FACE_DIM_INDICES, _drive, dims_to_arkit
+from .morph import FACE_DIM_INDICES, _drive, _drive1, dims_to_arkit
 from .registry import DIMENSIONS, MOUTHING_SEED_TABLE, REGISTRY, VISEMES
 from .vector import N_DIMS, as_vector
 
@@ -254,3 +254,23 @@ def _valid_mouthing_arkit(
     face[..., _FACE_MOUTH_K] = delta
     raw = _drive(face)
     return np.minimum(raw, 1.0), raw > 1.0
+
+
+_MOUTH1 = tuple(MOUTH_DIM_INDICES.tolist())
+_FACE1 = tuple(FACE_DIM_INDICES.tolist())
+_FACE_MOUTH_K1 = tuple(_FACE_MOUTH_K.tolist())
+
+
+def _valid_mouthing_arkit1(vec: list[float], shares: list[float]) -> tuple[list[float], bool]:
+    """:func:`_valid_mouthing_arkit` of one frame in Python floats (the live decoder's one frame
+    at a time, where numpy's per-call overhead is the cost): the raw weights clipped to 1, and
+    whether any was over 1. The same operations in the same order (bit for bit)."""
+    face = [vec[i] for i in _FACE1]
+    for k, i, b in zip(_FACE_MOUTH_K1, _MOUTH1, _BASELINE_MOUTH.apply1(shares), strict=True):
+        baseline = b if -1.0 <= b <= 1.0 else (-1.0 if b < -1.0 else 1.0)  # np.clip of a finite b
+        magnitude = abs(baseline)
+        authored = vec[i]
+        opposite = (authored > 0.0 and baseline < 0.0) or (authored < 0.0 and baseline > 0.0)
+        face[k] = authored * (magnitude if opposite else 1.0 - magnitude)
+    raw = _drive1(face)
+    return [w if w < 1.0 else 1.0 for w in raw], max(raw) > 1.0

@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from posewire.codec.errors import UsageError
-from posewire.codec.mouthing import _valid_mouthing_arkit, apply_mouthing, normalize_shares
+from posewire.codec.mouthing import _valid_mouthing_arkit, _valid_mouthing_arkit1, apply_mouthing, normalize_shares
 from posewire.codec.registry import ARKIT_CHANNELS, REGISTRY, VISEMES
 from posewire.codec.vector import DEFAULTS, LOWER, N_DIMS, UPPER, ValidationReport, validate
 
@@ -89,6 +89,12 @@ def face_weights(vector: ArrayLike, *, capability: Capability,
         raise UsageError("usage.bad_option", f"capability must be one of {CAPABILITIES}, "
                          f"not {capability!r}")
     vec, validation = _validate_clamp(np.asarray(vector, dtype=np.float64))
+    return _face_weights(vec, validation, capability, visemes)
+
+
+def _face_weights(vec: F64, validation: ValidationReport, capability: Capability,
+                  visemes: ArrayLike | None) -> FaceWeights:
+    # face_weights of a vector already validated (posewire.consumers.pose.decode_frame: once a frame)
     report: dict[str, object] = {}
     if validation.clamped.any() or validation.replaced.any():
         report = {k: v for k, v in validation.dims().items() if v}
@@ -104,9 +110,15 @@ def face_weights(vector: ArrayLike, *, capability: Capability,
         jaw = np.clip(effective[..., REGISTRY.index("m_jaw")], 0.0, 1.0)
         return FaceWeights({"jawOpen": jaw}, {}, report)
     # = mouthing_to_arkit(vec, shares) for this validated vector and normalized mix
-    weights, clipped = _valid_mouthing_arkit(vec, shares)
-    if clipped.any():
-        report["clipped"] = True
+    if vec.size == N_DIMS and shares.shape[:-1] in ((), vec.shape[:-1]):  # one frame: Python floats, the same values
+        one, over = _valid_mouthing_arkit1(vec.ravel().tolist(), shares.ravel().tolist())
+        weights: F64 = np.array(one).reshape(*vec.shape[:-1], len(ARKIT_CHANNELS))
+        if over:
+            report["clipped"] = True
+    else:
+        weights, clipped = _valid_mouthing_arkit(vec, shares)
+        if clipped.any():
+            report["clipped"] = True
     arkit = _by_name(ARKIT_CHANNELS, weights)
     mix = np.empty((*weights.shape[:-1], len(VISEMES)))  # the shares, per frame
     mix[...] = shares

@@ -74,11 +74,11 @@ from posewire.codec.quaternion import (
 from posewire.codec.registry import REGISTRY, SPINE_SHARES
 from posewire.codec.vector import ValidationReport
 
-from .face import _validate_clamp
+from .face import CAPABILITIES, Capability, FaceWeights, _face_weights, _validate_clamp
 from .ik import _LATERAL, IKResult, _pole, _pole1, _solve, _solve1, _unit, two_bone_ik
 from .skeleton import FINGERS, Skeleton, calibration_of
 
-__all__ = ["HEAD_SHARES", "DecodePlan", "PoseResult", "decode_plan", "decode_pose"]
+__all__ = ["HEAD_SHARES", "DecodePlan", "PoseResult", "decode_frame", "decode_plan", "decode_pose"]
 
 F64 = NDArray[np.float64]
 Side = Literal["l", "r"]
@@ -365,6 +365,25 @@ def decode_pose(vectors: ArrayLike, skeleton: Skeleton, *,
     arr = np.asarray(vectors, dtype=np.float64)
     # spec §3.5: the one validation of the call; nothing below re-checks
     vec, validation = _validate_clamp(arr.reshape(-1, arr.shape[-1]) if arr.ndim else arr)
+    return _decode(vec, validation, skeleton, calibration)
+
+
+def decode_frame(vectors: ArrayLike, skeleton: Skeleton, *, capability: Capability,
+                 visemes: ArrayLike | None = None,
+                 calibration: Calibration | None = None) -> tuple[PoseResult, FaceWeights]:
+    """:func:`decode_pose` and :func:`posewire.consumers.face.face_weights` of the same
+    vectors ``(B, N)`` or ``(N,)`` with one validation (spec §3.5) between them: what an
+    avatar client runs per frame (bones, IK, face weights). The same results as the two
+    calls; ``FaceWeights`` arrays take the ``(B,)`` shape of the validated batch."""
+    if capability not in CAPABILITIES:
+        raise UsageError("usage.bad_option", f"capability must be one of {CAPABILITIES}, not {capability!r}")
+    arr = np.asarray(vectors, dtype=np.float64)
+    vec, validation = _validate_clamp(arr.reshape(-1, arr.shape[-1]) if arr.ndim else arr)
+    return _decode(vec, validation, skeleton, calibration), _face_weights(vec, validation, capability, visemes)
+
+
+def _decode(vec: F64, validation: ValidationReport, skeleton: Skeleton,
+            calibration: Calibration | None) -> PoseResult:
     batch = vec.shape[0]
     plan = decode_plan(skeleton)
     arm_units, arm_scale = _arm_scale(plan.calibration if calibration is None else calibration)

@@ -102,9 +102,8 @@ async def run_demo(recording: Path, *, frames: int = 0, speed: float = 1.0, port
     :class:`UsageError` saying so); ``webcam``: camera index — the producer is then ``posewire produce --webcam``
     (live MediaPipe) instead of the recording; ``on_ready(url)``: called once the page
     is served."""
-    from posewire.consumers.face import face_weights
     from posewire.consumers.gltf import mannequin_skeleton
-    from posewire.consumers.pose import decode_pose
+    from posewire.consumers.pose import decode_frame
     from posewire.consumers.subscriber import Subscriber
     from posewire.producers.publisher import Publisher
     from posewire.producers.recording import RecordedFrame, RecordingHeader
@@ -188,7 +187,7 @@ async def run_demo(recording: Path, *, frames: int = 0, speed: float = 1.0, port
                         continue
                     if frame is None:
                         break
-                    _decode_one(frame, avatar, summary, decode_pose, face_weights)
+                    _decode_one(frame, avatar, summary, decode_frame)
                     if webcam is not None:
                         summary.frames_sent = summary.frames_received
                     if time.monotonic() - last_line >= 2.0:
@@ -208,16 +207,16 @@ async def run_demo(recording: Path, *, frames: int = 0, speed: float = 1.0, port
 
 
 def _decode_one(frame: SubscribedFrame, avatar: object, summary: DemoSummary,
-                decode_pose: Callable[..., object], face_weights: Callable[..., object]) -> None:
+                decode_frame: Callable[..., object]) -> None:
     summary.frames_received += 1
     summary.latency_ms.append(time.time_ns() / 1e6 - frame.timestamp_us / 1e3)
     # the frame as it travelled: its own dims (mask) and the condition state
     sent = Frame(frame.seq, frame.timestamp_us, np.where(frame.mask, frame.values, np.nan), frame.conditions)
     summary.wire_bytes.append(len(encode(sent)))
     began = time.perf_counter()
-    decode_pose(frame.values[None], avatar)
     mouthing = frame.conditions.mouthing if frame.conditions else None
-    face_weights(frame.values[None], capability="viseme15", visemes=None if mouthing is None else [mouthing])
+    # bones, IK and face weights with one validation (posewire.consumers.pose.decode_frame)
+    decode_frame(frame.values[None], avatar, capability="viseme15", visemes=None if mouthing is None else [mouthing])
     summary.decode_us.append((time.perf_counter() - began) * 1e6)
 
 

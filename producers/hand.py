@@ -70,6 +70,7 @@ __all__ = [
     "THUMB_SIDE_AXIS",
     "HandDims",
     "bone_log_lengths",
+    "depth_gain_spread",
     "estimate_depth_gain",
     "finger_angles",
     "hand_chirality",
@@ -354,10 +355,24 @@ def bone_log_lengths(hand: F64, *, bones: tuple[tuple[int, int], ...] = HAND_BON
     along = delta[..., 2] ** 2
     usable = np.isfinite(delta).all(axis=(-1, -2)) & (across + along > 0.0).all(-1)
     out: F64 = np.full((hand.shape[0], gains.size, len(bones)), np.nan)
-    if usable.any():
-        squared = across[usable, None, :] + gains[None, :, None] ** 2 * along[usable, None, :]
-        log_length = 0.5 * np.log(squared)
-        out[usable] = log_length - np.median(log_length, axis=-1, keepdims=True)
+    if usable.all():
+        out = _centred_log(across[:, None, :] + gains[None, :, None] ** 2 * along[:, None, :])
+    elif usable.any():
+        out[usable] = _centred_log(across[usable, None, :] + gains[None, :, None] ** 2 * along[usable, None, :])
+    return out
+
+
+def _centred_log(squared: F64) -> F64:
+    # log ℓ minus its median over the bones (last axis): np.median's value (the middle one, or
+    # the mean (a + b) / 2 of the middle two) from a sort (numpy's SIMD sort of 20 values is
+    # several times faster than its partition at two indices; the order statistics are the
+    # same values), without its NaN checks (no NaN here: usable squares are > 0)
+    log_length = 0.5 * np.log(squared)
+    n = log_length.shape[-1]
+    half = n // 2
+    ranked = np.sort(log_length, axis=-1)
+    median = ranked[..., half:half + 1] if n % 2 else (ranked[..., half - 1:half] + ranked[..., half:half + 1]) / 2.0
+    out: F64 = log_length - median
     return out
 
 
@@ -370,8 +385,17 @@ def estimate_depth_gain(log_lengths: F64, *, gains: F64 = DEPTH_GAINS) -> float 
     usable = np.isfinite(log_lengths[:, 0, 0])
     if int(usable.sum()) < DEPTH_GAIN_MIN_FRAMES:
         return None
-    spread = log_lengths[usable].std(axis=0).mean(axis=-1)
-    return float(gains[int(np.argmin(spread))])
+    return float(gains[int(np.argmin(depth_gain_spread(log_lengths[usable])))])
+
+
+def depth_gain_spread(log_lengths: F64) -> F64:
+    """:func:`estimate_depth_gain`'s measure ``(G,)`` of the usable frames' log lengths
+    ``(B, G, 20)``: the mean over bones of the standard deviation over frames. Each gain's
+    value depends only on its own column, bit for bit (a reduction over frames, then over
+    20 bones), so a slice of gains can be taken apart (:class:`posewire.producers.live.LiveCalibration`
+    spreads the gains over frames)."""
+    out: F64 = log_lengths.std(axis=0).mean(axis=-1)
+    return out
 
 
 #: A hand's chirality score (:func:`hand_chirality`) decides its side from this magnitude on,

@@ -173,7 +173,23 @@ def _finger(local: Points, chain: tuple[int, int, int, int]) -> tuple[float, flo
     # side: the angle of d minus the metacarpal's, + toward the pinky
     turn = atan2(-d[0], d[1]) - atan2(-mx, my)
     side = ((turn + math.pi) % (2.0 * math.pi) - math.pi) * _DEG
-    fold, first, second = _chain_angles((d, b1, b2, b3), lateral)
+    # _chain_angles((d, b1, b2, b3), lateral) written out: each vector projected off the
+    # lateral axis once, then the signed angle of each consecutive pair (the same operations)
+    ax, ay, az = lateral
+    k = 0.0 + d[0] * ax + d[1] * ay + d[2] * az
+    p0, p1, p2 = d[0] - k * ax, d[1] - k * ay, d[2] - k * az
+    k = 0.0 + b1[0] * ax + b1[1] * ay + b1[2] * az
+    q0, q1, q2 = b1[0] - k * ax, b1[1] - k * ay, b1[2] - k * az
+    fold = atan2(0.0 + (p1 * q2 - p2 * q1) * ax + (p2 * q0 - p0 * q2) * ay + (p0 * q1 - p1 * q0) * az,
+                 0.0 + p0 * q0 + p1 * q1 + p2 * q2)
+    k = 0.0 + b2[0] * ax + b2[1] * ay + b2[2] * az
+    p0, p1, p2 = b2[0] - k * ax, b2[1] - k * ay, b2[2] - k * az
+    first = atan2(0.0 + (q1 * p2 - q2 * p1) * ax + (q2 * p0 - q0 * p2) * ay + (q0 * p1 - q1 * p0) * az,
+                  0.0 + q0 * p0 + q1 * p1 + q2 * p2)
+    k = 0.0 + b3[0] * ax + b3[1] * ay + b3[2] * az
+    q0, q1, q2 = b3[0] - k * ax, b3[1] - k * ay, b3[2] - k * az
+    second = atan2(0.0 + (p1 * q2 - p2 * q1) * ax + (p2 * q0 - p0 * q2) * ay + (p0 * q1 - p1 * q0) * az,
+                   0.0 + p0 * q0 + p1 * q1 + p2 * q2)
     return 0.5 * (first + second) * _DEG, fold * _DEG, side
 
 

@@ -108,6 +108,7 @@ __all__ = [
     "LandmarkCalibration",
     "LandmarkReport",
     "LandmarkResult",
+    "body_calibration",
     "calibration_from_samples",
     "calibration_samples",
     "estimate_calibration",
@@ -115,6 +116,7 @@ __all__ = [
     "image_to_world_scale",
     "landmarks_to_vectors",
     "pose_in_body_frame",
+    "with_depth_gains",
 ]
 
 F64 = NDArray[np.float64]
@@ -610,10 +612,10 @@ def calibration_samples(lm: HolisticLandmarks, *, visibility_threshold: float = 
     return _samples(lm, _prepare(lm, "report", visibility_threshold), visibility_threshold)
 
 
-def calibration_from_samples(samples: CalibrationSamples, *,
-                             hand_length_range: tuple[float, float] = HAND_LENGTH_RANGE) -> LandmarkCalibration:
-    """:func:`estimate_calibration` from the per-frame measurements (medians over frames,
-    spec §4.1)."""
+def body_calibration(samples: CalibrationSamples, *,
+                     hand_length_range: tuple[float, float] = HAND_LENGTH_RANGE) -> tuple[Calibration, list[str]]:
+    """:func:`calibration_from_samples` without the hands' depth gains (``samples.bones`` unused):
+    the distances and their notes (spec §4.1)."""
     notes: list[str] = []
     # robust body-frame shoulder sites
     shoulder_l, shoulder_r = np.median(samples.shoulders[samples.valid], axis=0)
@@ -657,14 +659,29 @@ def calibration_from_samples(samples: CalibrationSamples, *,
             sites["middle_tip_r"] = sites["wrist_r"] + np.array([0.0, -d_x, 0.0])
     elif d_x is not None:
         notes.append("hand length unused: no wrist site without an arm length")
-    cal = measure_calibration(sites)
+    return measure_calibration(sites), notes
+
+
+def calibration_from_samples(samples: CalibrationSamples, *,
+                             hand_length_range: tuple[float, float] = HAND_LENGTH_RANGE) -> LandmarkCalibration:
+    """:func:`estimate_calibration` from the per-frame measurements (medians over frames,
+    spec §4.1)."""
+    cal, notes = body_calibration(samples, hand_length_range=hand_length_range)
+    found = estimate_depth_gain(samples.bones[:, 0]), estimate_depth_gain(samples.bones[:, 1])
+    return with_depth_gains(cal, notes, found)
+
+
+def with_depth_gains(cal: Calibration, notes: list[str],
+                     found: tuple[float | None, float | None]) -> LandmarkCalibration:
+    """The calibration of :func:`body_calibration` with the hands' depth gains (right, left:
+    :func:`posewire.producers.hand.estimate_depth_gain`, None = not estimated: 1) and their notes."""
     # spec §4.3 "Hand depth gain": the gain that keeps each hand's bones most constant
     gain = {"r": 1.0, "l": 1.0}
-    for column, side in enumerate(("r", "l")):
-        found = estimate_depth_gain(samples.bones[:, column])
-        if found is not None:
-            gain[side] = found
-            notes.append(f"hand depth gain ({side}) {found:.2f}")
+    notes = list(notes)
+    for value, side in zip(found, ("r", "l"), strict=True):
+        if value is not None:
+            gain[side] = value
+            notes.append(f"hand depth gain ({side}) {value:.2f}")
     return LandmarkCalibration(calibration=cal, units=units(cal), notes=tuple(notes),
                                hand_depth_gain={"l": gain["l"], "r": gain["r"]})
 

@@ -78,7 +78,7 @@ from posewire.producers.landmarks import (
     LandmarkResult,
 )
 
-__all__ = ["encode1"]
+__all__ = ["Samples1", "encode1", "prepare1", "samples1"]
 
 Side = Literal["l", "r"]
 Axes = tuple[Vec3, Vec3, Vec3]  # X, Y, Z: a rotation's columns in world coordinates
@@ -161,9 +161,9 @@ def _trunk_vector(w: float, x: float, y: float, z: float) -> Vec3:
     return (s_cos * 0.0 + s_sin * -az + k * ax, s_cos * 1.0 + s_sin * 0.0 + k * ay, s_cos * 0.0 + s_sin * ax + k * az)
 
 
-def _chest(sl: Vec3, sr: Vec3, hl: Vec3, hr: Vec3) -> tuple[Axes, Mat3] | None:
-    """landmarks._chest of one frame whose hips are seen: the chest axes and the matrix of
-    the torso rotation ``Q`` relative to the pelvis; None where degenerate."""
+def _chest(sl: Vec3, sr: Vec3, hl: Vec3, hr: Vec3) -> tuple[Axes, Mat3, Quat] | None:
+    """landmarks._chest of one frame whose hips are seen: the chest axes, the matrix of
+    the torso rotation ``Q`` relative to the pelvis and ``Q`` (w ≥ 0); None where degenerate."""
     x_p = (hl[0] - hr[0], 0.0, hl[2] - hr[2])  # hip line made horizontal
     across = sub1(sl, sr)
     trunk = sub1(_mid(sl, sr), _mid(hl, hr))
@@ -213,12 +213,14 @@ def _chest(sl: Vec3, sr: Vec3, hl: Vec3, hr: Vec3) -> tuple[Axes, Mat3] | None:
         psi1 = psi1 - step
         f1 = miss(psi1)
     q = q_of(psi1)
-    m = to_matrix1((-q[0], -q[1], -q[2], -q[3]) if q[0] < 0 else q)
+    if q[0] < 0:
+        q = (-q[0], -q[1], -q[2], -q[3])
+    m = to_matrix1(q)
     # chest = pelvis · Q
     chest = [(xp[0] * m[0][k] + _EY1[0] * m[1][k] + zp[0] * m[2][k],
               xp[1] * m[0][k] + _EY1[1] * m[1][k] + zp[1] * m[2][k],
               xp[2] * m[0][k] + _EY1[2] * m[1][k] + zp[2] * m[2][k]) for k in range(3)]
-    return (chest[0], chest[1], chest[2]), m
+    return (chest[0], chest[1], chest[2]), m, q
 
 
 def _nearer_other(wrist: Vec3, own: tuple[float, float], other: tuple[float, float]) -> bool:
@@ -244,6 +246,7 @@ class _Frame(NamedTuple):
     implausible: bool
     mirrored: bool
     swapped: bool
+    quat: Quat | None = None  # the torso rotation Q (landmarks._Prepared.quat), None where NaN there
 
 
 def _prepare(lm: HolisticLandmarks, x_sign: float, visibility_threshold: float) -> _Frame:
@@ -261,13 +264,16 @@ def _prepare(lm: HolisticLandmarks, x_sign: float, visibility_threshold: float) 
     axes: Axes = (_NAN3, _NAN3, _NAN3)
     body: Vec3 | None = None
     body_clamped = implausible = False
+    quat: Quat | None = None
     if solved is not None:
-        axes, local = solved
+        axes, local, quat = solved
         # a torso turned far beyond the registry range: the hips are misplaced (reported)
         yaw, pitch, roll = matrix_to_euler1(local)
         implausible = abs(yaw) > _PLAUSIBLE[0] or abs(pitch) > _PLAUSIBLE[1] or abs(roll) > _PLAUSIBLE[2]
         if not implausible:
             body, body_clamped = matrix_to_body1(local)
+        else:
+            quat = None
     valid = solved is not None
     if body is None:  # hips out of view or misplaced: an upright torso from the shoulders
         trunk = sub1(_mid(sl, sr), _mid(hl, hr))
@@ -291,7 +297,69 @@ def _prepare(lm: HolisticLandmarks, x_sign: float, visibility_threshold: float) 
     else:  # both hands against the pose wrists' left-right order
         swapped = dot1(sub1(wrist_l, wrist_r), sub1(pose["wrist_l"], pose["wrist_r"])) < 0.0
     hands = {"l": right, "r": left} if swapped else {"l": left, "r": right}
-    return _Frame(pose, vis, hands, axes, neck, valid, body, body_clamped, implausible, mirrored, swapped)
+    return _Frame(pose, vis, hands, axes, neck, valid, body, body_clamped, implausible, mirrored, swapped, quat)
+
+
+# ---------------------------------------------------------------------------- calibration samples
+
+
+class Samples1(NamedTuple):
+    """landmarks.CalibrationSamples of one frame (spec §4.1) without ``bones``: ``shoulders``
+    (l, r) in the body frame, ``valid``, ``trunk``, ``arm`` (4) and ``hand`` (2), NaN where
+    not measured, as the batch rows; ``right``, ``left``: the hands (after the swap check)
+    whose bones :func:`posewire.producers.hand.bone_log_lengths` measures, None where absent."""
+
+    shoulders: tuple[Vec3, Vec3]
+    valid: bool
+    trunk: float
+    arm: tuple[float, float, float, float]
+    hand: tuple[float, float]
+    right: Points | None
+    left: Points | None
+
+
+_UPRIGHT_TRUNK = sum(length for length, _ in TRUNK_MODEL)
+_HAND_CHAIN = (0, 9, 10, 11, 12)
+
+
+def samples1(frame: _Frame, *, visibility_threshold: float, hand_scale: float) -> Samples1:
+    """landmarks._samples of a frame prepared by :func:`prepare1` (``mirrored="report"``);
+    ``hand_scale`` NaN where unknown. Pinned to the batch rows by
+    ``tests/test_face_single_frame.py``."""
+    pose, axes, neck, valid = frame.pose, frame.axes, frame.neck, frame.valid
+    sl, sr = to_frame1(axes, sub1(pose["shoulder_l"], neck)), to_frame1(axes, sub1(pose["shoulder_r"], neck))
+    trunk = math.nan
+    if valid:
+        hl, hr = to_frame1(axes, sub1(pose["hip_l"], neck)), to_frame1(axes, sub1(pose["hip_r"], neck))
+        chord = norm1(sub1(_mid(sl, sr), _mid(hl, hr)))
+        q = frame.quat
+        if q is not None:
+            d0, d1, d2 = _trunk_vector(*q)
+            chord = chord * (_UPRIGHT_TRUNK / sqrt(d0 * d0 + d1 * d1 + d2 * d2))
+        trunk = chord
+    vis = frame.visibility
+    arm = [math.nan] * 4
+    for column, side in enumerate(("r", "l")):
+        s, e, w = pose[f"shoulder_{side}"], pose[f"elbow_{side}"], pose[f"wrist_{side}"]
+        length = math.nan
+        if (valid and vis[f"shoulder_{side}"] >= visibility_threshold and vis[f"wrist_{side}"] >= visibility_threshold
+                and _finite(s) and _finite(e) and _finite(w)):
+            length = norm1(sub1(e, s)) + norm1(sub1(w, e))
+        arm[column if vis[f"elbow_{side}"] >= visibility_threshold else 2 + column] = length
+    hand = [math.nan, math.nan]
+    for column, points in enumerate((frame.hands["r"], frame.hands["l"])):
+        if points is not None:
+            a, b, c, d, e5 = (points[k] for k in _HAND_CHAIN)
+            hand[column] = (((norm1(sub1(b, a)) + norm1(sub1(c, b))) + norm1(sub1(d, c))) + norm1(sub1(e5, d))) \
+                * hand_scale
+    return Samples1((sl, sr), valid, trunk, (arm[0], arm[1], arm[2], arm[3]), (hand[0], hand[1]),
+                    frame.hands["r"], frame.hands["l"])
+
+
+def prepare1(lm: HolisticLandmarks, *, visibility_threshold: float) -> _Frame:
+    """landmarks._prepare of a batch of one frame (``mirrored="report"``): what
+    :func:`samples1` measures and :func:`encode1` encodes (``frame=``)."""
+    return _prepare(lm, 1.0, visibility_threshold)
 
 
 # ---------------------------------------------------------------------------- dims
@@ -338,11 +406,13 @@ def _head(frame: _Frame, face: list[Vec3]) -> tuple[Vec3, bool] | None:
 
 
 def encode1(lm: HolisticLandmarks, cal: LandmarkCalibration, *, visibility_threshold: float,
-            mirrored: Literal["report", "flip"]) -> LandmarkResult:
+            mirrored: Literal["report", "flip"], frame: _Frame | None = None) -> LandmarkResult:
     """:func:`posewire.producers.landmarks.landmarks_to_vectors` of a batch of one frame
-    with its calibration (module docstring)."""
+    with its calibration (module docstring); ``frame``: :func:`prepare1` of ``lm`` already
+    taken (``mirrored="report"``, the same threshold)."""
     x_sign = -1.0 if mirrored == "flip" else 1.0  # spec §2.2: un-mirror a selfie image
-    frame = _prepare(lm, x_sign, visibility_threshold)
+    if frame is None or mirrored == "flip":
+        frame = _prepare(lm, x_sign, visibility_threshold)
     valid = frame.valid
     row = [math.nan] * N_DIMS
     clamped_cols: list[int] = []

@@ -17,7 +17,8 @@ one pose vector, its tracking condition, and the performer's calibration (spec �
 
 Live calibration (:class:`LiveCalibration`, spec §4.1): the performer's distances are a
 running robust estimate — medians over the last ``window`` frames that show a body,
-re-estimated every ``every`` such frames. The first estimate is used (and sent) at once;
+re-estimated every ``every`` such frames (each re-estimate spread over the following
+frames, :class:`LiveCalibration`). The first estimate is used (and sent) at once;
 afterwards a new estimate replaces it only when it has **settled**: the last ``settle``
 estimates agree within ``tolerance`` (relative, every distance) and differ from the one
 in use by more than ``tolerance``. Each replacement is returned by :meth:`LiveEncoder.encode`
@@ -30,6 +31,7 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter, deque
+from collections.abc import Generator
 from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
@@ -50,7 +52,13 @@ from posewire.producers.face import (
     rotation_part1,
 )
 from posewire.producers.filter import VectorFilter
-from posewire.producers.hand import DEPTH_GAINS, HAND_BONES
+from posewire.producers.hand import (
+    DEPTH_GAIN_MIN_FRAMES,
+    DEPTH_GAINS,
+    HAND_BONES,
+    bone_log_lengths,
+    depth_gain_spread,
+)
 from posewire.producers.landmarks import (
     FACE_POINTS,
     MEDIAPIPE_TO_Y_UP,
@@ -58,10 +66,11 @@ from posewire.producers.landmarks import (
     CalibrationSamples,
     HolisticLandmarks,
     LandmarkCalibration,
-    calibration_from_samples,
-    calibration_samples,
+    body_calibration,
     landmarks_to_vectors,
+    with_depth_gains,
 )
+from posewire.producers.landmarks_single import _Frame, encode1, prepare1, samples1
 from posewire.producers.mediapipe_source import Observation
 
 __all__ = ["EncodedFrame", "LiveCalibration", "LiveEncoder", "LiveReport"]
@@ -110,78 +119,156 @@ def _close(a: F64, b: F64, tolerance: float) -> bool:
 class LiveCalibration:
     """The running robust estimate of the performer's calibration (module docstring).
 
-    Incremental: each frame's measurements (:func:`~posewire.producers.landmarks.calibration_samples`:
-    body-frame shoulders, trunk, arm and hand lengths) are taken once, in a batch of the frames
-    that arrived since the last estimate, and kept for the last ``window`` frames with a
-    body; an estimate is the medians over them
-    (:func:`~posewire.producers.landmarks.calibration_from_samples`), the same values as
-    :func:`~posewire.producers.landmarks.estimate_calibration` of those frames.
+    Incremental and spread, so that no frame pays for a whole estimate (issue 22): each
+    frame's measurements (:func:`~posewire.producers.landmarks_single.samples1`: body-frame
+    shoulders, trunk, arm and hand lengths, the single-frame path of
+    :func:`~posewire.producers.landmarks.calibration_samples`) are taken as it arrives and
+    kept in a ring of the last ``window`` frames with a body. An estimate (every ``every``
+    such frames) is a job of small steps, one a frame from the frame that starts it: the
+    medians (:func:`~posewire.producers.landmarks.body_calibration`), the hands' bone
+    measures of the frames not measured yet
+    (:func:`~posewire.producers.hand.bone_log_lengths`, ``bone_frames`` frames a step), then
+    each hand's depth gain ``gain_chunk`` gains a step (:func:`~posewire.producers.hand.depth_gain_spread`,
+    whose gains are independent, bit for bit). The job reads the rows of the window it
+    started on (the ring holds ``window + every`` rows, so none is overwritten meanwhile); its
+    result is the same values as :func:`~posewire.producers.landmarks.estimate_calibration`
+    of those frames, taken up to ``every`` frames later (a job still running when the
+    next is due is finished first). The first estimate is taken at once.
     """
 
     def __init__(self, *, window: int = 150, every: int = 15, settle: int = 3, tolerance: float = 0.03,
-                 visibility_threshold: float = 0.5) -> None:
-        if window < 1 or every < 1 or settle < 1 or not 0 < tolerance < 1:
-            raise UsageError("usage.bad_option", "window, every, settle must be >= 1 and 0 < tolerance < 1")
+                 visibility_threshold: float = 0.5, bone_frames: int = 3, gain_chunk: int = 21) -> None:
+        if window < 1 or every < 1 or settle < 1 or not 0 < tolerance < 1 or bone_frames < 1 or gain_chunk < 1:
+            raise UsageError("usage.bad_option", "window, every, settle, bone_frames, gain_chunk must be >= 1 "
+                             "and 0 < tolerance < 1")
         self.window, self.every, self.settle, self.tolerance = window, every, settle, tolerance
         self.visibility_threshold = visibility_threshold
-        self._pending: deque[HolisticLandmarks] = deque(maxlen=window)  # not yet measured
-        self._samples: CalibrationSamples | None = None  # ring of the last `window` frames
-        self._count = 0  # frames measured so far (the ring's next row: _count % window)
+        self.bone_frames, self.gain_chunk = bone_frames, gain_chunk
+        size = window + every  # the rows of a running job's window are kept until it ends
+        self._size = size
+        self._shoulders = np.full((size, 2, 3), np.nan)
+        self._valid = np.zeros(size, dtype=bool)
+        self._trunk = np.full(size, np.nan)
+        self._arm = np.full((size, 4), np.nan)
+        self._hand = np.full((size, 2), np.nan)
+        self._points = np.full((size, 2, 21, 3), np.nan)  # right, left hand (y-up, after the swap check)
+        self._bones = np.full((size, 2, DEPTH_GAINS.size, len(HAND_BONES)), np.nan)
+        self._measured = np.zeros(size, dtype=bool)  # the row's bones are measured
+        self._count = 0  # frames with a body so far (the ring's next row: _count % size)
+        self._job: Generator[None, None, LandmarkCalibration] | None = None
         self._estimates: deque[F64] = deque(maxlen=settle)
         self._since = 0
         self.current: LandmarkCalibration | None = None
         self.updates = 0
 
-    def _measure(self) -> None:
-        """The pending frames' measurements into the ring (one batch, spec §4.1)."""
-        def stack(name: str) -> F64:
-            return np.concatenate([getattr(f, name) for f in self._pending])
+    def _add(self, frame: _Frame, lm: HolisticLandmarks) -> None:
+        """One frame's measurements into the ring (spec §4.1)."""
+        hand_scale = math.nan if lm.hand_scale is None else float(lm.hand_scale[0])
+        row = self._count % self._size
+        got = samples1(frame, visibility_threshold=self.visibility_threshold, hand_scale=hand_scale)
+        self._shoulders[row] = got.shoulders
+        self._valid[row] = got.valid
+        self._trunk[row] = got.trunk
+        self._arm[row] = got.arm
+        self._hand[row] = got.hand
+        # the hands as given: bone lengths do not see the y-up axis change (a sign per axis),
+        # and a hand with a point missing measures NaN as in the batch path
+        self._points[row, 0], self._points[row, 1] = ((lm.left_hand[0], lm.right_hand[0]) if frame.swapped
+                                                      else (lm.right_hand[0], lm.left_hand[0]))
+        self._measured[row] = False
+        self._count += 1
 
-        batch = HolisticLandmarks(stack("pose_world"), stack("pose_visibility"), stack("left_hand"),
-                                  stack("right_hand"), None, stack("hand_scale"))
-        self._pending.clear()
-        new = calibration_samples(batch, visibility_threshold=self.visibility_threshold)
-        if self._samples is None:
-            self._samples = CalibrationSamples(
-                np.full((self.window, 2, 3), np.nan), np.zeros(self.window, dtype=bool),
-                np.full(self.window, np.nan), np.full((self.window, 4), np.nan), np.full((self.window, 2), np.nan),
-                np.full((self.window, 2, DEPTH_GAINS.size, len(HAND_BONES)), np.nan))
-        rows = (self._count + np.arange(batch.batch)) % self.window
-        ring = self._samples
-        ring.shoulders[rows], ring.valid[rows], ring.trunk[rows], ring.arm[rows] = (new.shoulders, new.valid, new.trunk,
-                                                                                     new.arm)
-        if ring.hand is not None:  # hand_scale is always stacked (NaN when unknown)
-            ring.hand[rows] = np.nan if new.hand is None else new.hand
-        ring.bones[rows] = new.bones
-        self._count += batch.batch
+    def _steps(self) -> Generator[None, None, LandmarkCalibration]:
+        """One estimate of the last ``window`` frames (taken now), a step per ``next``
+        (class docstring)."""
+        n = min(self._count, self.window)
+        rows = (self._count - n + np.arange(n)) % self._size  # oldest first
+        return self._run(rows, rows[~self._measured[rows]].tolist())
+
+    def _run(self, rows: NDArray[np.intp], todo: list[int]) -> Generator[None, None, LandmarkCalibration]:
+        # each step one piece of work, then yield: the medians (the frame that starts the job
+        # takes this step), the bones a few frames a step, each hand's gains a slice a step
+        samples = CalibrationSamples(self._shoulders[rows], self._valid[rows], self._trunk[rows], self._arm[rows],
+                                     self._hand[rows], self._bones[:0])
+        cal, notes = body_calibration(samples)  # usage.calibration: no body frame in the window
+        yield
+        for k in range(0, len(todo), self.bone_frames):
+            chunk = [row for row in todo[k:k + self.bone_frames] if not self._measured[row]]  # not by another job
+            if chunk:
+                self._bones[chunk] = bone_log_lengths(self._points[chunk].reshape(-1, 21, 3)).reshape(
+                    len(chunk), 2, DEPTH_GAINS.size, len(HAND_BONES))
+                self._measured[chunk] = True
+                yield
+        found: list[float | None] = []
+        for column in (0, 1):  # right, left: hand.estimate_depth_gain of the window, gains a step apart
+            usable = rows[np.isfinite(self._bones[rows, column, 0, 0])]
+            if usable.size < DEPTH_GAIN_MIN_FRAMES:
+                found.append(None)
+                continue
+            spread = []
+            for g in range(0, DEPTH_GAINS.size, self.gain_chunk):
+                spread.append(depth_gain_spread(self._bones[usable, column, g:g + self.gain_chunk]))
+                yield
+            found.append(float(DEPTH_GAINS[int(np.argmin(np.concatenate(spread)))]))
+        return with_depth_gains(cal, notes, (found[0], found[1]))
+
+    @staticmethod
+    def _finish(job: Generator[None, None, LandmarkCalibration]) -> LandmarkCalibration:
+        while True:
+            try:
+                next(job)
+            except StopIteration as done:
+                result: LandmarkCalibration = done.value
+                return result
 
     def _estimate(self) -> LandmarkCalibration:
-        if self._pending:
-            self._measure()
-        ring = self._samples
-        if ring is None:
+        """The estimate of the last ``window`` frames with a body, at once."""
+        if self._count == 0:
             raise UsageError("usage.calibration", "no frame with a body yet")
-        if self._count < self.window:  # the ring is not full yet: its first rows only
-            n = self._count
-            ring = CalibrationSamples(ring.shoulders[:n], ring.valid[:n], ring.trunk[:n], ring.arm[:n],
-                                      None if ring.hand is None else ring.hand[:n], ring.bones[:n])
-        return calibration_from_samples(ring)
+        return self._finish(self._steps())
 
-    def update(self, lm: HolisticLandmarks) -> LandmarkCalibration | None:
-        """Feed one frame; returns the new calibration when it changed (to be sent)."""
+    def update(self, lm: HolisticLandmarks, frame: _Frame | None = None) -> LandmarkCalibration | None:
+        """Feed one frame; returns the new calibration when it changed (to be sent).
+        ``frame``: :func:`~posewire.producers.landmarks_single.prepare1` of ``lm`` at this
+        threshold, without ``pose_image`` (taken here when None)."""
         if not _has_body(lm):
             return None
-        self._pending.append(HolisticLandmarks(lm.pose_world, lm.pose_visibility, lm.left_hand, lm.right_hand,
-                                              None, lm.hand_scale if lm.hand_scale is not None
-                                              else np.full(1, np.nan)))
+        if frame is None:  # the hands' swap check by the pose wrists' order, as estimate_calibration
+            frame = prepare1(HolisticLandmarks(lm.pose_world, lm.pose_visibility, lm.left_hand, lm.right_hand, None,
+                                               None), visibility_threshold=self.visibility_threshold)
+        self._add(frame, lm)
         self._since += 1
-        if self.current is not None and self._since < self.every:
-            return None
-        self._since = 0
-        try:
-            estimate = self._estimate()
-        except UsageError:  # a degenerate body frame in every buffered frame
-            return None
+        if self.current is None:  # the first estimate: at once
+            self._since = 0
+            try:
+                return self._accept(self._estimate())
+            except UsageError:  # a degenerate body frame in every buffered frame
+                return None
+        out = None
+        if self._job is not None:
+            try:
+                if self._since >= self.every:  # the next is due: this one ends now
+                    out = self._accept(self._finish(self._job))
+                else:
+                    next(self._job)
+            except StopIteration as done:
+                out = self._accept(done.value)
+                self._job = None
+            except UsageError:  # a degenerate body frame in every buffered frame
+                self._job = None
+            if self._since >= self.every:
+                self._job = None
+        if self._since >= self.every:  # a new job, its first step (the medians) on this frame
+            self._since = 0
+            self._job = self._steps()
+            try:
+                next(self._job)
+            except UsageError:  # a degenerate body frame in every buffered frame
+                self._job = None
+        return out
+
+    def _accept(self, estimate: LandmarkCalibration) -> LandmarkCalibration | None:
+        """The settle rule (module docstring) for a finished estimate."""
         values = _distances(estimate.calibration)
         self._estimates.append(values)
         if self.current is None:
@@ -263,7 +350,12 @@ class LiveEncoder:
             raise UsageError("usage.bad_option", "smoothing needs the frame time t_us", path="t_us")
         start = time.perf_counter()
         lm = obs.landmarks
-        changed = None if self.live is None else self.live.update(lm)
+        # one frame prepared once for the live calibration and the encoder, where both take
+        # it alike (no image-plane swap check, the same threshold)
+        frame = prepare1(lm, visibility_threshold=self.visibility_threshold) if (
+            lm.batch == 1 and lm.pose_image is None and self.live is not None
+            and self.live.visibility_threshold == self.visibility_threshold) else None
+        changed = None if self.live is None else self.live.update(lm, frame)
         cal = self.calibration or _REFERENCE
         # one frame: the face path's float kernels (producers.face *1, pinned to the batch
         # functions by tests/test_face_single_frame.py)
@@ -276,7 +368,9 @@ class LiveEncoder:
             lm = HolisticLandmarks(lm.pose_world, lm.pose_visibility, lm.left_hand, lm.right_hand,
                                    _axes_as_face_points(face_rot), lm.hand_scale)
         lm_start = time.perf_counter()
-        result = landmarks_to_vectors(lm, calibration=cal, visibility_threshold=self.visibility_threshold)
+        result = landmarks_to_vectors(lm, calibration=cal, visibility_threshold=self.visibility_threshold) \
+            if frame is None else encode1(lm, cal, visibility_threshold=self.visibility_threshold, mirrored="report",
+                                          frame=frame)
         landmarks_us = (time.perf_counter() - lm_start) * 1e6
         vec = result.vectors[0].copy()
         states = {part: str(s[0]) for part, s in result.tracking.items()}

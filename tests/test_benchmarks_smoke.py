@@ -147,6 +147,9 @@ def test_fidelity_bench_quick_run_prints_every_table(capsys: pytest.CaptureFixtu
     out = capsys.readouterr().out
     assert "| numpy / float (best) |" in out and "| holistic_signer.pose |" in out
     assert "| ground truth, every part present, 2/6 mm noise |" in out and "batch of 2000" in out
+    bench.live_encode_speed(1, 1)  # issue 22: the live encoder beside kalidokit (figures only)
+    out = capsys.readouterr().out
+    assert "| ours / kalidokit (median) |" in out and "One hand" in out
 
 
 def test_tls_flood_bench_smoke(tmp_path: Path) -> None:

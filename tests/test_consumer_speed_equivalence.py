@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from posewire.codec.morph import ARKIT_INDEX
-from posewire.codec.mouthing import _valid_mouthing_arkit, mouthing_to_arkit, normalize_shares
+from posewire.codec.mouthing import _valid_mouthing_arkit, _valid_mouthing_arkit1, mouthing_to_arkit, normalize_shares
 from posewire.codec.registry import VISEMES
 from posewire.codec.vector import LOWER, N_DIMS, validate
 from posewire.consumers.face import _validate_clamp, face_weights
-from posewire.consumers.pose import decode_pose
+from posewire.consumers.pose import decode_frame, decode_pose
 from posewire.consumers.skeleton import Skeleton, helix_humanoid
 
 
@@ -114,3 +114,41 @@ def test_face_weights_equals_reference(capability: str) -> None:
             for i, name in enumerate(VISEMES):
                 np.testing.assert_allclose(out.visemes[name], ref.visemes[..., i], rtol=0, atol=1e-12)
         assert out.report.get("clipped", False) == bool(ref.clipped.any())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_one_frame_face_kernel_is_bit_equal(seed: int) -> None:
+    # issue 22: the single-frame face kernel in Python floats gives the batch kernel's bits
+    rng = np.random.default_rng(seed)
+    vec, _ = validate(_vectors(seed, 200), policy="clamp")
+    vec[rng.random(vec.shape) < 0.2] = 0.0
+    vec[::3] *= -1.0
+    vec, _ = validate(vec, policy="clamp")
+    for row in vec:
+        raw = rng.random(len(VISEMES)) * rng.choice([0.0, 0.1, 0.3, 1.0])
+        raw[rng.random(raw.shape) < 0.5] = 0.0
+        shares, _ = normalize_shares(raw)
+        weights, clipped = _valid_mouthing_arkit(row, shares)
+        one, over = _valid_mouthing_arkit1(row.tolist(), shares.tolist())
+        np.testing.assert_array_equal(np.array(one), weights)
+        assert np.array_equal(np.signbit(one), np.signbit(weights)) and over == bool(clipped.any())
+
+
+@pytest.mark.parametrize("capability", ["viseme15", "vowel5", "jaw", "none"])
+def test_decode_frame_is_decode_pose_and_face_weights(capability: str) -> None:
+    # issue 22: one validation for both, the same results as the two calls
+    skel = helix_humanoid()
+    rng = np.random.default_rng(5)
+    for vec in (_vectors(3, 1), _vectors(4, 7), _vectors(5, 1)[0]):
+        mix = rng.random(len(VISEMES)) * 0.3
+        pose, face = decode_frame(vec, skel, capability=capability, visemes=mix)  # type: ignore[arg-type]
+        ref_pose = decode_pose(vec, skel)
+        ref_face = face_weights(np.reshape(vec, (-1, N_DIMS)), capability=capability,  # type: ignore[arg-type]
+                                visemes=mix)
+        np.testing.assert_array_equal(pose.local_rotations, ref_pose.local_rotations)
+        assert pose.report() == ref_pose.report()
+        assert face.report == ref_face.report and face.arkit.keys() == ref_face.arkit.keys()
+        for name in ref_face.arkit:
+            np.testing.assert_array_equal(face.arkit[name], ref_face.arkit[name])
+        for name in ref_face.visemes:
+            np.testing.assert_array_equal(face.visemes[name], ref_face.visemes[name])

@@ -30,7 +30,14 @@ from posewire.producers.face import (
     rotation_part,
     rotation_part1,
 )
-from posewire.producers.landmarks import HolisticLandmarks, estimate_calibration
+from posewire.producers.hand import bone_log_lengths
+from posewire.producers.landmarks import (
+    HolisticLandmarks,
+    LandmarkCalibration,
+    calibration_samples,
+    estimate_calibration,
+)
+from posewire.producers.landmarks_single import prepare1, samples1
 from posewire.producers.live import LiveCalibration, LiveEncoder
 from posewire.producers.mediapipe_source import Observation
 
@@ -265,3 +272,92 @@ def test_live_calibration_is_the_estimate_of_its_window(seed: int, window: int, 
             if a is not None:
                 assert a == pytest.approx(b, rel=0, abs=1e-9)
         assert got.notes == expected.notes
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_samples1_equals_the_batch_rows(seed: int) -> None:
+    # issue 22: the live calibration measures each frame as it arrives, on the single-frame path
+    for frame in _frames(seed, 12):
+        got = samples1(prepare1(frame, visibility_threshold=0.5), visibility_threshold=0.5,
+                       hand_scale=math.nan if frame.hand_scale is None else float(frame.hand_scale[0]))
+        batch = calibration_samples(_stacked([frame]))
+        assert got.valid == bool(batch.valid[0])
+        if got.valid:
+            np.testing.assert_allclose(np.array(got.shoulders), batch.shoulders[0], rtol=0, atol=1e-9)
+        for mine, theirs in ((got.trunk, batch.trunk[0]), (got.arm, batch.arm[0]), (got.hand, batch.hand[0])):
+            np.testing.assert_allclose(np.array(mine, dtype=float), theirs, rtol=0, atol=1e-9, equal_nan=True)
+        for hand, column in ((got.right, 0), (got.left, 1)):
+            bones = bone_log_lengths(np.full((1, 21, 3), np.nan) if hand is None else np.array([hand]))
+            np.testing.assert_array_equal(bones[0], batch.bones[0, column])
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 12), st.integers(1, 6))
+def test_spread_job_equals_the_estimate_at_once(seed: int, window: int, every: int) -> None:
+    # issue 22: each step of a running estimate, then its result, against estimate_calibration
+    # of the window it started on (distances to 1e-9, notes and depth gains equal)
+    frames = _frames(seed, 30)
+    cal = LiveCalibration(window=window, every=every, bone_frames=2, gain_chunk=17)
+    with_body: list[HolisticLandmarks] = []
+    for frame in frames:
+        cal.update(frame)
+        if np.isfinite(frame.pose_world[0, [11, 12, 23, 24]]).all():
+            with_body.append(frame)
+        if cal._job is None or not with_body:
+            continue
+        job, cal._job = cal._job, None  # taken over here: run to its end at once
+        try:
+            expected = estimate_calibration(_stacked(with_body[-window:]))
+        except UsageError:
+            with pytest.raises(UsageError):
+                cal._finish(job)
+            continue
+        got = cal._finish(job)
+        for f in fields(expected.calibration):
+            a, b = getattr(got.calibration, f.name), getattr(expected.calibration, f.name)
+            assert (a is None) == (b is None)
+            if a is not None:
+                assert a == pytest.approx(b, rel=0, abs=1e-9)
+        assert got.notes == expected.notes and got.hand_depth_gain == expected.hand_depth_gain
+
+
+def _same_estimate(got: LandmarkCalibration, expected: LandmarkCalibration) -> None:
+    for f in fields(expected.calibration):
+        a, b = getattr(got.calibration, f.name), getattr(expected.calibration, f.name)
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert a == pytest.approx(b, rel=0, abs=1e-9)
+    assert got.notes == expected.notes and got.hand_depth_gain == expected.hand_depth_gain
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 12), st.integers(1, 6), st.integers(1, 4), st.integers(1, 81))
+def test_spread_estimates_run_across_frames(seed: int, window: int, every: int, bone_frames: int,
+                                           gain_chunk: int) -> None:
+    # issue 22: a job stepped one frame at a time while new frames arrive (finished early when
+    # the next is due) takes the estimate of the window it started on
+    frames = _frames(seed, 40)
+    cal = LiveCalibration(window=window, every=every, bone_frames=bone_frames, gain_chunk=gain_chunk)
+    taken: list[LandmarkCalibration] = []
+    accept = cal._accept
+    cal._accept = lambda estimate: (taken.append(estimate), accept(estimate))[1]  # type: ignore[method-assign]
+    with_body: list[HolisticLandmarks] = []
+    pending: list[LandmarkCalibration | None] = []  # the running jobs' expected estimates, oldest first
+    for frame in frames:
+        job, first, count = cal._job, cal.current is None, len(taken)
+        cal.update(frame)
+        if np.isfinite(frame.pose_world[0, [11, 12, 23, 24]]).all():
+            with_body.append(frame)
+        if first and len(taken) > count:  # the first estimate, at once
+            _same_estimate(taken[-1], estimate_calibration(_stacked(with_body[-window:])))
+        elif job is not None and cal._job is not job:  # the job ended on this frame
+            want = pending.pop(0)
+            assert (len(taken) > count) == (want is not None)
+            if want is not None:
+                _same_estimate(taken[-1], want)
+        if cal._job is not None and cal._job is not job:
+            try:
+                pending.append(estimate_calibration(_stacked(with_body[-window:])))
+            except UsageError:
+                pending.append(None)

@@ -23,6 +23,7 @@ from posewire.producers.hand import (
     DEPTH_GAIN_MIN_FRAMES,
     DEPTH_GAINS,
     FINGER_CHAINS,
+    HAND_BONES,
     THUMB_ROLL_MIN_CURL_DEG,
     bone_log_lengths,
     estimate_depth_gain,
@@ -288,3 +289,24 @@ def test_real_signer_hands_are_rigid_with_a_depth_gain() -> None:
         return float((values[np.isfinite(values)] == 1.0).mean())
 
     assert on_rail(result.vectors) < 0.5 * on_rail(plain.vectors), (on_rail(result.vectors), on_rail(plain.vectors))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_bone_log_lengths_median_is_numpys(seed: int) -> None:
+    # issue 22: the median over bones from a sort equals np.median's, bit for bit (odd and even
+    # bone counts, missing points, zero-length bones, equal lengths)
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        hands = rng.normal(size=(7, 21, 3)) * rng.uniform(0.01, 10.0)
+        hands[rng.integers(0, 7), rng.integers(0, 21), rng.integers(0, 3)] = np.nan
+        hands[1, 5] = hands[1, 0]
+        hands[2, 6] = hands[2, 5] + (hands[2, 2] - hands[2, 1])
+        for bones in (HAND_BONES, HAND_BONES[:19], ((0, 1), (1, 2), (2, 3))):
+            delta = hands[:, [b for _, b in bones]] - hands[:, [a for a, _ in bones]]
+            squared = (delta[..., 0] ** 2 + delta[..., 1] ** 2)[:, None, :] \
+                + DEPTH_GAINS[None, :, None] ** 2 * (delta[..., 2] ** 2)[:, None, :]
+            usable = np.isfinite(delta).all(axis=(-1, -2)) & (squared[:, 0] > 0.0).all(-1)
+            log_length = 0.5 * np.log(np.where(usable[:, None, None], squared, 1.0))
+            expected = np.where(usable[:, None, None], log_length - np.median(log_length, axis=-1, keepdims=True),
+                                np.nan)
+            np.testing.assert_array_equal(bone_log_lengths(hands, bones=bones), expected)
