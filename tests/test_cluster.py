@@ -648,3 +648,74 @@ async def test_relays_reach_a_tls_broker_that_their_ca_vouches_for(tmp_path: Pat
             await r.close()
         server.stop()
         plain.stop()
+
+
+async def test_a_broker_flood_on_one_stream_costs_another_stream_no_frame(
+        cluster: list[Relay], nats_server: object) -> None:
+    """Issue 21 row 5 (spec §5.7.1 rule 6), on an open broker: while a client floods one
+    stream's subject with 20,000 frames, a 60 Hz stream from relay A's producer reaches
+    relay B's consumer complete and in order; the flood is held to the producer rate."""
+    a, b = cluster
+    quiet = await open_raw(b.url, "consumer", "quiet")
+    loud = await open_raw(b.url, "consumer", "loud")
+    prod = await open_raw(a.url, "producer", "quiet")
+    frames = [encode(_frame(seq)) for seq in range(1, 121)]
+    flooder = (  # another process, as fast as it can: 20,000 frames on "loud"
+        "import asyncio, sys, nats\n"
+        "from posewire.codec.vector import DEFAULTS\n"
+        "from posewire.codec.wire import Frame, encode\n"
+        "async def main():\n"
+        "    nc = await nats.connect(sys.argv[1], pending_size=1 << 26)\n"
+        "    forged = [encode(Frame(s, s, DEFAULTS)) for s in range(1, 20_001)]\n"
+        "    print('ready', flush=True); sys.stdin.readline()\n"
+        "    for data in forged:\n"
+        "        await nc.publish('posewire.s.loud', data)\n"
+        "    await nc.flush(); await nc.close()\n"
+        "asyncio.run(main())\n")
+    flood = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", flooder, nats_server.url,  # type: ignore[attr-defined]
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert flood.stdout is not None and flood.stdin is not None
+    assert await asyncio.wait_for(flood.stdout.readline(), 20) == b"ready\n"
+
+    async def flooding() -> None:
+        assert flood.stdin is not None
+        flood.stdin.write(b"go\n")
+        await flood.stdin.drain()
+        await asyncio.wait_for(flood.wait(), 25)
+
+    async def producing() -> None:
+        for data in frames:
+            await prod.ws.send(data)
+            await asyncio.sleep(1 / 60)
+
+    got: list[bytes] = []
+
+    async def reading() -> None:
+        async for data in quiet.ws:
+            assert isinstance(data, bytes)
+            got.append(data)
+            if len(got) == len(frames):
+                return
+
+    reader = asyncio.create_task(reading())
+    drain = asyncio.create_task(loud.ws.recv())  # keeps "loud" subscribed on B
+    try:
+        await prod.ws.send(encode(_frame(0)))
+        await wait_for(lambda: b.stats.frames_in >= 1, timeout=5)
+        got.clear()
+        async with asyncio.timeout(30):
+            await asyncio.gather(flooding(), producing())
+            await reader
+        assert got == frames  # none lost, in order
+        assert b.broker is not None
+        await wait_for(lambda: b.broker is not None and b.broker.stats.received >= 20_000,
+                       timeout=20)
+        assert b.stats.broker_refused > 15_000  # the flood, held to the producer rate
+    finally:
+        reader.cancel()
+        drain.cancel()
+        await asyncio.gather(reader, drain, return_exceptions=True)
+        if flood.returncode is None:
+            flood.kill()
+            await flood.wait()
