@@ -26,6 +26,9 @@ message plus a close code (spec §5.8). What the relay adds (spec §5.7):
   the oldest such connection makes room for a new one; hellos per address are rate
   limited; frames over the producer's rate are dropped before they are decoded;
   rejections are logged at a bounded rate.
+* **behind a proxy** — with ``proxy_protocol``, connections from ``trusted_proxies``
+  start with a PROXY v1/v2 header naming the client, whose address the caps then use; a
+  PROXY header from any other address is refused (spec §5.7 rule 12).
 * **origin** — a browser (a client that sends ``Origin``) is accepted only from the
   relay's own origin or ``allow_origins``; clients without ``Origin`` are unaffected.
 * **TLS and auth** — ``tls_cert``/``tls_key`` serve ``wss://``. Beyond loopback the
@@ -112,6 +115,13 @@ from posewire.transport import (
     certificate_validity,
     check_liveness,
     server_tls_context,
+)
+from posewire.transport.proxy_protocol import (
+    V2_MAX,
+    ProxyHeaderError,
+    TrustedProxies,
+    looks_like_proxy_header,
+    parse_proxy_header,
 )
 
 if TYPE_CHECKING:
@@ -302,6 +312,9 @@ class RelayStats:
     #: messages from the broker not taken (the stream's producer is here, too large, over
     #: the frame rate, not a data message; spec §5.7.1 rule 6)
     broker_refused: int = 0
+    #: connections refused for their PROXY header: a bad or missing one from a trusted
+    #: proxy, any from another address (spec §5.7 rule 12)
+    proxy_refused: int = 0
     errors_by_code: Counter[str] = field(default_factory=Counter)
 
 
@@ -434,6 +447,8 @@ class _RelayConnection(ServerConnection):
         self.deadline: asyncio.TimerHandle | None = None
         #: the TLS handshake under way (a reference keeps the task alive)
         self.tls_task: asyncio.Task[None] | None = None
+        #: the PROXY header being read (spec §5.7 rule 12)
+        self.proxy_task: asyncio.Task[None] | None = None
         self.client: _Client | None = None
         fail = self.protocol.fail
         relay = self.relay
@@ -542,15 +557,107 @@ class _RelayConnection(ServerConnection):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.raw_transport = transport
-        if not self.relay._admit(self, transport):
+        relay = self.relay
+        self.accepted_at = self.loop.time()
+        peer = transport.get_extra_info("peername")
+        self.peer_host = str(peer[0]) if isinstance(peer, tuple) and peer else ""
+        trusted = relay.trusted_proxies is not None and self.peer_host in relay.trusted_proxies
+        # spec §5.7 rule 12: a trusted proxy's connection is admitted by the client address
+        # its PROXY header names, once read; any other by its own address, at once
+        admitted = relay._proxy_pending_ok(self) if trusted else relay._admit(self, transport)
+        if not admitted:
             # refused before websockets does any work for it (no handler, no parsing)
             self.refused = True
             transport.abort()
             return
+        if relay.trusted_proxies is not None:
+            transport.pause_reading()
+            self.proxy_task = self.loop.create_task(self._proxy_header(transport, trusted),
+                                                    name=f"posewire-proxy-{self.peer_host}")
+            return
+        self._handshake(transport)
+
+    async def _proxy_header(self, raw: asyncio.Transport, trusted: bool) -> None:
+        """Spec §5.7 rule 12: from a trusted proxy, read (only) the PROXY header and admit
+        the connection by the address it names; from any other address, refuse a
+        connection that starts with one. The first bytes are peeked at on a duplicate of
+        the socket, so what follows the header stays in the kernel for the TLS or
+        WebSocket handshake."""
+        relay = self.relay
+        sock = raw.get_extra_info("socket")
+        why = ""
+        try:
+            with socket.socket(fileno=os.dup(sock.fileno())) as dup:
+                dup.setblocking(False)
+                left = self.accepted_at + relay.hello_timeout - self.loop.time()
+                async with asyncio.timeout(max(0.001, left)):
+                    head = await self._peek(dup, V2_MAX if trusted else 12)
+                    while True:
+                        if not head:
+                            raise ConnectionError("closed")
+                        if not trusted:
+                            if not looks_like_proxy_header(head):
+                                break  # a direct client
+                            if len(head) >= 12 or head.startswith(b"PROXY "):
+                                why = "a PROXY header from an untrusted address"
+                                break
+                        else:
+                            header = parse_proxy_header(head)
+                            if header is not None:
+                                dup.recv(header.length)  # the header only: peeked, so there
+                                if header.source is not None:
+                                    self.peer_host = header.source
+                                break
+                        # a partial header: look again shortly (the socket stays readable)
+                        await asyncio.sleep(0.005)
+                        head = await self._peek(dup, V2_MAX if trusted else 12)
+        except ProxyHeaderError as exc:
+            why = f"a bad PROXY header from a trusted proxy: {exc}"
+        except (OSError, ConnectionError, TimeoutError) as exc:
+            relay._release(self)
+            relay.stats.handshake_timeouts += isinstance(exc, TimeoutError)
+            raw.abort()
+            return
+        finally:
+            self.proxy_task = None
+            if trusted:  # read, failed or cancelled (connection lost): no longer pending
+                relay._proxy_pending -= 1
+        if why:
+            relay.stats.proxy_refused += 1
+            relay._reject("refused a connection from %s: %s", self.peer_host, why)
+            relay._release(self)
+            raw.abort()
+            return
+        if raw.is_closing():
+            relay._release(self)
+            return
+        if trusted and not relay._admit(self, raw):
+            self.refused = True
+            raw.abort()
+            return
+        self._handshake(raw)
+
+    async def _peek(self, dup: socket.socket, size: int) -> bytes:
+        while True:
+            try:
+                return dup.recv(size, socket.MSG_PEEK)
+            except BlockingIOError:
+                pass
+            ready = self.loop.create_future()
+            self.loop.add_reader(dup.fileno(), ready.set_result, None)
+            try:
+                await ready
+            finally:
+                self.loop.remove_reader(dup.fileno())
+
+    def _handshake(self, transport: asyncio.Transport) -> None:
+        """Admitted: the TLS handshake, or websockets takes the connection."""
         tls = self.relay.tls
         if tls is None:
             self.attached = True
             super().connection_made(transport)
+            if self.relay.trusted_proxies is not None:
+                transport.resume_reading()
             return
         # spec §5.7 rule 8: the TLS handshake comes after admission, so a pending one
         # counts against the caps and the hello deadline (nothing is read before)
@@ -592,6 +699,8 @@ class _RelayConnection(ServerConnection):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.relay._release(self)
+        if self.proxy_task is not None:
+            self.proxy_task.cancel()
         if self.attached:
             super().connection_lost(exc)
 
@@ -645,6 +754,9 @@ class Relay:
       ``send_buffer`` — kernel send buffer per connection in bytes (None: OS default).
     * ``broker`` — a :class:`posewire.cluster.Broker`: share the streams with the relays
       on the same NATS server (spec §5.7.1).
+    * ``proxy_protocol`` / ``trusted_proxies`` — behind a TCP load balancer: connections
+      from these networks (``"10.0.0.2/32"``) start with a PROXY protocol header naming
+      the client (spec §5.7 rule 12).
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = 8765, *, token: str | None = None,
@@ -661,7 +773,8 @@ class Relay:
                  send_window: int = 128,
                  status_every: float | None = None, status_file: TextIO | None = None,
                  send_buffer: int | None = 16384, close_timeout: float = 2.0,
-                 broker: Broker | None = None) -> None:
+                 broker: Broker | None = None, proxy_protocol: bool = False,
+                 trusted_proxies: Iterable[str] = ()) -> None:
         if token is None and not no_auth and not is_loopback(host):
             # spec §5.8: auth is on by default beyond loopback
             raise UsageError("usage.bad_option",
@@ -694,6 +807,12 @@ class Relay:
             if not 0 < fvalue < 3600:
                 raise UsageError("usage.bad_option", f"{name} must be positive", path=name)
         check_liveness(ping_interval, ping_timeout)
+        trusted = tuple(trusted_proxies)
+        if trusted and not proxy_protocol:
+            raise UsageError("usage.bad_option", "trusted proxies need the PROXY protocol on",
+                             path="trusted_proxy")
+        #: spec §5.7 rule 12: the networks whose connections start with a PROXY header
+        self.trusted_proxies = TrustedProxies(trusted) if proxy_protocol else None
         self.host = host
         self._requested_port = port
         self.token = token
@@ -729,6 +848,8 @@ class Relay:
         #: per address, its connections still without hello (insertion order = age)
         self._hello_less: dict[str, dict[_RelayConnection, None]] = {}
         self._hello_buckets: dict[str, TokenBucket] = {}
+        #: trusted proxies' connections whose PROXY header is not read yet
+        self._proxy_pending = 0
         self._reject = _LogLimiter(log)
         self._too_large_reply = encode(ErrorMessage.from_exception(DecodeError(
             "decode.too_large", f"message exceeds {max_bytes} bytes", path="$")))
@@ -967,6 +1088,7 @@ class Relay:
                 f"evicted={st.evicted} origin_refused={st.origin_refused} "
                 f"replaced={st.replaced} handshake_timeouts={st.handshake_timeouts} "
                 f"tls_failed={st.tls_failed} accept_failed={st.accept_failed}"
+                + ("" if self.trusted_proxies is None else f" proxy_refused={st.proxy_refused}")
                 + ("" if self.broker is None
                    else f" broker_refused={st.broker_refused}" + self.broker.status()))
 
@@ -983,16 +1105,14 @@ class Relay:
         connection cap — for a newcomer from an address with no connection awaiting its
         hello, the oldest such connection of the address holding the most of them makes
         room; a newcomer from an address that has some is refused. False: refuse."""
-        peer = transport.get_extra_info("peername")
-        host = str(peer[0]) if isinstance(peer, tuple) and peer else ""
-        conn.peer_host = host
-        conn.accepted_at = asyncio.get_running_loop().time()
+        # the peer's address, or the client's that a trusted proxy named (spec §5.7 rule 12)
+        host = conn.peer_host
         why = ""
         if self._closing:
             why = "shutting down"
         elif self._per_address[host] >= self.max_per_address:
             why = f"{host} has {self.max_per_address} connections (per-address cap)"
-        elif self._admitted >= self.max_connections:
+        elif self._admitted + self._proxy_pending >= self.max_connections:
             top = max(self._hello_less, key=lambda h: len(self._hello_less[h]), default=None)
             if top is None:
                 why = f"{self.max_connections} connections (cap)"
@@ -1021,6 +1141,18 @@ class Relay:
             if sock is not None:
                 with contextlib.suppress(OSError):
                     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer)
+        return True
+
+    def _proxy_pending_ok(self, conn: _RelayConnection) -> bool:
+        """A trusted proxy's connection before its PROXY header (spec §5.7 rule 12): it
+        counts against the connection cap only (the per-address cap applies to the
+        client's address, once known). False: refuse."""
+        if self._closing or self._admitted + self._proxy_pending >= self.max_connections:
+            self.stats.refused += 1
+            self._reject("refused a connection from proxy %s: %d connections (cap)",
+                         conn.peer_host, self.max_connections)
+            return False
+        self._proxy_pending += 1
         return True
 
     def _welcomed(self, conn: _RelayConnection) -> None:
