@@ -24,8 +24,9 @@ message plus a close code (spec §5.8). What the relay adds (spec §5.7):
   counted and logged at a bounded rate; a connection whose TLS handshake, WebSocket
   handshake and hello are not done within ``hello_timeout`` is closed, and at the cap
   the oldest such connection makes room for a new one; hellos per address are rate
-  limited; frames over the producer's rate are dropped before they are decoded;
-  rejections are logged at a bounded rate.
+  limited, and connections per address at accept (twice the hello rate); frames over
+  the producer's rate are dropped before they are decoded; rejections are logged at a
+  bounded rate.
 * **behind a proxy** — with ``proxy_protocol``, connections from ``trusted_proxies``
   start with a PROXY v1/v2 header naming the client, whose address the caps then use; a
   PROXY header from any other address is refused (spec §5.7 rule 12).
@@ -157,6 +158,9 @@ _WINDOW_TAG = b"pwW1"
 #: Seconds between re-probes of a consumer whose window is full (a client may answer only
 #: the newest of several pings, RFC 6455 §5.5.3; one pong reopens the window).
 _REPROBE_S = 1.0
+#: Connections per address (rate and burst) at most this many times the hellos per
+#: address: beyond, refused at accept, before any handshake (spec §5.7 rule 8).
+_ACCEPT_RATE = 2
 #: A certificate that expires sooner than this gets a warning at start (spec §5.7 rule 10).
 _CERT_WARN_DAYS = 7
 
@@ -848,6 +852,8 @@ class Relay:
         #: per address, its connections still without hello (insertion order = age)
         self._hello_less: dict[str, dict[_RelayConnection, None]] = {}
         self._hello_buckets: dict[str, TokenBucket] = {}
+        #: connections per address, taken at accept (spec §5.7 rule 8)
+        self._accept_buckets: dict[str, TokenBucket] = {}
         #: trusted proxies' connections whose PROXY header is not read yet
         self._proxy_pending = 0
         self._reject = _LogLimiter(log)
@@ -1112,6 +1118,13 @@ class Relay:
             why = "shutting down"
         elif self._per_address[host] >= self.max_per_address:
             why = f"{host} has {self.max_per_address} connections (per-address cap)"
+        elif not self._take(self._accept_buckets, host, _ACCEPT_RATE * self.hello_rate,
+                            _ACCEPT_RATE * self.hello_burst):
+            # spec §5.7 rule 8: connections per address at twice the hello rate, refused
+            # here, before the TLS and WebSocket handshakes cost anything (a hello flood
+            # from one address costs the relay a bounded amount of CPU)
+            self.stats.rate_limited += 1
+            why = f"{host} connects faster than {_ACCEPT_RATE * self.hello_rate:g}/s"
         elif self._admitted + self._proxy_pending >= self.max_connections:
             top = max(self._hello_less, key=lambda h: len(self._hello_less[h]), default=None)
             if top is None:
@@ -1184,21 +1197,27 @@ class Relay:
         self._per_address[host] -= 1
         if self._per_address[host] <= 0:
             del self._per_address[host]
-            bucket = self._hello_buckets.get(host)
             now = asyncio.get_running_loop().time()
-            if bucket is not None and (bucket.last is None or bucket.tokens + (
-                    now - bucket.last) * bucket.rate >= bucket.capacity):
-                del self._hello_buckets[host]  # refilled: forget the address
+            for buckets in (self._hello_buckets, self._accept_buckets):
+                bucket = buckets.get(host)
+                if bucket is not None and (bucket.last is None or bucket.tokens + (
+                        now - bucket.last) * bucket.rate >= bucket.capacity):
+                    del buckets[host]  # refilled: forget the address
+
+    def _take(self, buckets: dict[str, TokenBucket], host: str, rate: float,
+              burst: float) -> bool:
+        """A token of ``host``'s bucket (created full); False when it is empty."""
+        bucket = buckets.get(host)
+        if bucket is None:
+            if len(buckets) >= 4 * self.max_connections:
+                # bounded memory under many addresses: forget those with no connection
+                for gone in [h for h in buckets if h not in self._per_address]:
+                    del buckets[gone]
+            bucket = buckets[host] = TokenBucket(rate, burst)
+        return bucket.take(asyncio.get_running_loop().time())
 
     def _hello_allowed(self, host: str) -> bool:
-        bucket = self._hello_buckets.get(host)
-        if bucket is None:
-            if len(self._hello_buckets) >= 4 * self.max_connections:
-                # bounded memory under many addresses: forget those with no connection
-                for gone in [h for h in self._hello_buckets if h not in self._per_address]:
-                    del self._hello_buckets[gone]
-            bucket = self._hello_buckets[host] = TokenBucket(self.hello_rate, self.hello_burst)
-        return bucket.take(asyncio.get_running_loop().time())
+        return self._take(self._hello_buckets, host, self.hello_rate, self.hello_burst)
 
     def _check_request(self, ws: ServerConnection, request: Request) -> Response | None:
         """Origin check before the upgrade (spec §5.8): browsers only from allowed origins."""
