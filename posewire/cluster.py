@@ -310,7 +310,10 @@ class Broker:
             if (any(u.startswith("tls://") for u in self.servers)
                     and not self._nc._server_info.get("tls_required")):
                 # nats-py upgrades to TLS only when the server requires it: a tls:// URL
-                # must not quietly run in clear text (spec §5.7.1 rule 7)
+                # must not quietly run in clear text (spec §5.7.1 rule 7). This check comes
+                # after the client's CONNECT, so a server that impersonates the broker
+                # without TLS has seen the credentials by then: it detects a misconfigured
+                # broker, it does not protect against an active attacker on the path
                 raise nats.errors.Error("the broker does not require TLS, the URL does")
             await self._ensure_buckets()
         except _BROKER_ERRORS as exc:
