@@ -66,22 +66,33 @@ class NatsServer:
     """A ``nats-server -js`` on 127.0.0.1 with its own store directory; :meth:`stop`
     and :meth:`start` again keep the port and the store (a restart)."""
 
-    def __init__(self, store: Path, *, port: int | None = None) -> None:
+    def __init__(self, store: Path, *, port: int | None = None, config: str | None = None,
+                 scheme: str = "nats", env: dict[str, str] | None = None) -> None:
         binary = nats_server_binary()
         if binary is None:
             raise RuntimeError("nats-server is not installed (Debian: apt-get install nats-server)")
         self.binary = binary
         self.store = store
         self.port = port or _free_port()
+        #: a configuration file's text (accounts, permissions, TLS: docs/cluster.md)
+        self.config = config
+        self.scheme = scheme
+        self.env = env
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        return f"nats://127.0.0.1:{self.port}"
+        return f"{self.scheme}://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 10.0) -> NatsServer:
+        cmd = [self.binary, "-a", "127.0.0.1", "-p", str(self.port), "-js", "-sd", str(self.store)]
+        if self.config is not None:
+            self.store.mkdir(parents=True, exist_ok=True)
+            conf = self.store.parent / f"{self.store.name}.conf"
+            conf.write_text(self.config)
+            cmd += ["-c", str(conf)]
         self.proc = subprocess.Popen(
-            [self.binary, "-a", "127.0.0.1", "-p", str(self.port), "-js", "-sd", str(self.store)],
+            cmd, env=None if self.env is None else {**os.environ, **self.env},
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -69,7 +69,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         if args.broker:  # spec §5.7.1
             from .cluster import Broker
 
-            broker = Broker(args.broker)
+            broker = Broker(args.broker, creds=args.broker_creds, ca_file=args.broker_ca)
         relay = Relay(args.host, args.port, token=token, no_auth=args.no_auth,
                       max_fps=args.max_fps, max_bytes=args.max_bytes,
                       status_every=args.status_every or None, broker=broker,
@@ -199,7 +199,13 @@ def _add_net_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
                    help="seconds between status lines on stderr (0: off)")
     add_serve_options(p)
     p.add_argument("--broker", metavar="nats://HOST:PORT",
-                   help="share streams with the other relays on this NATS server (spec §5.7.1)")
+                   help="share streams with the other relays on this NATS server (spec §5.7.1); "
+                        "nats://USER:PASS@HOST:PORT or tls://… with credentials")
+    p.add_argument("--broker-creds", metavar="FILE",
+                   help="the relay's NATS credentials: a NATS .creds file or one line "
+                        "user:password (keeps the secret off the command line)")
+    p.add_argument("--broker-ca", metavar="PEM",
+                   help="verify the broker's TLS certificate with this CA bundle (tls:// URLs)")
     p.set_defaults(func=_cmd_serve)
 
     p = sub.add_parser("consume", help="subscribe to a stream and print or record frames")

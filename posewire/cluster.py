@@ -40,9 +40,11 @@ import contextlib
 import logging
 import re
 import secrets
+import ssl
 from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 import nats
@@ -85,6 +87,60 @@ def stream_token(stream: str) -> str:
     """The subject token and key of a stream name (``.`` → ``=``; reversible because
     ``=`` is not allowed in a stream name, spec §5.3)."""
     return stream.replace(".", "=")
+
+
+_USERINFO_RE = re.compile(r"(?<=://)[^@/\s]*@")
+_CREDS_JWT = "-----BEGIN NATS USER JWT-----"
+_NKEY_SEED_RE = re.compile(r"SU[A-Z2-7]{56}")
+
+
+def _redact(text: str) -> str:
+    """``nats://user:pass@host`` → ``nats://***@host``."""
+    return _USERINFO_RE.sub("***@", text)
+
+
+def _read_creds(path: str | Path) -> dict[str, Any]:
+    """The ``nats.connect`` arguments of a credentials file (see :class:`Broker`)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        raise UsageError("usage.bad_option", f"broker credentials {str(p)!r} are not a "
+                         "readable text file", path="broker_creds") from None
+    if _CREDS_JWT in text or _NKEY_SEED_RE.fullmatch(text.strip()):
+        import importlib.util
+
+        if importlib.util.find_spec("nkeys") is None:  # nats-py signs the nonce with it
+            raise UsageError("usage.bad_option", "a NATS .creds or nkey file needs the nkeys "
+                             "package (pip install nkeys)", path="broker_creds")
+        if _CREDS_JWT in text:
+            return {"user_credentials": str(p)}
+        return {"nkeys_seed": str(p)}
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) != 1:
+        raise UsageError("usage.bad_option", "broker credentials: one line user:password "
+                         "(or a token), or a NATS .creds file", path="broker_creds")
+    user, sep, password = lines[0].partition(":")
+    if not sep:
+        return {"token": user}
+    if not user or not password:
+        raise UsageError("usage.bad_option", "broker credentials: user:password, both "
+                         "non-empty", path="broker_creds")
+    return {"user": user, "password": password}
+
+
+def _broker_tls(ca_file: str | Path) -> ssl.SSLContext:
+    if not Path(ca_file).is_file():
+        raise UsageError("usage.bad_option", f"broker CA file {str(ca_file)!r} is not a "
+                         "readable file", path="broker_ca")
+    try:
+        ctx = ssl.create_default_context(cafile=str(ca_file))
+    except ssl.SSLError as exc:
+        raise UsageError("usage.bad_option", f"cannot load the broker CA file: {exc.reason}",
+                         path="broker_ca") from None
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.hostname_checks_common_name = False  # spec §5.7 rule 10: subjectAltName only
+    return ctx
 
 
 def _kind(msg: Message) -> str | None:
@@ -154,16 +210,30 @@ class Broker:
     stays locked after its relay died). ``state_interval``: least seconds between two
     writes of a stream's state. ``request_timeout``: seconds any broker request may take.
     ``reconnect_wait``: seconds between reconnect tries.
+
+    Credentials and TLS (spec §5.7.1 rule 7, ``docs/cluster.md``): ``user:password@`` in
+    the URL, or ``creds``, a file holding either a NATS ``.creds`` file (user JWT and
+    nkey seed; needs the ``nkeys`` package) or one line ``user:password`` (or a token),
+    which keeps the secret off the command line. ``ca_file``: verify the broker's
+    certificate with this CA bundle (TLS is then required, whatever the URL's scheme);
+    ``tls://`` URLs without it verify against the system store. The host is checked
+    against the certificate's subjectAltName only, as for relays (§5.7 rule 10).
     """
 
     def __init__(self, servers: str | Sequence[str], *, prefix: str = "posewire",
                  lease_ttl: float = 5.0, state_interval: float = 0.1,
-                 request_timeout: float = 1.0, reconnect_wait: float = 0.25) -> None:
+                 request_timeout: float = 1.0, reconnect_wait: float = 0.25,
+                 creds: str | Path | None = None, ca_file: str | Path | None = None) -> None:
         urls = [u.strip() for u in (servers.split(",") if isinstance(servers, str) else servers)]
         if not urls or not all(u.startswith(("nats://", "tls://")) for u in urls):
             raise UsageError("usage.bad_option",
                              "the broker must be nats://HOST:PORT (or tls://…), comma-separated",
                              path="broker")
+        self._auth = _read_creds(creds) if creds is not None else {}
+        self._tls = _broker_tls(ca_file) if ca_file is not None else None
+        if self._tls is not None and not all(u.startswith("tls://") for u in urls):
+            raise UsageError("usage.bad_option", "a broker CA file needs tls:// URLs",
+                             path="broker_ca")
         if not _PREFIX_RE.fullmatch(prefix):
             raise UsageError("usage.bad_option", "the prefix must match [A-Za-z0-9_-]{1,32}",
                              path="prefix")
@@ -209,8 +279,14 @@ class Broker:
         self._tasks: set[asyncio.Task[None]] = set()
         self._loops: list[asyncio.Task[None]] = []
         self._closing = False
+        self._last_error: Exception | None = None
 
     # ------------------------------------------------------------ lifecycle
+
+    @property
+    def where(self) -> str:
+        """The broker URLs without their user information (for messages and logs)."""
+        return ", ".join(_redact(u) for u in self.servers)
 
     @property
     def connected(self) -> bool:
@@ -229,14 +305,27 @@ class Broker:
                 reconnect_time_wait=self.reconnect_wait,
                 connect_timeout=max(1, round(self.request_timeout * 2)),
                 disconnected_cb=self._on_disconnected, reconnected_cb=self._on_reconnected,
-                error_cb=self._on_error), max(1.0, 3 * self.request_timeout))
+                error_cb=self._on_error, tls=self._tls, **self._auth),
+                max(1.0, 3 * self.request_timeout))
+            if (any(u.startswith("tls://") for u in self.servers)
+                    and not self._nc._server_info.get("tls_required")):
+                # nats-py upgrades to TLS only when the server requires it: a tls:// URL
+                # must not quietly run in clear text (spec §5.7.1 rule 7). This check comes
+                # after the client's CONNECT, so a server that impersonates the broker
+                # without TLS has seen the credentials by then: it detects a misconfigured
+                # broker, it does not protect against an active attacker on the path
+                raise nats.errors.Error("the broker does not require TLS, the URL does")
             await self._ensure_buckets()
         except _BROKER_ERRORS as exc:
             if self._nc is not None:
                 with contextlib.suppress(*_BROKER_ERRORS):
                     await self._nc.close()
-            raise UsageError("usage.state", f"cannot reach the broker {', '.join(self.servers)}: "
-                             f"{exc or type(exc).__name__}", path="broker") from None
+            # the client retries a failed first connect (say, a certificate that does not
+            # verify) until the timeout: its last error says why
+            why = self._last_error if isinstance(exc, TimeoutError) and self._last_error else exc
+            # never the password of a URL in a message (spec §5.7.1 rule 7)
+            raise UsageError("usage.state", f"cannot reach the broker {self.where}: "
+                             f"{_redact(str(why)) or type(why).__name__}", path="broker") from None
         host.publish_hooks.append(self._on_local)
         self._loops = [asyncio.create_task(self._send_loop(), name="posewire-broker-send"),
                        asyncio.create_task(self._state_loop(), name="posewire-broker-state")]
@@ -309,7 +398,8 @@ class Broker:
             self._mark(stream)
 
     async def _on_error(self, exc: Exception) -> None:
-        log.debug("broker: %s", exc)
+        self._last_error = exc
+        log.debug("broker: %s", _redact(str(exc)))
 
     def status(self) -> str:
         """Status-line fields (appended to the relay's)."""

@@ -14,7 +14,8 @@ def serve_options(args: argparse.Namespace) -> dict[str, Any]:
     return {"tls_cert": args.tls_cert, "tls_key": args.tls_key, "insecure": args.insecure,
             "allow_origins": args.allow_origin or (), "max_connections": args.max_connections,
             "max_per_address": args.max_per_address, "hello_timeout": args.hello_timeout,
-            "ping_interval": args.ping_interval or None, "ping_timeout": args.ping_timeout or None}
+            "ping_interval": args.ping_interval or None, "ping_timeout": args.ping_timeout or None,
+            "proxy_protocol": args.proxy_protocol, "trusted_proxies": args.trusted_proxy or ()}
 
 
 def client_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -46,6 +47,12 @@ def add_serve_options(p: argparse.ArgumentParser) -> None:
                    help="most connections at once from one client address")
     p.add_argument("--hello-timeout", type=float, default=3.0, metavar="S",
                    help="seconds from accept to hello")
+    p.add_argument("--proxy-protocol", action="store_true",
+                   help="connections from --trusted-proxy addresses start with a PROXY "
+                        "protocol v1/v2 header naming the client (spec §5.7 rule 12)")
+    p.add_argument("--trusted-proxy", action="append", metavar="CIDR",
+                   help="a load balancer's address or network (repeatable); a PROXY header "
+                        "from any other address is refused")
     _add_liveness(p)
 
 

@@ -166,3 +166,19 @@ def test_tls_flood_bench_smoke(tmp_path: Path) -> None:
     r = json.loads(out.read_text())
     assert r["opened"] == 300 and r["legit_ok"] == 2 and r["tracebacks"] == 0
     assert r["relay"]["refused"] >= 300 - 256
+
+
+def test_hello_flood_bench_smoke(tmp_path: Path) -> None:
+    """A 2-second connect-and-hello flood from one address against a TLS relay process:
+    at most the hello burst and rate are welcomed, the excess beyond twice that rate is
+    closed at accept, a client from another address gets in, and there is no traceback.
+    CPU is printed, not asserted."""
+    bench = _load("hello_flood_bench")
+    out = tmp_path / "hello.json"
+    assert bench.main(["--seconds", "2", "--workers", "4", "--json", str(out)]) == 0
+    import json
+
+    r = json.loads(out.read_text())
+    assert r["legit_ok"] and r["tracebacks"] == 0
+    assert r["welcomed"] <= 200 + 50 * r["seconds"] + 1
+    assert r["tried"] - r["relay"]["refused"] <= 400 + 100 * r["seconds"] + 2  # handshakes

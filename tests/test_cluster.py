@@ -461,3 +461,261 @@ async def test_broker_messages_never_override_a_local_producer_and_are_checked_l
         assert len(got[0]) < 4096
     finally:
         await nc.close()
+
+
+# ---------------------------------------------------------------- a broker with accounts
+
+
+_NATS_CONF = Path(__file__).resolve().parents[1] / "docs" / "nats-posewire.conf"
+_NATS_ENV = {"POSEWIRE_RELAY_PASS": "relay-secret", "POSEWIRE_MONITOR_PASS": "monitor-pw",
+             "APPS_PASS": "apps-pw"}
+
+
+@pytest.fixture
+def authorized_nats(tmp_path: Path) -> Iterator[object]:
+    """``nats-server -c docs/nats-posewire.conf``: the configuration docs/cluster.md shows."""
+    server = cluster_bench.NatsServer(tmp_path / "nats", config=_NATS_CONF.read_text(),
+                                      env=_NATS_ENV).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+async def test_only_relay_credentials_publish_on_posewire_subjects_or_touch_the_lease(
+        authorized_nats: object, tmp_path: Path) -> None:
+    """Issue 21 rows 2 and 4 with the documented broker configuration (spec §5.7.1 rule 7):
+    relays with the relay credentials (in the URL, or in a --broker-creds file) share a
+    stream, its lease and its stored state; a client without credentials is refused; the
+    read-only user and a user of another account can neither publish on a posewire
+    subject nor reach the lease bucket, so their forged frames and lease deletes change
+    nothing on either relay."""
+    port = authorized_nats.port  # type: ignore[attr-defined]
+    creds = tmp_path / "relay.creds"
+    creds.write_text("relay:relay-secret\n")
+    a = Relay("127.0.0.1", 0, broker=Broker(f"nats://relay:relay-secret@127.0.0.1:{port}",
+                                            lease_ttl=1.0, state_interval=0.02))
+    b = Relay("127.0.0.1", 0, broker=Broker(f"nats://127.0.0.1:{port}", creds=creds,
+                                            lease_ttl=1.0, state_interval=0.02))
+    errors: list[str] = []
+
+    async def on_error(exc: Exception) -> None:
+        errors.append(str(exc))
+
+    intruders: list[nats.aio.client.Client] = []
+    await a.start()
+    await b.start()
+    try:
+        prod = await open_raw(a.url, "producer", "owned")
+        cal = Calibration(0.19, 0.50, 0.56, 0.36)
+        await prod.send(cal)
+        await prod.ws.send(encode(_frame(0)))
+        assert a.broker is not None
+        await wait_for(lambda: a.broker is not None and a.broker.stats.state_writes >= 2,
+                       timeout=3)
+        # a cold relay: the stored state (JetStream direct get) and then live frames
+        remote = await open_raw(b.url, "consumer", "owned")
+        late = [decode(d) for d in await _recv_bytes(remote, 2)]
+        assert late[0] == cal and isinstance(late[1], Frame) and late[1].seq == 0
+        # no credentials: refused at connect
+        with pytest.raises(nats.errors.Error, match="Authorization Violation"):
+            await nats.connect(f"nats://127.0.0.1:{port}", allow_reconnect=False,
+                               max_reconnect_attempts=0, connect_timeout=2)
+        monitor = await nats.connect(f"nats://monitor:monitor-pw@127.0.0.1:{port}",
+                                     error_cb=on_error)
+        app = await nats.connect(f"nats://app:apps-pw@127.0.0.1:{port}", error_cb=on_error)
+        intruders += [monitor, app]
+        for nc in intruders:  # a forged frame far ahead, a forged new producer
+            await nc.publish("posewire.s.owned", encode(_frame(500, m_jaw=0.9)))
+            await nc.publish("posewire.s.owned", encode(_frame(0, m_jaw=0.9)),
+                             headers={"Posewire-Producer": "forged"})
+            await nc.publish("$KV.posewire_lease.owned", b"",
+                             headers={"KV-Operation": "PURGE"})
+            await nc.flush()
+        # the lease bucket: out of reach (no API permission / another account's JetStream)
+        with pytest.raises(nats.errors.TimeoutError):
+            await monitor.jetstream(timeout=0.5).key_value("posewire_lease")
+        with pytest.raises(nats.js.errors.BucketNotFoundError):
+            await app.jetstream(timeout=0.5).key_value("posewire_lease")
+        with pytest.raises(nats.errors.TimeoutError):
+            await monitor.jetstream(timeout=0.5).delete_key_value("posewire_lease")
+        assert any('publish to "posewire.s.owned"' in e for e in errors), errors
+        assert any('publish to "$kv.posewire_lease.owned"' in e.lower() for e in errors), errors
+        await asyncio.sleep(1.5)  # longer than the lease: a purged lease would be gone
+        sent = [encode(_frame(seq)) for seq in range(1, 4)]
+        for data in sent:
+            await prod.ws.send(data)
+        assert await _recv_bytes(remote, 3) == sent  # only the real producer's frames
+        assert b.broker is not None
+        assert b.broker.stats.received_bad == 0 and b.stats.broker_refused == 0
+        assert a.broker.stats.leases_lost == 0 and a.stats.broker_refused == 0
+        rival = await open_raw(b.url, "producer", "owned", welcome=False)
+        closed = await rival.until_closed()  # the lease is still A's
+        assert closed.error is not None and closed.error.code == "decode.state"
+    finally:
+        for nc in intruders:
+            await nc.close()
+        await a.close()
+        await b.close()
+
+
+async def test_broker_credentials_file_and_tls_options(tmp_path: Path) -> None:
+    """--broker-creds: one line user:password (or a token); a NATS .creds file needs
+    nkeys; --broker-ca needs tls:// URLs; a password never appears in an error."""
+    creds = tmp_path / "c"
+    creds.write_text("  relay:pw  \n")
+    assert Broker("nats://h:1", creds=creds)._auth == {"user": "relay", "password": "pw"}
+    creds.write_text("s3cr3t-token\n")
+    assert Broker("nats://h:1", creds=creds)._auth == {"token": "s3cr3t-token"}
+    for bad in ("a:b\nc:d\n", "user:\n", ""):
+        creds.write_text(bad)
+        with pytest.raises(UsageError) as err:
+            Broker("nats://h:1", creds=creds)
+        assert err.value.code == "usage.bad_option" and err.value.path == "broker_creds"
+    with pytest.raises(UsageError):
+        Broker("nats://h:1", creds=tmp_path / "missing")
+    with pytest.raises(UsageError) as err:
+        Broker("nats://h:1", ca_file=tmp_path / "missing.pem")
+    assert err.value.path == "broker_ca"
+    port = cluster_bench._free_port()
+    broker = Broker(f"nats://relay:hunter2@127.0.0.1:{port}", request_timeout=0.3)
+    assert broker.where == f"nats://***@127.0.0.1:{port}"
+    with pytest.raises(UsageError) as err:
+        await Relay("127.0.0.1", 0, broker=broker).start()
+    assert "hunter2" not in err.value.message and "***@127.0.0.1" in err.value.message
+
+
+async def test_relays_reach_a_tls_broker_that_their_ca_vouches_for(tmp_path: Path) -> None:
+    """--broker tls://… --broker-ca: the relay verifies the broker (a self-signed
+    certificate for 127.0.0.1, SAN only) and authenticates over TLS; without the CA the
+    start fails with a clear error; a tls:// URL to a broker without TLS is refused
+    rather than sending the password in clear text."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "posewire test broker")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = tmp_path / "nats.pem", tmp_path / "nats.key"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    conf = (f'tls {{ cert_file: "{cert_file}", key_file: "{key_file}" }}\n'
+            'authorization { user: relay, password: tls-pw }\n')
+    server = cluster_bench.NatsServer(tmp_path / "nats", config=conf, scheme="tls").start()
+    plain = cluster_bench.NatsServer(tmp_path / "plain").start()
+    relays: list[Relay] = []
+    try:
+        url = f"tls://relay:tls-pw@127.0.0.1:{server.port}"
+        for _ in range(2):
+            relays.append(Relay("127.0.0.1", 0, broker=Broker(url, ca_file=cert_file,
+                                                              state_interval=0.02)))
+            await relays[-1].start()
+        a, b = relays
+        remote = await open_raw(b.url, "consumer", "tls.s")
+        prod = await open_raw(a.url, "producer", "tls.s")
+        data = encode(_frame(7))
+        await prod.ws.send(data)
+        assert await _recv_bytes(remote, 1) == [data]
+        with pytest.raises(UsageError) as err:  # the system store does not know it
+            await Relay("127.0.0.1", 0, broker=Broker(url, request_timeout=0.5)).start()
+        assert err.value.code == "usage.state" and "CERTIFICATE_VERIFY_FAILED" in err.value.message
+        assert "tls-pw" not in err.value.message
+        with pytest.raises(UsageError) as err:
+            await Relay("127.0.0.1", 0, broker=Broker(
+                f"tls://relay:pw@127.0.0.1:{plain.port}", ca_file=cert_file,
+                request_timeout=0.5)).start()
+        assert "does not require TLS" in err.value.message
+        with pytest.raises(UsageError) as err:
+            Broker(f"nats://127.0.0.1:{server.port}", ca_file=cert_file)
+        assert err.value.path == "broker_ca"
+    finally:
+        for r in relays:
+            await r.close()
+        server.stop()
+        plain.stop()
+
+
+async def test_a_broker_flood_on_one_stream_costs_another_stream_no_frame(
+        cluster: list[Relay], nats_server: object) -> None:
+    """Issue 21 row 5 (spec §5.7.1 rule 6), on an open broker: while a client floods one
+    stream's subject with 20,000 frames, a 60 Hz stream from relay A's producer reaches
+    relay B's consumer complete and in order; the flood is held to the producer rate."""
+    a, b = cluster
+    quiet = await open_raw(b.url, "consumer", "quiet")
+    loud = await open_raw(b.url, "consumer", "loud")
+    prod = await open_raw(a.url, "producer", "quiet")
+    frames = [encode(_frame(seq)) for seq in range(1, 121)]
+    flooder = (  # another process, as fast as it can: 20,000 frames on "loud"
+        "import asyncio, sys, nats\n"
+        "from posewire.codec.vector import DEFAULTS\n"
+        "from posewire.codec.wire import Frame, encode\n"
+        "async def main():\n"
+        "    nc = await nats.connect(sys.argv[1], pending_size=1 << 26)\n"
+        "    forged = [encode(Frame(s, s, DEFAULTS)) for s in range(1, 20_001)]\n"
+        "    print('ready', flush=True); sys.stdin.readline()\n"
+        "    for data in forged:\n"
+        "        await nc.publish('posewire.s.loud', data)\n"
+        "    await nc.flush(); await nc.close()\n"
+        "asyncio.run(main())\n")
+    flood = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", flooder, nats_server.url,  # type: ignore[attr-defined]
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert flood.stdout is not None and flood.stdin is not None
+    assert await asyncio.wait_for(flood.stdout.readline(), 20) == b"ready\n"
+
+    async def flooding() -> None:
+        assert flood.stdin is not None
+        flood.stdin.write(b"go\n")
+        await flood.stdin.drain()
+        await asyncio.wait_for(flood.wait(), 25)
+
+    async def producing() -> None:
+        for data in frames:
+            await prod.ws.send(data)
+            await asyncio.sleep(1 / 60)
+
+    got: list[bytes] = []
+
+    async def reading() -> None:
+        async for data in quiet.ws:
+            assert isinstance(data, bytes)
+            got.append(data)
+            if len(got) == len(frames):
+                return
+
+    reader = asyncio.create_task(reading())
+    drain = asyncio.create_task(loud.ws.recv())  # keeps "loud" subscribed on B
+    try:
+        await prod.ws.send(encode(_frame(0)))
+        await wait_for(lambda: b.stats.frames_in >= 1, timeout=5)
+        got.clear()
+        async with asyncio.timeout(30):
+            await asyncio.gather(flooding(), producing())
+            await reader
+        assert got == frames  # none lost, in order
+        assert b.broker is not None
+        await wait_for(lambda: b.broker is not None and b.broker.stats.received >= 20_000,
+                       timeout=20)
+        assert b.stats.broker_refused > 15_000  # the flood, held to the producer rate
+    finally:
+        reader.cancel()
+        drain.cancel()
+        await asyncio.gather(reader, drain, return_exceptions=True)
+        if flood.returncode is None:
+            flood.kill()
+            await flood.wait()

@@ -811,3 +811,28 @@ async def test_certificate_hostname_checks_use_the_subject_alt_name_only(
     async with Relay("127.0.0.1", port=0, tls_cert=cert, tls_key=key) as relay, \
             Subscriber(f"wss://localhost:{relay.port}", "t", ca_file=cert) as sub:
         assert sub.connected
+
+
+async def test_connections_per_address_beyond_twice_the_hello_rate_are_refused_at_accept(
+        ) -> None:
+    """Issue 21 row 9 (hello flood CPU; spec §5.7 rule 8): connections from one address
+    beyond twice the hello rate (here 10/s, burst 20) are closed at accept, before any
+    byte is read or any handshake is done, counted as refused and rate limited; the hello
+    rate itself still answers decode.rate; another address is unaffected. Benchmark:
+    benchmarks/hello_flood_bench.py."""
+    async with Relay("127.0.0.1", port=0, hello_rate=5.0, hello_burst=10,
+                     max_per_address=1000, hello_timeout=10.0) as relay:
+        began = time.monotonic()
+        held = [await tcp_from(relay.port, "127.0.0.9") for _ in range(60)]
+        elapsed = time.monotonic() - began
+        await wait_for(lambda: relay.connections + relay.stats.refused == 60)
+        admitted = relay.connections
+        assert 20 <= admitted <= 20 + 10 * elapsed + 1
+        assert relay.stats.refused == relay.stats.rate_limited == 60 - admitted
+        closed = await asyncio.gather(*(closed_within(reader, 0.5) for reader, _ in held))
+        assert sum(closed) == 60 - admitted  # the refused ones: closed, nothing sent
+        other = await ws_from(relay.url, "127.0.0.3")
+        await other.send(encode(Hello("consumer", "s")))  # type: ignore[attr-defined]
+        assert msgpack.unpackb(await other.recv())["t"] == "welcome"  # type: ignore[attr-defined]
+        for _, writer in held:
+            writer.transport.abort()

@@ -1,0 +1,248 @@
+"""One relay connection at the transport level: admission at accept, the PROXY header
+of a trusted proxy (spec §5.7 rule 12), the TLS handshake after admission (rule 8), the
+send-window pongs (rule 4) and decode.too_large for oversized messages (§5.8)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import ssl
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from websockets.frames import CloseCode
+from websockets.protocol import State as WsState
+
+from posewire.codec.protocol import CLOSE_CODES
+from posewire.transport.proxy_protocol import (
+    V2_MAX,
+    ProxyHeaderError,
+    looks_like_proxy_header,
+    parse_proxy_header,
+)
+
+from .fanout import WINDOW_TAG
+from .liveness import LivenessMixin
+
+if TYPE_CHECKING:
+    from .server import Relay
+    from .state import Client
+
+
+class RelayConnection(LivenessMixin):
+    """websockets' server connection with the relay's admission control (at accept,
+    before any byte is read) and ``decode.too_large`` for every oversized message."""
+
+    relay: ClassVar[Relay]  # set on a per-relay subclass (Relay.start)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.peer_host = ""
+        self.accepted_at = 0.0
+        self.heard_at = 0.0  # loop time of the last bytes from the peer (spec §5.7 rule 11)
+        self.admitted = False
+        self.refused = False
+        #: websockets' connection_made ran (after the TLS handshake, with TLS)
+        self.attached = False
+        #: the TCP transport (under TLS, the one beneath websockets' transport)
+        self.raw_transport: asyncio.Transport | None = None
+        #: closes the connection if its handshakes are not done by the hello deadline
+        self.deadline: asyncio.TimerHandle | None = None
+        #: the TLS handshake under way (a reference keeps the task alive)
+        self.tls_task: asyncio.Task[None] | None = None
+        #: the PROXY header being read (spec §5.7 rule 12)
+        self.proxy_task: asyncio.Task[None] | None = None
+        self.client: Client | None = None
+        fail = self.protocol.fail
+        relay = self.relay
+
+        def fail_too_large(code: CloseCode | int, reason: str = "") -> None:
+            # websockets refuses a message over max_size from its header (1009, unread);
+            # spec §5.8: every oversized message is decode.too_large, with its error
+            if code == CloseCode.MESSAGE_TOO_BIG and self.protocol.state is WsState.OPEN:
+                self.protocol.send_binary(relay._too_large_reply)
+                code = CLOSE_CODES["decode.too_large"]
+                reason = "decode.too_large"
+                relay.stats.errors += 1
+                relay.stats.errors_by_code["decode.too_large"] += 1
+            fail(code, reason)
+
+        self.protocol.fail = fail_too_large  # type: ignore[method-assign]
+
+    def acknowledge_pings(self, data: bytes) -> None:
+        # spec §5.7 rule 4: the pong of a send-window ping acknowledges the frames
+        # written before it (its payload says how many); other pongs are websockets' own
+        if len(data) == 12 and data.startswith(WINDOW_TAG):
+            self.relay._window_ack(self, int.from_bytes(data[4:], "big"))
+            return
+        super().acknowledge_pings(data)
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.raw_transport = transport
+        relay = self.relay
+        self.accepted_at = self.loop.time()
+        peer = transport.get_extra_info("peername")
+        self.peer_host = str(peer[0]) if isinstance(peer, tuple) and peer else ""
+        trusted = relay.trusted_proxies is not None and self.peer_host in relay.trusted_proxies
+        # spec §5.7 rule 12: a trusted proxy's connection is admitted by the client address
+        # its PROXY header names, once read; any other by its own address, at once
+        admitted = relay._proxy_pending_ok(self) if trusted else relay._admit(self, transport)
+        if not admitted:
+            # refused before websockets does any work for it (no handler, no parsing)
+            self.refused = True
+            transport.abort()
+            return
+        if relay.trusted_proxies is not None:
+            transport.pause_reading()
+            self.proxy_task = self.loop.create_task(self._proxy_header(transport, trusted),
+                                                    name=f"posewire-proxy-{self.peer_host}")
+            return
+        self._handshake(transport)
+
+    async def _proxy_header(self, raw: asyncio.Transport, trusted: bool) -> None:
+        """Spec §5.7 rule 12: from a trusted proxy, read (only) the PROXY header and admit
+        the connection by the address it names; from any other address, refuse a
+        connection that starts with one. The first bytes are peeked at on a duplicate of
+        the socket, so what follows the header stays in the kernel for the TLS or
+        WebSocket handshake."""
+        relay = self.relay
+        sock = raw.get_extra_info("socket")
+        why = ""
+        try:
+            with socket.socket(fileno=os.dup(sock.fileno())) as dup:
+                dup.setblocking(False)
+                left = self.accepted_at + relay.hello_timeout - self.loop.time()
+                async with asyncio.timeout(max(0.001, left)):
+                    head = await self._peek(dup, V2_MAX if trusted else 12)
+                    while True:
+                        if not head:
+                            raise ConnectionError("closed")
+                        if not trusted:
+                            if not looks_like_proxy_header(head):
+                                break  # a direct client
+                            if len(head) >= 12 or head.startswith(b"PROXY "):
+                                why = "a PROXY header from an untrusted address"
+                                break
+                        else:
+                            header = parse_proxy_header(head)
+                            if header is not None:
+                                dup.recv(header.length)  # the header only: peeked, so there
+                                if header.source is not None:
+                                    self.peer_host = header.source
+                                break
+                        # a partial header: look again shortly (the socket stays readable)
+                        await asyncio.sleep(0.005)
+                        head = await self._peek(dup, V2_MAX if trusted else 12)
+        except ProxyHeaderError as exc:
+            why = f"a bad PROXY header from a trusted proxy: {exc}"
+        except (OSError, ConnectionError, TimeoutError) as exc:
+            relay._release(self)
+            relay.stats.handshake_timeouts += isinstance(exc, TimeoutError)
+            raw.abort()
+            return
+        finally:
+            self.proxy_task = None
+            if trusted:  # read, failed or cancelled (connection lost): no longer pending
+                relay._proxy_pending -= 1
+        if why:
+            relay.stats.proxy_refused += 1
+            relay._reject("refused a connection from %s: %s", self.peer_host, why)
+            relay._release(self)
+            raw.abort()
+            return
+        if raw.is_closing():
+            relay._release(self)
+            return
+        if trusted and not relay._admit(self, raw):
+            self.refused = True
+            raw.abort()
+            return
+        self._handshake(raw)
+
+    async def _peek(self, dup: socket.socket, size: int) -> bytes:
+        while True:
+            try:
+                return dup.recv(size, socket.MSG_PEEK)
+            except BlockingIOError:
+                pass
+            ready = self.loop.create_future()
+            self.loop.add_reader(dup.fileno(), ready.set_result, None)
+            try:
+                await ready
+            finally:
+                self.loop.remove_reader(dup.fileno())
+
+    def _handshake(self, transport: asyncio.Transport) -> None:
+        """Admitted: the TLS handshake, or websockets takes the connection."""
+        tls = self.relay.tls
+        if tls is None:
+            self.attached = True
+            super().connection_made(transport)
+            if self.relay.trusted_proxies is not None:
+                transport.resume_reading()
+            return
+        # spec §5.7 rule 8: the TLS handshake comes after admission, so a pending one
+        # counts against the caps and the hello deadline (nothing is read before)
+        transport.pause_reading()
+        self.tls_task = self.loop.create_task(self._start_tls(transport, tls),
+                                              name=f"posewire-tls-{self.peer_host}")
+
+    async def _start_tls(self, raw: asyncio.Transport, tls: ssl.SSLContext) -> None:
+        relay = self.relay
+        early = _EarlyData()
+        left = self.accepted_at + relay.hello_timeout - self.loop.time()
+        try:
+            secure = await self.loop.start_tls(raw, early, tls, server_side=True,
+                                               ssl_handshake_timeout=max(0.001, left))
+        except (OSError, TimeoutError, ConnectionError, ValueError, RuntimeError) as exc:
+            # a failed or timed-out handshake: counted and logged at a bounded rate
+            # (ssl.SSLError is an OSError), never a traceback; one the relay closed
+            # (deadline, eviction, shutdown) was counted there
+            if self.admitted:
+                relay.stats.tls_failed += 1
+                relay._reject("TLS handshake from %s failed: %s", self.peer_host,
+                              (str(exc) or type(exc).__name__)[:160])
+            raw.abort()
+            relay._release(self)
+            return
+        if early.lost or secure is None or secure.is_closing() or not self.admitted:
+            relay._release(self)
+            raw.abort()
+            return
+        secure.set_protocol(self)
+        self.attached = True
+        super().connection_made(secure)
+        # application data that came with the end of the handshake, before websockets
+        # was attached, is handed over in order
+        for data in early.data:
+            self.data_received(data)
+        if early.eof:
+            self.eof_received()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.relay._release(self)
+        if self.proxy_task is not None:
+            self.proxy_task.cancel()
+        if self.attached:
+            super().connection_lost(exc)
+
+
+class _EarlyData(asyncio.Protocol):
+    """The application side of a TLS handshake run by :meth:`RelayConnection._start_tls`:
+    it keeps what arrives between the end of the handshake and websockets taking over."""
+
+    def __init__(self) -> None:
+        self.data: list[bytes] = []
+        self.eof = False
+        self.lost = False
+
+    def data_received(self, data: bytes) -> None:
+        self.data.append(data)
+
+    def eof_received(self) -> bool:
+        self.eof = True
+        return True
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True

@@ -1,0 +1,123 @@
+"""Per-stream and per-client state: what a late joiner gets (calibration, condition
+state, the latest full frame; spec §5.7 rule 3) and each client's send-window counters."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from posewire.codec.conditions import Conditions
+from posewire.codec.protocol import (
+    Connection,
+    SequenceTracker,
+    TokenBucket,
+)
+from posewire.codec.vector import N_DIMS
+from posewire.codec.wire import (
+    ConditionsMessage,
+    Frame,
+    Message,
+    encode,
+)
+
+from .mailbox import Mailbox
+
+if TYPE_CHECKING:
+    from .connection import RelayConnection
+
+
+Item = tuple[Message, bytes]
+
+
+class Client:
+    """The relay's view of one websocket."""
+
+    def __init__(self, ws: RelayConnection, conn: Connection, session: str) -> None:
+        self.ws = ws
+        self.conn = conn
+        self.session = session
+        self.role: Literal["producer", "consumer"] | None = None
+        self.stream: Stream | None = None
+        self.mailbox: Mailbox[Item] | None = None
+        self.sender: asyncio.Task[None] | None = None
+        # consumers: the send window (spec §5.7) — frames written, frames known read
+        # (acknowledged by the pong of a ping sent after them), the last ping's mark
+        self.sent = 0
+        self.acked = 0
+        self.ping_mark = 0
+        self.window = asyncio.Event()  # set by a pong that acknowledges frames
+        # producers: the frame-rate bucket, checked before decoding (spec §5.8)
+        self.bucket: TokenBucket | None = None
+
+
+class Stream:
+    """One named stream: its clients and the state a late joiner needs (spec §5.7)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.producers: set[Client] = set()
+        self.consumers: set[Client] = set()
+        self.calibration: Item | None = None
+        self.conditions: Conditions | None = None
+        self._conditions_item: Item | None = None
+        self.values: NDArray[np.float64] = np.full(N_DIMS, np.nan)  # NaN = never sent
+        self.seq = 0
+        self.timestamp_us = 0
+        self.has_frame = False
+        self._frame_item: Item | None = None  # the latest full frame, when known
+        #: the newest sequence number seen from the current producer (spec §5.7)
+        self.sequence = SequenceTracker()
+        #: held while a producer hello checks whether the current producer is alive
+        self.takeover = asyncio.Lock()
+        #: frames from the broker: the rate of one producer (spec §5.7.1 rule 6)
+        self.broker_bucket: TokenBucket | None = None
+
+    @property
+    def empty(self) -> bool:
+        return not self.producers and not self.consumers
+
+    def set_conditions(self, msg: ConditionsMessage, data: bytes) -> None:
+        self.conditions = msg.conditions
+        self._conditions_item = (msg, data)
+
+    def update_frame(self, frame: Frame, data: bytes) -> None:
+        """Merge ``frame`` into the latest state (spec §5.7)."""
+        self.has_frame = True
+        self.seq, self.timestamp_us = frame.seq, frame.timestamp_us
+        if frame.conditions is not None:
+            self.conditions = frame.conditions
+            self._conditions_item = None  # built lazily from the state
+        if frame.is_full:
+            self.values = frame.values.copy()
+            # forwarded verbatim to late joiners unless it lacks the condition state
+            full_state = frame.conditions is not None or self.conditions is None
+            self._frame_item = (frame, data) if full_state else None
+        else:
+            present = frame.mask
+            self.values[present] = frame.values[present]
+            self._frame_item = None
+
+    def late_join(self) -> Iterator[tuple[str, Item]]:
+        """What a new consumer gets at once: calibration, conditions, latest full state."""
+        if self.calibration is not None:
+            yield "cal", self.calibration
+        if self.conditions is not None:
+            if self._conditions_item is None:
+                msg = ConditionsMessage(self.conditions, self.timestamp_us)
+                self._conditions_item = (msg, encode(msg))
+            yield "cond", self._conditions_item
+        if self.has_frame:
+            yield "f", self.full_frame()
+
+    def full_frame(self) -> Item:
+        """The latest full state as a frame: the producer's bytes when its latest frame
+        was full, else the merged state encoded once per state change (not per
+        consumer), carrying the current conditions."""
+        if self._frame_item is None:
+            frame = Frame(self.seq, self.timestamp_us, self.values.copy(), self.conditions)
+            self._frame_item = (frame, encode(frame))
+        return self._frame_item
