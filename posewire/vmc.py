@@ -145,12 +145,14 @@ def _bundle(frame: VmcFrame) -> bytes:
 
 
 async def run_vmc(url: str, stream: str, host: str, port: int, *, token: str | None = None,
-                  count: int = 0, timeout: float | None = None) -> int:
+                  count: int = 0, timeout: float | None = None,
+                  client_options: dict[str, Any] | None = None) -> int:
     """Subscribe to ``stream`` and send every frame to ``host:port`` as one VMC bundle;
     ``count``: stop after that many frames (0: never). Says on stderr where it connects
     and what it waits for; ``timeout``: give up (:class:`~posewire.waiting.WaitTimeoutError`)
-    when no frame came within that many seconds (:mod:`posewire.waiting`). Returns the
-    frames sent."""
+    when no frame came within that many seconds (:mod:`posewire.waiting`);
+    ``client_options``: TLS and liveness (:func:`posewire.net_options.client_options`).
+    Returns the frames sent."""
     import socket
 
     from posewire.consumers.subscriber import Subscriber
@@ -161,7 +163,8 @@ async def run_vmc(url: str, stream: str, host: str, port: int, *, token: str | N
     started = time.monotonic()
     sent = 0
     status = StatusLines("vmc")
-    sub = Subscriber(url, stream, token=token, merge=True, on_status=status)
+    sub = Subscriber(url, stream, token=token, merge=True, on_status=status, client="posewire-vmc",
+                     **(client_options or {}))
     status.start(sub.url, stream)
     try:
         first = await within(timeout, started, status, first_frame(sub, status))
@@ -184,22 +187,24 @@ def _cmd_vmc(args: argparse.Namespace) -> int:
     try:
         port = int(port_text) if host else DEFAULT_PORT
     except ValueError:
-        print(f"posewire vmc: --to must be HOST:PORT, not {args.to!r}", file=sys.stderr)
+        print(f"posewire vmc: --to must be HOST:PORT, not {args.to!r} (usage.bad_option)", file=sys.stderr)
         return 2
     host = (host or args.to).strip("[]")
     token = args.token or os.environ.get("POSEWIRE_TOKEN")
     from posewire.codec.errors import UsageError
 
+    from .conventions import describe_error
+    from .net_options import client_options
     from .transport import RelayError
     from .waiting import WaitTimeoutError
 
     try:
-        sent = asyncio.run(run_vmc(args.url, args.stream, host, port, token=token, count=args.count,
-                                   timeout=args.timeout))
+        sent = asyncio.run(run_vmc(args.url, args.stream, host, port, token=token, count=args.frames,
+                                   timeout=args.timeout, client_options=client_options(args)))
     except KeyboardInterrupt:
         return 0
     except (OSError, UsageError, RelayError, WaitTimeoutError) as exc:
-        print(f"posewire vmc: {exc}", file=sys.stderr)
+        print(f"posewire vmc: {describe_error(exc)}", file=sys.stderr)
         return 1
     print(f"sent {sent} VMC bundles to {host}:{port}")
     return 0
@@ -207,14 +212,16 @@ def _cmd_vmc(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``vmc`` sub-command to the ``posewire`` parser."""
+    from .conventions import add_frames_option, add_stream_option
+    from .net_options import add_client_options
     from .waiting import add_timeout_option
 
     p = subparsers.add_parser("vmc", help="send a stream as the VMC protocol (OSC/UDP) to a VTuber app")
-    p.add_argument("--stream", required=True, help="stream name")
-    p.add_argument("--to", default=f"127.0.0.1:{DEFAULT_PORT}", metavar="HOST:PORT",
-                   help=f"VMC receiver (default 127.0.0.1:{DEFAULT_PORT})")
+    add_stream_option(p)
+    p.add_argument("--to", default=f"127.0.0.1:{DEFAULT_PORT}", metavar="HOST:PORT", help="VMC receiver")
     p.add_argument("--url", default="ws://127.0.0.1:8765", help="relay URL")
     p.add_argument("--token", help="auth token (default: $POSEWIRE_TOKEN)")
-    p.add_argument("--count", type=int, default=0, help="stop after N frames (0: never)")
+    add_frames_option(p)
     add_timeout_option(p, what="receiving frames")
+    add_client_options(p)
     p.set_defaults(func=_cmd_vmc)
