@@ -7,11 +7,11 @@ It starts, on loopback:
 2. the live viewer (:class:`posewire.viewer.ViewerServer`): a page that subscribes to the
    stream and poses the skinned mannequin with the JavaScript decoder;
 3. a producer: with ``--webcam``, the live MediaPipe producer (``posewire produce
-   --webcam``); otherwise the repository's real signer recording
-   (``tests/data/holistic_signer.pose``, a MediaPipe Holistic capture converted on the fly by
-   :func:`posewire.producers.poseformat.pose_file_to_recording`; MIT, see
-   ``tests/data/LICENSE-pose-recording.txt``), looped at its own frame rate — or any
-   ``--recording`` (``.pose`` or a posewire ``.jsonl`` recording);
+   --webcam``); otherwise the real signer recording shipped in the package
+   (``posewire/data/holistic_signer.jsonl``: ``tests/data/holistic_signer.pose``, a MediaPipe
+   Holistic capture, converted by :func:`posewire.producers.poseformat.pose_file_to_recording`;
+   MIT, see ``posewire/data/LICENSE-holistic_signer.txt``), looped at its own frame rate — or
+   any ``--recording`` (``.pose`` or a posewire ``.jsonl`` recording);
 4. a Python subscriber that decodes every frame for the same mannequin (bones by IK/FK,
    ARKit face weights, spec §4.1–§4.7) and prints a status line: frames, fps, wire
    bytes, end-to-end latency, decode time.
@@ -42,6 +42,7 @@ import numpy as np
 from posewire.codec.errors import UsageError
 from posewire.codec.wire import Frame, encode
 
+from .assets import DEMO_RECORDING
 from .conventions import DEFAULT_STREAM, describe_error
 from .transport import RelayError
 
@@ -50,9 +51,10 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_RECORDING", "DemoSummary", "add_parser", "load_recording", "run_demo"]
 
-_DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
-#: The committed real signer recording (MediaPipe Holistic, pose-format; MIT).
-DEFAULT_RECORDING = _DATA / "holistic_signer.pose"
+#: The committed real signer recording (MediaPipe Holistic, MIT), as a posewire recording
+#: inside the package (posewire/data, generated from tests/data/holistic_signer.pose), so
+#: that an installed demo needs neither the checkout nor pose-format.
+DEFAULT_RECORDING = DEMO_RECORDING
 #: Stream name the demo publishes on by default (every command's default stream).
 STREAM = DEFAULT_STREAM
 

@@ -35,6 +35,7 @@ __all__ = [
     "GENERATED",
     "check_all",
     "cli_reference_md",
+    "demo_recording_jsonl",
     "errors_table_md",
     "pose_schema_json",
     "registry_json",
@@ -312,6 +313,30 @@ def state_table_md() -> str | None:
     return "".join(out)
 
 
+def demo_recording_jsonl() -> str | None:
+    """``posewire/data/holistic_signer.jsonl``: the demo's default recording, the committed
+    signer capture (``tests/data/holistic_signer.pose``, MIT) converted to a posewire
+    recording, so that an installed ``posewire demo`` needs no ``.pose`` reader (issue 20,
+    deliverable 1). ``None`` (skipped) without pose-format."""
+    import tempfile
+
+    try:
+        from posewire.producers.poseformat import pose_file_to_recording
+    except ImportError:  # pragma: no cover - pose-format is a dev dependency
+        return None
+    root = Path(__file__).resolve().parent.parent
+    source = root / "tests" / "data" / "holistic_signer.pose"
+    if not source.is_file():
+        return None
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "recording.jsonl"
+            pose_file_to_recording(source, out)
+            return out.read_text(encoding="utf-8")
+    except ModuleNotFoundError:
+        return None
+
+
 #: Width of the ``--help`` texts in ``docs/cli.md`` (fixed: the page must not depend on
 #: the terminal it was generated in).
 CLI_HELP_WIDTH = 100
@@ -369,6 +394,7 @@ GENERATED: dict[str, Callable[[], str | None]] = {
     "schemas/pose.schema.json": pose_schema_json,
     "spec/05-state-table.md": state_table_md,
     "docs/cli.md": cli_reference_md,
+    "posewire/data/holistic_signer.jsonl": demo_recording_jsonl,
 }
 
 

@@ -6,7 +6,8 @@ as a consumer) and decodes every frame in the browser with the JavaScript client
 (``js/posewire/``: wire, dequantization, palm w, calibration units, IK, bone rotations,
 face weights) onto the skinned ``mannequin-x`` wooden mannequin rendered with three.js.
 Nothing is fetched from the internet: three.js and ``@pixiv/three-vrm`` come from
-``js/node_modules`` (pinned by ``js/package-lock.json``, installed by ``make``).
+``js/node_modules`` (pinned by ``js/package-lock.json``, installed by ``make``), or in an
+installed wheel from its copy of the files the page imports (:mod:`posewire.assets`).
 
 Routes (GET only; anything else is 404/405):
 
@@ -46,13 +47,15 @@ from posewire.codec.quaternion import rotate_unchecked
 from posewire.codec.registry import REGISTRY
 from posewire.codec.wire import REGISTRY_HASH8
 
+from . import assets
+
 __all__ = ["JS_ROOT", "ViewerConfig", "ViewerServer", "add_parser", "avatar_description", "mannequin_glb",
            "serve_viewer"]
 
-ROOT = Path(__file__).resolve().parent.parent
-#: The JavaScript client and the page (``js/``), with its pinned npm libraries.
-JS_ROOT = ROOT / "js"
-_SCHEMAS = ROOT / "schemas"
+#: The JavaScript client and the page, with its pinned npm libraries: ``js/`` in a
+#: checkout, ``posewire/web`` in an installed wheel (:mod:`posewire.assets`).
+JS_ROOT = assets.js_root()
+_SCHEMAS = assets.schemas_root()
 #: Seconds ``posewire view`` tries to reach the relay from here before serving the page.
 RELAY_CHECK_S = 2.0
 #: npm packages the page may load (import map in ``js/viewer/index.html``).
@@ -219,7 +222,8 @@ class ViewerServer:
 
     def start(self) -> ViewerServer:
         if not (JS_ROOT / "node_modules" / "three").is_dir():
-            raise FileNotFoundError(f"three.js is not installed under {JS_ROOT / 'node_modules'}: run make install")
+            raise FileNotFoundError(f"three.js is not installed under {JS_ROOT / 'node_modules'}: run make install "
+                                    "(npm ci in js/)")
         self._thread.start()
         return self
 
