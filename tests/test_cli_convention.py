@@ -142,3 +142,11 @@ def test_the_cli_reference_is_generated_from_the_parser() -> None:
         assert f"\n## posewire {name}\n" in text
         assert f"usage: posewire {name}" in text
     assert "--stream NAME" in text and "(default: demo)" in text
+
+
+def test_frames_limits_a_recorded_source_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # --frames is one option for every source: the replay of a recording stops at N as well
+    out = tmp_path / "ten.jsonl"
+    assert main(["produce", *SOURCE, "--record", str(out), "--frames", "10"]) == 0
+    assert capsys.readouterr().err == f"posewire produce: wrote 10 frames to {out}\n"
+    assert len(out.read_text().splitlines()) == 1 + 10  # header + frames
