@@ -506,13 +506,16 @@ def test_a_bad_image_is_skipped_named_and_the_recording_written(tmp_path: Path,
     assert main(["produce", "--images", str(folder), "--record", str(out), "--verbose"]) == EXIT_SKIPPED == 3
     _, frames = read_recording(out)
     assert [f.t_us for f in frames] == [0, 1_000_000]  # astronaut, handSrc
-    assert "m_smile_l" in frames[0].values and "g_index_curl_r" in frames[1].values
+    # handSrc is a left hand by its own chirality (spec §7.1, issue 18 item 7)
+    assert "m_smile_l" in frames[0].values and "g_index_curl_l" in frames[1].values
     err = capsys.readouterr().err.splitlines()
     assert "skipped 1 of 3 images (exit status 3): broken.jpg (cannot be decoded as an image)" in err
     notes = [line for line in err if line.startswith("note")]
     assert notes == ["note (astronaut.jpg): landmark encoder: body_hips_not_visible",
-                     "note (handSrc.jpg): landmark encoder: palm_camera_frame_r",
-                     "note (handSrc.jpg): landmark encoder: thumb_roll_unobservable_r"]
+                     "note (handSrc.jpg): hand-only frame: the hand's own shape says left hand, the model's label "
+                     "right: taken as left",
+                     "note (handSrc.jpg): landmark encoder: palm_camera_frame_l",
+                     "note (handSrc.jpg): landmark encoder: thumb_roll_unobservable_l"]
 
 
 def test_produce_video_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
