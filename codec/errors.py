@@ -83,8 +83,9 @@ class PosewireError(Exception):
         self.code = code
         self.message = message
         self.path = path
-        where = f" at {path}" if path else ""
-        super().__init__(f"[{code}]{where}: {message}")
+        # plain language first, the stable code last (for scripts): "what (at PATH) (code)"
+        where = f" (at {path})" if path and path not in message else ""
+        super().__init__(f"{message}{where} ({code})")
 
     @property
     def number(self) -> int:

@@ -17,6 +17,7 @@ from posewire.codec.registry import DIMENSIONS, REGISTRY
 
 from . import __version__, demo, export_cli, produce_cli, record_cli, viewer, vmc
 from .conformance import command as conformance_command
+from .conventions import HelpFormatter, describe_error
 from .extras import missing_extra, missing_module_line
 
 __all__ = ["main"]
@@ -75,15 +76,15 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                       status_every=args.status_every or None, broker=broker,
                       **serve_options(args))
     except UsageError as exc:
-        print(f"posewire serve: {exc.message}", file=sys.stderr)
+        print(f"posewire serve: {exc}", file=sys.stderr)
         return 2
     try:
         asyncio.run(relay.run())
     except UsageError as exc:  # e.g. the broker does not answer
-        print(f"posewire serve: {exc.message}", file=sys.stderr)
+        print(f"posewire serve: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:
-        print(f"posewire serve: cannot listen on {args.host}:{args.port}: {exc}",
+        print(f"posewire serve: cannot listen on {args.host}:{args.port}: {describe_error(exc)}",
               file=sys.stderr)
         return 1
     return 0
@@ -104,7 +105,7 @@ def _run_client(name: str, args: argparse.Namespace,
         print(f"posewire {name}: {exc}", file=sys.stderr)
         return 1
     except (RelayError, UsageError, OSError) as exc:
-        print(f"posewire {name}: {exc}", file=sys.stderr)
+        print(f"posewire {name}: {describe_error(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
@@ -160,7 +161,7 @@ async def _consume(args: argparse.Namespace) -> int:
             else:
                 print(_format_frame(frame.seq, frame.timestamp_us, values), flush=True)
             got += 1
-            if args.count and got >= args.count:
+            if args.frames and got >= args.frames:
                 break
     finally:
         await sub.close()
@@ -178,6 +179,7 @@ def _cmd_consume(args: argparse.Namespace) -> int:
 def _add_net_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from posewire.codec.wire import DEFAULT_MAX_FPS, DEFAULT_MAX_MESSAGE_BYTES
 
+    from .conventions import add_deprecated_stream_positional, add_frames_option, add_stream_option
     from .net_options import add_client_options, add_serve_options
     from .waiting import add_timeout_option
 
@@ -185,8 +187,8 @@ def _add_net_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     token_help = "auth token (default: $POSEWIRE_TOKEN)"
 
     p = sub.add_parser("serve", help="run the websocket relay (spec §5.7)")
-    p.add_argument("--host", default="127.0.0.1", help="interface to bind (default loopback)")
-    p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--host", default="127.0.0.1", help="interface to bind (127.0.0.1: loopback only)")
+    p.add_argument("--port", type=int, default=8765, help="port to listen on")
     auth = p.add_mutually_exclusive_group()
     auth.add_argument("--token", help="require this auth token (default: $POSEWIRE_TOKEN)")
     auth.add_argument("--no-auth", action="store_true",
@@ -209,11 +211,12 @@ def _add_net_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     p.set_defaults(func=_cmd_serve)
 
     p = sub.add_parser("consume", help="subscribe to a stream and print or record frames")
-    p.add_argument("stream", help="stream name")
+    add_stream_option(p)
+    add_deprecated_stream_positional(p)
     p.add_argument("--url", default="ws://127.0.0.1:8765", help=url_help)
     p.add_argument("--token", help=token_help)
     p.add_argument("--record", metavar="FILE", help="write a recording instead of printing")
-    p.add_argument("--count", type=int, default=0, help="stop after N frames (0: never)")
+    add_frames_option(p)
     p.add_argument("--json", action="store_true", help="one JSON object per frame")
     add_timeout_option(p, what="receiving frames")
     add_client_options(p)
@@ -221,7 +224,7 @@ def _add_net_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="posewire", description=__doc__)
+    parser = argparse.ArgumentParser(prog="posewire", description=__doc__, formatter_class=HelpFormatter)
     parser.add_argument("--version", action="version", version=f"posewire {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -229,7 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the registry export as JSON")
     p.set_defaults(func=_cmd_registry)
 
-    p = sub.add_parser("generate", help="regenerate spec tables and JSON Schemas")
+    p = sub.add_parser("generate", help="regenerate the spec tables, JSON Schemas and docs/cli.md")
     p.add_argument("--root", default=".", help="repository root")
     p.add_argument("--check", action="store_true", help="only report stale files")
     p.set_defaults(func=_cmd_generate)
@@ -243,6 +246,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_parser(sub)
     viewer.add_parser(sub)
     vmc.add_parser(sub)
+    for p in sub.choices.values():  # one convention: every default shown (posewire.conventions)
+        p.formatter_class = HelpFormatter
     return parser
 
 

@@ -7,11 +7,11 @@ It starts, on loopback:
 2. the live viewer (:class:`posewire.viewer.ViewerServer`): a page that subscribes to the
    stream and poses the skinned mannequin with the JavaScript decoder;
 3. a producer: with ``--webcam``, the live MediaPipe producer (``posewire produce
-   --webcam``); otherwise the repository's real signer recording
-   (``tests/data/holistic_signer.pose``, a MediaPipe Holistic capture converted on the fly by
-   :func:`posewire.producers.poseformat.pose_file_to_recording`; MIT, see
-   ``tests/data/LICENSE-pose-recording.txt``), looped at its own frame rate — or any
-   ``--recording`` (``.pose`` or a posewire ``.jsonl`` recording);
+   --webcam``); otherwise the real signer recording shipped in the package
+   (``posewire/data/holistic_signer.jsonl``: ``tests/data/holistic_signer.pose``, a MediaPipe
+   Holistic capture, converted by :func:`posewire.producers.poseformat.pose_file_to_recording`;
+   MIT, see ``posewire/data/LICENSE-holistic_signer.txt``), looped at its own frame rate — or
+   any ``--recording`` (``.pose`` or a posewire ``.jsonl`` recording);
 4. a Python subscriber that decodes every frame for the same mannequin (bones by IK/FK,
    ARKit face weights, spec §4.1–§4.7) and prints a status line: frames, fps, wire
    bytes, end-to-end latency, decode time.
@@ -42,6 +42,8 @@ import numpy as np
 from posewire.codec.errors import UsageError
 from posewire.codec.wire import Frame, encode
 
+from .assets import DEMO_RECORDING
+from .conventions import DEFAULT_STREAM, describe_error
 from .transport import RelayError
 
 if TYPE_CHECKING:
@@ -49,11 +51,12 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_RECORDING", "DemoSummary", "add_parser", "load_recording", "run_demo"]
 
-_DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
-#: The committed real signer recording (MediaPipe Holistic, pose-format; MIT).
-DEFAULT_RECORDING = _DATA / "holistic_signer.pose"
-#: Stream name the demo publishes on.
-STREAM = "demo"
+#: The committed real signer recording (MediaPipe Holistic, MIT), as a posewire recording
+#: inside the package (posewire/data, generated from tests/data/holistic_signer.pose), so
+#: that an installed demo needs neither the checkout nor pose-format.
+DEFAULT_RECORDING = DEMO_RECORDING
+#: Stream name the demo publishes on by default (every command's default stream).
+STREAM = DEFAULT_STREAM
 
 
 @dataclass
@@ -92,7 +95,7 @@ def load_recording(path: Path) -> tuple[object, list[object]]:
 
 async def run_demo(recording: Path, *, frames: int = 0, speed: float = 1.0, port: int = 0,
                    relay_port: int = 0, browser: bool = False, webcam: int | None = None,
-                   out: Callable[[str], None] = print,
+                   stream: str = STREAM, out: Callable[[str], None] = print,
                    on_ready: Callable[[str], None] | None = None) -> DemoSummary:
     """Run relay, viewer, looped producer and a decoding subscriber (module docstring).
 
@@ -126,7 +129,7 @@ async def run_demo(recording: Path, *, frames: int = 0, speed: float = 1.0, port
 
     # the page is served first: the relay accepts browsers only from allowed origins
     # (spec §5.8), so it is told the viewer's before it starts
-    viewer = serve_viewer(ViewerConfig("", STREAM), port=port)
+    viewer = serve_viewer(ViewerConfig("", stream), port=port)
     try:
         relay = Relay("127.0.0.1", port=relay_port, status_every=0, allow_origins=viewer.origins)
         try:
@@ -135,9 +138,9 @@ async def run_demo(recording: Path, *, frames: int = 0, speed: float = 1.0, port
             raise UsageError("usage.bad_option", f"cannot start the relay on 127.0.0.1:{relay_port} ({exc.strerror}); "
                              "--relay-port 0 picks a free port", path="relay_port") from None
         try:
-            viewer.config = ViewerConfig(relay.url, STREAM)
-            out(f"posewire demo: {source} on {relay.url}, stream {STREAM!r}")
-            out(f"relay: {relay.url} (stream {STREAM!r}: posewire consume {STREAM} --url {relay.url})")
+            viewer.config = ViewerConfig(relay.url, stream)
+            out(f"posewire demo: {source} on {relay.url}, stream {stream!r}")
+            out(f"relay: {relay.url} (stream {stream!r}: posewire consume --stream {stream} --url {relay.url})")
             out(f"viewer: {viewer.url}")
             if on_ready is not None:
                 on_ready(viewer.url)
@@ -145,7 +148,7 @@ async def run_demo(recording: Path, *, frames: int = 0, speed: float = 1.0, port
                 _open_browser(viewer.url, out)
 
             async def publish() -> None:
-                async with Publisher(relay.url, STREAM, calibration=header.calibration) as pub:
+                async with Publisher(relay.url, stream, calibration=header.calibration) as pub:
                     period = [b.t_us - a.t_us for a, b in itertools.pairwise(recs)]
                     step_us = statistics.median(period) if period else 40_000
                     start = time.monotonic()
@@ -164,7 +167,7 @@ async def run_demo(recording: Path, *, frames: int = 0, speed: float = 1.0, port
                 # issue 8's live producer, as its own process (inference off this event loop)
                 proc = await asyncio.create_subprocess_exec(
                     sys.executable, "-m", "posewire.cli", "produce", "--webcam", str(webcam), "--url", relay.url,
-                    "--stream", STREAM, "--count", str(max(frames, 0)))
+                    "--stream", stream, "--frames", str(max(frames, 0)))
                 try:
                     status = await proc.wait()
                 finally:
@@ -175,7 +178,7 @@ async def run_demo(recording: Path, *, frames: int = 0, speed: float = 1.0, port
                     raise ValueError(f"the webcam producer exited with status {status}")
 
             producer = asyncio.create_task(publish() if webcam is None else publish_webcam())
-            async with Subscriber(relay.url, STREAM, merge=True) as sub:
+            async with Subscriber(relay.url, stream, merge=True) as sub:
                 last_line = time.monotonic()
                 printed = ""
                 while True:
@@ -234,28 +237,31 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     try:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(run_demo(recording, frames=args.frames, speed=args.speed, port=args.port,
-                                 relay_port=args.relay_port, browser=not args.no_browser, webcam=args.webcam))
+                                 relay_port=args.relay_port, browser=not args.no_browser, webcam=args.webcam,
+                                 stream=args.stream))
     except (OSError, ValueError, UsageError, RelayError) as exc:
-        print(f"posewire demo: {exc}", file=sys.stderr)
+        print(f"posewire demo: {describe_error(exc)}", file=sys.stderr)
         return 1
     return 0
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``demo`` sub-command to the ``posewire`` parser."""
+    from .conventions import add_frames_option, add_speed_option, add_stream_option
+
     p = subparsers.add_parser("demo", help="relay + producer + live browser viewer on loopback, "
                                            "one command (make run)")
     p.add_argument("--recording", type=Path, default=None,
                    help="a .pose file or posewire recording (default: the committed real signer)")
-    p.add_argument("--frames", type=int, default=0, help="end after N frames (default 0: run until Ctrl-C)")
-    p.add_argument("--speed", type=float, default=1.0,
-                   help="playback rate (1: the recording's frame rate, 0: as fast as possible)")
+    add_stream_option(p, help="stream name the demo publishes on")
+    add_frames_option(p, help="end after N frames (0: run until Ctrl-C)")
+    add_speed_option(p, help="playback rate (1: the recording's frame rate, 0: as fast as possible)")
     p.add_argument("--port", type=int, default=8770, help="viewer port on 127.0.0.1 (0: any free port)")
     p.add_argument("--relay-port", type=int, default=8765,
-                   help="relay port on 127.0.0.1 (default 8765, where the other commands look by default, e.g. "
-                        "posewire vmc --stream demo; 0: any free port)")
+                   help="relay port on 127.0.0.1 (8765 is where the other commands look unless told otherwise, so "
+                        "posewire view or posewire vmc find the demo; 0: any free port)")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser")
     p.add_argument("--webcam", type=int, nargs="?", const=0, default=None, metavar="N",
-                   help="camera N (default 0) through live MediaPipe (posewire produce --webcam) "
+                   help="camera N (default: 0) through live MediaPipe (posewire produce --webcam) "
                         "instead of the recording")
     p.set_defaults(func=_cmd_demo)

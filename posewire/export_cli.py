@@ -46,7 +46,9 @@ def _cmd_export(args: argparse.Namespace) -> int:
         vectors = np.stack([f.vector() for f in frames])
         summary = export_glb(vectors, [f.t_us for f in frames], args.out)
     except (OSError, UsageError) as exc:
-        print(f"posewire export: {exc}", file=sys.stderr)
+        from .conventions import describe_error
+
+        print(f"posewire export: {describe_error(exc)}", file=sys.stderr)
         return 1
     print(format_summary(summary))
     return 0

@@ -58,7 +58,7 @@ def missing_line(module: str) -> str:
     """The one line that says which extra brings ``module`` (a key of :data:`OPTIONAL`)."""
     o = OPTIONAL[module]
     return f"{o.feature} needs {o.package}, which is not installed: pip install 'posewire[{o.extra}]' " \
-           "[usage.dependency]"
+           "(usage.dependency)"
 
 
 def missing_module_line(exc: ModuleNotFoundError) -> str | None:

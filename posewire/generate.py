@@ -1,4 +1,4 @@
-"""Generated spec files: registry tables, error table, JSON Schemas (spec §4.9, §6).
+"""Generated files: registry tables, error table, JSON Schemas (spec §4.9, §6), the CLI reference.
 
 Every generator is a pure function returning the file's text; :data:`GENERATED` maps
 each path (relative to the repository root) to its generator. :func:`write_all` writes
@@ -34,6 +34,8 @@ from .models import PoseObject, RegistryExport
 __all__ = [
     "GENERATED",
     "check_all",
+    "cli_reference_md",
+    "demo_recording_jsonl",
     "errors_table_md",
     "pose_schema_json",
     "registry_json",
@@ -311,6 +313,72 @@ def state_table_md() -> str | None:
     return "".join(out)
 
 
+def demo_recording_jsonl() -> str | None:
+    """``posewire/data/holistic_signer.jsonl``: the demo's default recording, the committed
+    signer capture (``tests/data/holistic_signer.pose``, MIT) converted to a posewire
+    recording, so that an installed ``posewire demo`` needs no ``.pose`` reader (issue 20,
+    deliverable 1). ``None`` (skipped) without pose-format."""
+    import tempfile
+
+    try:
+        from posewire.producers.poseformat import pose_file_to_recording
+    except ImportError:  # pragma: no cover - pose-format is a dev dependency
+        return None
+    root = Path(__file__).resolve().parent.parent
+    source = root / "tests" / "data" / "holistic_signer.pose"
+    if not source.is_file():
+        return None
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "recording.jsonl"
+            pose_file_to_recording(source, out)
+            return out.read_text(encoding="utf-8")
+    except ModuleNotFoundError:
+        return None
+
+
+#: Width of the ``--help`` texts in ``docs/cli.md`` (fixed: the page must not depend on
+#: the terminal it was generated in).
+CLI_HELP_WIDTH = 100
+
+
+def cli_reference_md() -> str:
+    """``docs/cli.md``: every subcommand's ``--help``, as the parser prints it, after the
+    convention they share (:mod:`posewire.conventions`)."""
+    import argparse
+    import functools
+
+    from . import conventions
+    from .cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    fixed = functools.partial(conventions.HelpFormatter, width=CLI_HELP_WIDTH)
+    summaries = {a.dest: a.help or "" for a in sub._choices_actions}
+    out = [_banner("posewire/cli.py (the argparse parser) and posewire/conventions.py"),
+           "\n# The posewire command line\n\n",
+           "One convention holds across the subcommands (`posewire/conventions.py`):\n\n",
+           f"* the stream is `--stream NAME`, default `{conventions.DEFAULT_STREAM}` everywhere: "
+           "`posewire demo` publishes on it, so `posewire produce --webcam` then `posewire view` "
+           "show the same stream (`posewire consume NAME` still works, with a deprecation warning);\n",
+           "* how many frames: `--frames N` (0: no limit; `--count` is an alias);\n",
+           "* playback speed: `--speed X` (`--rate-scale` is an alias);\n",
+           "* mirrored (selfie) input: the flag `--mirrored`;\n",
+           "* TLS and liveness on every client (`produce`, `consume`, `view`, `vmc`): `--ca-file`, "
+           "`--ping-interval`, `--ping-timeout`;\n",
+           "* the relay URL is `--url` (default `ws://127.0.0.1:8765`, where `posewire serve` and "
+           "`posewire demo` listen); the token is `--token` or `$POSEWIRE_TOKEN`;\n",
+           "* every default is shown in `--help`;\n",
+           "* errors are one line, `posewire COMMAND: what went wrong (code)`: the plain-language "
+           "message first, the stable code (`spec/errors-table.md`) last, for scripts.\n\n",
+           "## Commands\n\n"]
+    out += [f"* [`posewire {name}`](#posewire-{name}): {summaries.get(name, '')}\n" for name in sub.choices]
+    for name, p in sub.choices.items():
+        p.formatter_class = fixed
+        out.append(f"\n## posewire {name}\n\n{summaries.get(name, '')}\n\n```text\n{p.format_help().rstrip()}\n```\n")
+    return "".join(out)
+
+
 def _name(x: Any) -> str:
     value = getattr(x, "value", x)
     return str(getattr(x, "name", value) if not isinstance(value, str) else value)
@@ -325,6 +393,8 @@ GENERATED: dict[str, Callable[[], str | None]] = {
     "schemas/registry.json": registry_json,
     "schemas/pose.schema.json": pose_schema_json,
     "spec/05-state-table.md": state_table_md,
+    "docs/cli.md": cli_reference_md,
+    "posewire/data/holistic_signer.jsonl": demo_recording_jsonl,
 }
 
 

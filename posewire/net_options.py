@@ -1,4 +1,4 @@
-"""Command-line options of ``serve``, ``produce`` and ``consume`` for running a relay
+"""Command-line options of ``serve`` and the clients for running a relay
 beyond the lab: admission control, browser origins, TLS and liveness (spec §5.7, §5.8)."""
 
 from __future__ import annotations
@@ -19,18 +19,19 @@ def serve_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def client_options(args: argparse.Namespace) -> dict[str, Any]:
-    """TLS and liveness options of ``produce`` / ``consume``."""
+    """TLS and liveness options of every client (``produce``, ``consume``, ``view``, ``vmc``)."""
     return {"ca_file": args.ca_file, "ping_interval": args.ping_interval or None,
             "ping_timeout": args.ping_timeout or None}
 
 
-def _add_liveness(p: argparse.ArgumentParser) -> None:
+def _add_liveness(p: argparse.ArgumentParser, *, check: bool = False) -> None:
     from posewire.transport import DEFAULT_PING_INTERVAL, DEFAULT_PING_TIMEOUT
 
+    which = "of the relay check (the browser keeps its own) " if check else ""
     p.add_argument("--ping-interval", type=float, default=DEFAULT_PING_INTERVAL, metavar="S",
-                   help="seconds between keepalive pings (0: off)")
+                   help=f"seconds between keepalive pings {which}(0: off)")
     p.add_argument("--ping-timeout", type=float, default=DEFAULT_PING_TIMEOUT, metavar="S",
-                   help="seconds a ping may wait for its pong before the link counts as dead")
+                   help=f"seconds a ping {which}may wait for its pong before the link counts as dead")
 
 
 def add_serve_options(p: argparse.ArgumentParser) -> None:
@@ -56,6 +57,10 @@ def add_serve_options(p: argparse.ArgumentParser) -> None:
     _add_liveness(p)
 
 
-def add_client_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--ca-file", metavar="PEM", help="verify a wss:// relay with this CA bundle")
-    _add_liveness(p)
+def add_client_options(p: argparse.ArgumentParser, *, check: bool = False) -> None:
+    """``--ca-file``, ``--ping-interval``, ``--ping-timeout`` (every client, issue 20
+    deliverable 5); ``check``: for ``view``, whose page is the real client (the browser
+    verifies TLS with its own trust store), the options govern its relay check."""
+    which = " (the relay check; the browser must trust it too)" if check else ""
+    p.add_argument("--ca-file", metavar="PEM", help=f"verify a wss:// relay with this CA bundle{which}")
+    _add_liveness(p, check=check)

@@ -61,7 +61,7 @@ class Progress:
     prints a line at most once a second for the first ``log_quiet_after`` seconds, then
     at most every ``log_every`` seconds, and :meth:`finish` prints the last state when the
     last update was not printed, so a short run logs more than its first line. ``total``
-    is the frames expected (a video's frame count, or ``--count`` when smaller); ``clock``:
+    is the frames expected (a video's frame count, or ``--frames`` when smaller); ``clock``:
     seconds (tests pass their own).
     """
 
@@ -239,7 +239,7 @@ def vars_of(obj: Any) -> dict[str, Any]:
 
 
 def _expected(source: FrameSource, count: int) -> int | None:
-    """Frames the progress bar counts to: the source's, or ``--count`` when smaller."""
+    """Frames the progress bar counts to: the source's, or ``--frames`` when smaller."""
     if count and (source.total is None or count < source.total):
         return None if source.live else count
     return source.total
@@ -250,7 +250,7 @@ def _record_live(args: argparse.Namespace) -> int:
 
     source, estimator, encoder = _open_live(args)
     frames: list[RecordedFrame] = []
-    progress = Progress(_expected(source, args.count), live=source.live)
+    progress = Progress(_expected(source, args.frames), live=source.live)
     files = FileNotes(encoder)
     written = 0
     started = time.perf_counter()
@@ -262,7 +262,7 @@ def _record_live(args: argparse.Namespace) -> int:
             written += len(json.dumps(rec.to_obj(), separators=(",", ":"))) + 1  # the line it becomes
             progress.update(inference_ms=item.observation.inference_ms, encode_us=item.encoded.encode_us,
                             tracked=item.encoded.tracked, total_bytes=written)
-            if args.count and len(frames) >= args.count:
+            if args.frames and len(frames) >= args.frames:
                 break
     except KeyboardInterrupt:
         pass  # a camera recording ends with Ctrl-C: keep what was captured
@@ -287,7 +287,7 @@ async def _publish_live(args: argparse.Namespace) -> int:
     from .waiting import StatusLines
 
     source, estimator, encoder = _open_live(args)
-    progress = Progress(_expected(source, args.count), live=source.live)
+    progress = Progress(_expected(source, args.frames), live=source.live)
     files = FileNotes(encoder)
     sent = 0
     started = time.perf_counter()
@@ -314,7 +314,7 @@ async def _publish_live(args: argparse.Namespace) -> int:
                 sent += 1
                 progress.update(inference_ms=item.observation.inference_ms, encode_us=item.encoded.encode_us,
                                 tracked=item.encoded.tracked, total_bytes=pub.bytes_sent)
-                if args.count and sent >= args.count:
+                if args.frames and sent >= args.frames:
                     break
     finally:
         progress.finish()
@@ -378,7 +378,7 @@ async def _publish_recorded(args: argparse.Namespace) -> int:
         print("posewire produce: the recording has no frames", file=sys.stderr)
         return 1
     loop = asyncio.get_running_loop()
-    scale = args.rate_scale
+    scale = args.speed
     sent = 0
     async with _connected(args, Publisher(args.url, args.stream, token=args.token, calibration=calibration,
                                           client="posewire-produce", on_status=StatusLines("produce"),
@@ -400,7 +400,9 @@ async def _publish_recorded(args: argparse.Namespace) -> int:
                         raise
                     continue  # the link is down and reconnecting in the background: dropped
                 sent += 1
-            if not args.loop:
+                if args.frames and sent >= args.frames:
+                    break
+            if not args.loop or (args.frames and sent >= args.frames):
                 break
     print(f"posewire produce: sent {sent} frames to {args.stream!r}" + (f"; {info}" if info else ""),
           file=sys.stderr)
@@ -415,6 +417,8 @@ def _record_recorded(args: argparse.Namespace) -> int:
         calibration, info = header.calibration, ""
     else:
         calibration, frames, info = _pose_file_frames(args)
+    if args.frames:
+        frames = frames[:args.frames]
     write_recording(args.record, frames, calibration=calibration)
     print(f"posewire produce: wrote {len(frames)} frames to {args.record}" + (f"; {info}" if info else ""),
           file=sys.stderr)
@@ -474,8 +478,11 @@ def _run(args: argparse.Namespace) -> int:
 def _cmd_produce(args: argparse.Namespace) -> int:
     from posewire.transport import RelayError
 
-    if args.rate_scale < 0:
-        print("posewire produce: --rate-scale must be >= 0", file=sys.stderr)
+    from .conventions import describe_error
+
+    if args.speed < 0:
+        print(f"posewire produce: --speed must be 0 or more, not {args.speed:g} (usage.bad_option)",
+              file=sys.stderr)
         return 2
     args.token = args.token or os.environ.get("POSEWIRE_TOKEN") or None
     from .waiting import WaitTimeoutError
@@ -490,7 +497,7 @@ def _cmd_produce(args: argparse.Namespace) -> int:
         return 2 if exc.code in ("usage.model_missing", "usage.no_source", "usage.dependency",
                                  "usage.bad_option") else 1
     except (RelayError, OSError) as exc:
-        print(f"posewire produce: {exc}", file=sys.stderr)
+        print(f"posewire produce: {describe_error(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
@@ -525,6 +532,7 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``produce`` and ``models`` sub-commands."""
+    from .conventions import add_frames_option, add_speed_option, add_stream_option
     from .net_options import add_client_options
     from .waiting import add_timeout_option
 
@@ -532,14 +540,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--replay", metavar="FILE", help="a recording (JSON lines, see posewire.producers.recording)")
     src.add_argument("--pose-file", metavar="FILE.pose", help="a MediaPipe Holistic .pose file (pose-format)")
-    src.add_argument("--webcam", type=int, nargs="?", const=0, metavar="N", help="camera N (default 0)")
+    src.add_argument("--webcam", type=int, nargs="?", const=0, metavar="N", help="camera N (default: 0)")
     src.add_argument("--video", metavar="FILE", help="a video file")
     src.add_argument("--images", metavar="DIR",
                      help="a folder of photos, each detected afresh (one performer: the calibration pools them); "
                           f"an image that cannot be read is skipped and named (exit status {EXIT_SKIPPED})")
     p.add_argument("--record", metavar="FILE", help="write a recording instead of publishing to a relay")
     p.add_argument("--url", default="ws://127.0.0.1:8765", help="relay URL")
-    p.add_argument("--stream", default="default", help="stream name")
+    add_stream_option(p)
+    add_frames_option(p, help="stop after N frames (0: all of them; with --loop, forever)")
     p.add_argument("--token", help="auth token (default: $POSEWIRE_TOKEN)")
     add_timeout_option(p)
     add_client_options(p)
@@ -553,13 +562,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     live.add_argument("--filter", action=argparse.BooleanOptionalAction, default=None,
                       help="One-Euro smoothing of the values (default: on for --webcam/--video, "
                            "off for --images)")
-    live.add_argument("--count", type=int, default=0, help="stop after N frames (0: all)")
     live.add_argument("--verbose", action="store_true",
                       help="show the native libraries' log lines (MediaPipe, TFLite, OpenCV)")
     rec = p.add_argument_group("recorded sources (--replay, --pose-file)")
     rec.add_argument("--loop", action="store_true", help="replay forever")
-    rec.add_argument("--rate-scale", type=float, default=1.0,
-                     help="playback speed factor (2 = twice as fast, 0 = as fast as possible)")
+    add_speed_option(rec)
     rec.add_argument("--keep-timestamps", action="store_true",
                      help="send the recorded timestamps instead of the wall clock")
     p.set_defaults(func=_cmd_produce)
@@ -569,6 +576,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("names", nargs="*", help="model names (default: all)")
     p.add_argument("--dir", default=None,
                    help="cache directory (default: $POSEWIRE_MODEL_DIR or ~/.cache/posewire/models)")
-    p.add_argument("--route", default=None, help="comma-separated routes to try: url,pypi (default both, in order)")
+    p.add_argument("--route", default=None, help="comma-separated routes to try: url,pypi (default: both, in order)")
     p.add_argument("--force", action="store_true", help="fetch even when the cached file matches")
     p.set_defaults(func=_cmd_models)

@@ -60,7 +60,9 @@ def _cmd_record(args: argparse.Namespace) -> int:
         summary = pose_file_to_recording(args.from_pose, args.out, visibility_threshold=args.visibility,
                                          filter=args.filter, mirrored=args.mirrored)
     except (UsageError, OSError) as exc:
-        print(f"posewire record: {exc}", file=sys.stderr)
+        from .conventions import describe_error
+
+        print(f"posewire record: {describe_error(exc)}", file=sys.stderr)
         return 2
     print(format_summary(summary))
     return 0
@@ -73,9 +75,11 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
                    help="a MediaPipe Holistic recording in the pose-format .pose format")
     p.add_argument("--out", required=True, metavar="REC.jsonl", help="the posewire recording to write")
     p.add_argument("--visibility", type=float, default=0.5, metavar="V",
-                   help="pose wrist visibility below which an arm counts as lost (default 0.5)")
+                   help="pose wrist visibility below which an arm counts as lost")
     p.add_argument("--filter", action="store_true",
                    help="smooth with the per-dim One-Euro filter (posewire.producers.filter) and report jitter")
-    p.add_argument("--mirrored", choices=("report", "flip"), default="report",
-                   help="mirrored (selfie) input: report it (default) or un-mirror it")
+    # a flag, as in produce (issue 20 deliverable 5); without it a mirrored input is only reported
+    p.add_argument("--mirrored", action="store_const", const="flip", default="report",
+                   help="the input is mirrored (selfie): un-mirror it (spec §2.2); without it, "
+                        "a mirrored input is reported, not changed")
     p.set_defaults(func=_cmd_record)

@@ -6,7 +6,8 @@ as a consumer) and decodes every frame in the browser with the JavaScript client
 (``js/posewire/``: wire, dequantization, palm w, calibration units, IK, bone rotations,
 face weights) onto the skinned ``mannequin-x`` wooden mannequin rendered with three.js.
 Nothing is fetched from the internet: three.js and ``@pixiv/three-vrm`` come from
-``js/node_modules`` (pinned by ``js/package-lock.json``, installed by ``make``).
+``js/node_modules`` (pinned by ``js/package-lock.json``, installed by ``make``), or in an
+installed wheel from its copy of the files the page imports (:mod:`posewire.assets`).
 
 Routes (GET only; anything else is 404/405):
 
@@ -22,6 +23,7 @@ Routes (GET only; anything else is 404/405):
 from __future__ import annotations
 
 import argparse
+import asyncio
 import errno
 import functools
 import json
@@ -45,13 +47,17 @@ from posewire.codec.quaternion import rotate_unchecked
 from posewire.codec.registry import REGISTRY
 from posewire.codec.wire import REGISTRY_HASH8
 
+from . import assets
+
 __all__ = ["JS_ROOT", "ViewerConfig", "ViewerServer", "add_parser", "avatar_description", "mannequin_glb",
            "serve_viewer"]
 
-ROOT = Path(__file__).resolve().parent.parent
-#: The JavaScript client and the page (``js/``), with its pinned npm libraries.
-JS_ROOT = ROOT / "js"
-_SCHEMAS = ROOT / "schemas"
+#: The JavaScript client and the page, with its pinned npm libraries: ``js/`` in a
+#: checkout, ``posewire/web`` in an installed wheel (:mod:`posewire.assets`).
+JS_ROOT = assets.js_root()
+_SCHEMAS = assets.schemas_root()
+#: Seconds ``posewire view`` tries to reach the relay from here before serving the page.
+RELAY_CHECK_S = 2.0
 #: npm packages the page may load (import map in ``js/viewer/index.html``).
 _PACKAGES = ("three", "@pixiv/three-vrm")
 _TYPES = {".mjs": "text/javascript", ".js": "text/javascript", ".html": "text/html; charset=utf-8",
@@ -216,7 +222,8 @@ class ViewerServer:
 
     def start(self) -> ViewerServer:
         if not (JS_ROOT / "node_modules" / "three").is_dir():
-            raise FileNotFoundError(f"three.js is not installed under {JS_ROOT / 'node_modules'}: run make install")
+            raise FileNotFoundError(f"three.js is not installed under {JS_ROOT / 'node_modules'}: run make install "
+                                    "(npm ci in js/)")
         self._thread.start()
         return self
 
@@ -242,12 +249,46 @@ def serve_viewer(config: ViewerConfig, *, host: str = "127.0.0.1", port: int = 0
         return ViewerServer(config, host=host, port=0).start()
 
 
+async def _check_relay(args: argparse.Namespace, token: str | None) -> bool:
+    """Connect to the relay once from here, saying where and why it waits (the page
+    itself keeps retrying); ``False`` when reconnecting cannot help (a certificate that
+    does not verify, a wrong token)."""
+    from posewire.consumers.subscriber import Subscriber
+    from posewire.transport import RelayError
+
+    from .net_options import client_options
+    from .waiting import StatusLines
+
+    status = StatusLines("view")
+    sub = Subscriber(args.url, args.stream, token=token, client="posewire-view", on_status=status,
+                     **client_options(args))
+    status.start(sub.url, args.stream)
+    try:
+        await asyncio.wait_for(sub.connect(), RELAY_CHECK_S)
+    except TimeoutError:
+        status(f"{status.waiting_for}; the page keeps trying")
+    except RelayError as exc:
+        if exc.fatal:
+            print(f"posewire view: {exc}", file=sys.stderr, flush=True)
+            return False
+    finally:
+        await sub.close()
+    return True
+
+
 def _cmd_view(args: argparse.Namespace) -> int:
     token = args.token or os.environ.get("POSEWIRE_TOKEN")
     try:
+        if not args.no_relay_check and not asyncio.run(_check_relay(args, token)):
+            return 1
+    except KeyboardInterrupt:
+        return 130
+    try:
         server = serve_viewer(ViewerConfig(args.url, args.stream, token), port=args.port)
     except OSError as exc:
-        print(f"posewire view: {exc}", file=sys.stderr)
+        from .conventions import describe_error
+
+        print(f"posewire view: {describe_error(exc)}", file=sys.stderr)
         return 1
     print(f"viewer for stream {args.stream!r} of {args.url}: {server.url}", flush=True)
     print("the relay must accept this page's origin: posewire serve "
@@ -274,10 +315,16 @@ def _cmd_view(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``view`` sub-command to the ``posewire`` parser."""
+    from .conventions import add_stream_option
+    from .net_options import add_client_options
+
     p = subparsers.add_parser("view", help="serve the live browser viewer of a stream on loopback")
-    p.add_argument("--stream", required=True, help="stream name")
+    add_stream_option(p)
     p.add_argument("--url", default="ws://127.0.0.1:8765", help="relay URL the page subscribes to")
     p.add_argument("--token", help="auth token for the relay (default: $POSEWIRE_TOKEN)")
     p.add_argument("--port", type=int, default=8770, help="viewer port on 127.0.0.1 (0: any free port)")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    p.add_argument("--no-relay-check", action="store_true",
+                   help="serve the page without first connecting to the relay from here")
+    add_client_options(p, check=True)
     p.set_defaults(func=_cmd_view)

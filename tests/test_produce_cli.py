@@ -27,10 +27,11 @@ def test_exactly_one_source_is_required(capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_missing_sources_give_a_stable_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # plain language first, the stable code last (issue 20 deliverable 5)
     assert main(["produce", "--images", str(tmp_path / "none"), "--record", str(tmp_path / "o.jsonl")]) == 2
-    assert "[usage.no_source]" in capsys.readouterr().err
+    assert capsys.readouterr().err == f"posewire produce: no image folder {tmp_path / 'none'} (usage.no_source)\n"
     assert main(["produce", "--video", str(tmp_path / "none.mp4"), "--record", str(tmp_path / "o.jsonl")]) == 2
-    assert "[usage.no_source]" in capsys.readouterr().err
+    assert capsys.readouterr().err == f"posewire produce: no video file {tmp_path / 'none.mp4'} (usage.no_source)\n"
 
 
 def test_missing_models_give_a_stable_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -40,7 +41,7 @@ def test_missing_models_give_a_stable_code(tmp_path: Path, monkeypatch: pytest.M
     photos = ROOT / "tests" / "data" / "photos"
     assert main(["produce", "--images", str(photos), "--record", str(tmp_path / "o.jsonl")]) == 2
     err = capsys.readouterr().err
-    assert "[usage.model_missing]" in err and "posewire models fetch" in err
+    assert "(usage.model_missing)" in err and "[usage" not in err and "posewire models fetch" in err
     assert main(["models", "status"]) == 1
     assert "not in the cache" in capsys.readouterr().out
 

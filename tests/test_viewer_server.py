@@ -57,6 +57,11 @@ def test_view_command_serves_the_page_and_refuses_paths_outside_its_roots() -> N
             _, err = proc.communicate()
             raise AssertionError(f"posewire view did not stop on SIGINT; stderr: {err[-2000:]}") from None
     assert proc.returncode == 0, err[-2000:]
+    # before serving, it said where it connects and why it waits (issue 20 deliverables 2, 5)
+    lines = err.splitlines()
+    assert lines[0] == "posewire view: connecting to ws://127.0.0.1:9999, stream 'alice'"
+    assert lines[1].startswith("posewire view: relay ws://127.0.0.1:9999 refused, retrying in ")
+    assert lines[-1] == "posewire view: relay ws://127.0.0.1:9999 refused; the page keeps trying"
 
 
 def test_avatar_description_is_the_mannequin_in_canonical_names() -> None:

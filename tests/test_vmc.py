@@ -27,7 +27,18 @@ from posewire.consumers.gltf import mannequin_skeleton
 from posewire.consumers.pose import decode_pose
 from posewire.producers.publisher import Publisher
 from posewire.relay import Relay
-from posewire.vmc import VMC_BONES, run_vmc, to_unity, vmc_frame
+from posewire.vmc import (
+    EYE_PITCH_DEG,
+    EYE_YAW_DEG,
+    FACE_BONES,
+    JAW_OPEN_DEG,
+    VMC_BONES,
+    blend_name,
+    expression_presets,
+    run_vmc,
+    to_unity,
+    vmc_frame,
+)
 
 
 def test_to_unity_mirrors_x() -> None:
@@ -70,7 +81,8 @@ async def test_vmc_bridge_sends_the_decoders_bones_to_an_osc_server() -> None:
     try:
         async with Relay("127.0.0.1", port=0, status_every=0) as relay, Publisher(relay.url, "vmc") as pub:
             await pub.send_frame(values, conditions=Conditions(mouthing=mix))
-            sent = await asyncio.wait_for(run_vmc(relay.url, "vmc", "127.0.0.1", port, count=1), 30)
+            sent = await asyncio.wait_for(run_vmc(relay.url, "vmc", "127.0.0.1", port, count=1,
+                                                  blend_names="arkit"), 30)
         assert sent == 1
         assert await asyncio.to_thread(done.wait, 10)
     finally:
@@ -83,9 +95,11 @@ async def test_vmc_bridge_sends_the_decoders_bones_to_an_osc_server() -> None:
     skel = retarget.apply(base).skeleton
     local = decode_pose(wire.values[None], skel).local_rotations[0]
     bones = {args[0]: args[1:] for addr, args in received if addr == "/VMC/Ext/Bone/Pos"}
-    assert set(bones) == {n for n, c in VMC_BONES.items() if c in skel.index}
-    assert len(bones) >= 50  # body, arms, legs and all 30 finger bones of the mannequin
+    assert set(bones) == {n for n, c in VMC_BONES.items() if c in skel.index} | set(FACE_BONES)
+    assert len(bones) >= 53  # body, arms, legs, all 30 finger bones, both eyes and the jaw
     for name, got in bones.items():
+        if name in FACE_BONES:
+            continue
         j = skel.index[VMC_BONES[name]]
         p, q = to_unity(skel.offsets[j], local[j])
         np.testing.assert_allclose(got[:3], p, atol=1e-6)
@@ -116,3 +130,95 @@ def test_vmc_frame_of_defaults_is_the_rest_pose_with_hanging_arms() -> None:
     frame = vmc_frame(np.full(79, np.nan))
     names = [args[0] for addr, args in frame.messages if addr == "/VMC/Ext/Bone/Pos"]
     assert "LeftUpperArm" in names and "RightLittleDistal" in names
+
+
+def _forward_in_unity(q: list[float]) -> np.ndarray:
+    """Unity's forward (+Z) turned by a Unity rotation ``[qx, qy, qz, qw]``."""
+    from posewire.codec.quaternion import rotate
+
+    return rotate(np.array([q[3], *q[:3]]), np.array([0.0, 0.0, 1.0]))
+
+
+def _bones(frame_values: np.ndarray, **kw: Any) -> dict[str, list[float]]:
+    frame = vmc_frame(frame_values, **kw)
+    return {args[0]: args[1:] for addr, args in frame.messages if addr == "/VMC/Ext/Bone/Pos"}
+
+
+def _dims(**values: float) -> np.ndarray:
+    from posewire.codec.registry import REGISTRY
+
+    out = np.full(79, np.nan)
+    for name, v in values.items():
+        out[REGISTRY.index(name)] = v
+    return out
+
+
+def test_the_eyes_follow_the_gaze_and_the_jaw_opens_by_stated_angles() -> None:
+    # rest: the eyes look straight ahead, the jaw is closed (the old bridge sent no such bones)
+    rest = _bones(np.full(79, np.nan))
+    for name in ("LeftEye", "RightEye", "Jaw"):
+        np.testing.assert_allclose(rest[name][3:], [0, 0, 0, 1], atol=1e-12)
+    # gaze +1 = toward the character's left, 30° (spec §7.3); Unity's +X is the character's
+    # right, so the eyes turn toward -X in Unity
+    left = _bones(_dims(f_gaze_yaw=1.0))
+    for eye in ("LeftEye", "RightEye"):
+        fwd = _forward_in_unity(left[eye][3:])
+        assert np.degrees(np.arctan2(-fwd[0], fwd[2])) == pytest.approx(EYE_YAW_DEG) == pytest.approx(30.0)
+    up = _forward_in_unity(_bones(_dims(f_gaze_pitch=-0.5))["LeftEye"][3:])
+    assert np.degrees(np.arcsin(up[1])) == pytest.approx(-0.5 * EYE_PITCH_DEG) == pytest.approx(-10.0)
+    # the jaw opens downward by 25° at a yawn, and not at all when clenched
+    chin = _forward_in_unity(_bones(_dims(m_jaw=1.0))["Jaw"][3:])
+    assert np.degrees(np.arcsin(-chin[1])) == pytest.approx(JAW_OPEN_DEG) == pytest.approx(25.0)
+    np.testing.assert_allclose(_bones(_dims(m_jaw=-1.0))["Jaw"][3:], [0, 0, 0, 1], atol=1e-12)
+    # the eyes sit left and right of the head in Unity (+X = the character's right)
+    assert left["LeftEye"][0] < 0 < left["RightEye"][0]
+
+
+def _blends(frame_values: np.ndarray, **kw: Any) -> dict[str, float]:
+    frame = vmc_frame(frame_values, **kw)
+    return {args[0]: args[1] for addr, args in frame.messages if addr == "/VMC/Ext/Blend/Val"}
+
+
+@pytest.mark.parametrize(("label", "preset"), [("happy", "Joy"), ("angry", "Angry"), ("sad", "Sorrow")])
+def test_the_affect_condition_drives_the_vrm_expression_presets(label: str, preset: str) -> None:
+    from posewire.codec.conditions import Affect
+
+    blend = _blends(np.full(79, np.nan), affect=Affect(label, 0.6, "blend"))
+    assert blend[preset] == pytest.approx(0.6, abs=1e-9)
+    for other in {"Joy", "Angry", "Sorrow"} - {preset}:
+        assert blend[other] == pytest.approx(0.0, abs=1e-9)
+    # the affect also moved the face (spec §3.4.4), e.g. the smile of happy
+    neutral = _blends(np.full(79, np.nan))
+    assert neutral["Joy"] == neutral["Angry"] == neutral["Sorrow"] == neutral["Fun"] == 0.0
+    if label == "happy":
+        assert blend["MouthSmileLeft"] > 0.3 > neutral["MouthSmileLeft"]
+
+
+def test_expression_presets_from_the_face_dims_alone() -> None:
+    # a smile without cheeks or squint is VRM's Fun more than Joy; talking, blinking and
+    # looking around are no emotion
+    smile = expression_presets(_dims(m_smile_l=0.8, m_smile_r=0.8))
+    assert smile["Fun"] > 0.5 > smile["Joy"] > 0.0 and smile["Sorrow"] == 0.0
+    for busy in (_dims(m_jaw=0.9), _dims(f_blink_l=1.0, f_blink_r=1.0), _dims(f_gaze_yaw=0.7, f_gaze_pitch=-0.4)):
+        assert expression_presets(busy) == pytest.approx({"Joy": 0.0, "Angry": 0.0, "Sorrow": 0.0, "Fun": 0.0},
+                                                         abs=1e-9)
+
+
+def test_blend_names_in_each_receivers_spelling() -> None:
+    values = _dims(m_jaw=0.5)
+    sync = _blends(values)  # the default: perfect sync (HANA_Tool clips, UniVRM 0.56+)
+    assert "JawOpen" in sync and "jawOpen" not in sync and "EyeBlinkLeft" in sync
+    assert {"A", "E", "I", "O", "U", "Blink_L", "Blink_R", "Joy", "Angry", "Sorrow", "Fun"} <= set(sync)
+    arkit = _blends(values, blend_names="arkit")
+    assert "jawOpen" in arkit and "JawOpen" not in arkit and arkit["jawOpen"] == sync["JawOpen"] > 0
+    upper = _blends(values, blend_names="upper")  # VirtualMotionCapture / UniVRM BlendShapeKey.ToString()
+    assert {"JAWOPEN", "BLINK_L", "JOY", "A"} <= set(upper) and upper["JAWOPEN"] == sync["JawOpen"]
+    assert len(sync) == len(arkit) == len(upper) == 52 + 11
+    assert blend_name("mouthSmileLeft", "perfect-sync") == "MouthSmileLeft"
+    assert blend_name("Blink_L", "perfect-sync", preset=True) == "Blink_L"
+    from posewire.cli import build_parser
+
+    assert build_parser().parse_args(["vmc"]).blend_names == "perfect-sync"
+    assert build_parser().parse_args(["vmc", "--blend-names", "upper"]).blend_names == "upper"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["vmc", "--blend-names", "camel"])

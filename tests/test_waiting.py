@@ -49,8 +49,9 @@ def _timed_lines(args: list[str]) -> tuple[list[tuple[float, str]], int, str, fl
     return lines, status, out, time.monotonic() - started
 
 
-@pytest.mark.parametrize("command", [["consume", "demo"], ["produce", "--replay", str(WAVE), "--stream", "demo"],
-                                     ["vmc", "--stream", "demo"]], ids=["consume", "produce", "vmc"])
+# no --stream: every client's default stream is the demo's (issue 20 deliverable 5)
+@pytest.mark.parametrize("command", [["consume"], ["produce", "--replay", str(WAVE)], ["vmc"]],
+                         ids=["consume", "produce", "vmc"])
 def test_a_client_at_a_closed_port_says_why_it_waits_and_gives_up(command: list[str], closed_port: int) -> None:
     url = f"ws://127.0.0.1:{closed_port}"
     lines, status, out, total = _timed_lines([*command, "--url", url, "--timeout", "1.5"])
@@ -74,7 +75,7 @@ async def test_consume_says_the_stream_has_no_producer_and_gives_up() -> None:
         url = relay.url
         env = {k: v for k, v in os.environ.items() if k != "POSEWIRE_TOKEN"}
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "posewire", "consume", "demo", "--url", url, "--timeout", "1.5",
+            sys.executable, "-m", "posewire", "consume", "--stream", "demo", "--url", url, "--timeout", "1.5",
             cwd=ROOT, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         async with asyncio.timeout(30):
             out, err = await proc.communicate()
@@ -96,7 +97,7 @@ async def test_consume_with_a_producer_does_not_time_out() -> None:
         await wait_for(lambda: relay.stats.frames_in >= 1)
         env = {k: v for k, v in os.environ.items() if k != "POSEWIRE_TOKEN"}
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "posewire", "consume", "p", "--url", url, "--count", "1",
+            sys.executable, "-m", "posewire", "consume", "--stream", "p", "--url", url, "--frames", "1",
             "--timeout", "5", cwd=ROOT, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         async with asyncio.timeout(30):
             out, err = await proc.communicate()
@@ -121,7 +122,8 @@ async def test_the_demo_relay_listens_on_relay_port_and_says_where(closed_port: 
     lines: list[str] = []
     summary = await run_demo(WAVE, frames=5, speed=0, port=0, relay_port=port, out=lines.append)
     assert summary.frames_sent == 5
-    assert f"relay: ws://127.0.0.1:{port} (stream 'demo': posewire consume demo --url ws://127.0.0.1:{port})" in lines
+    assert (f"relay: ws://127.0.0.1:{port} (stream 'demo': posewire consume --stream demo "
+            f"--url ws://127.0.0.1:{port})") in lines
     # a port in use is said plainly, with the way out
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

@@ -74,7 +74,8 @@ class RelayError(Exception):
         self.message = message
         self.close_code = close_code
         self.path = path
-        super().__init__(f"[{code}] {message}" + (f" (close {close_code})" if close_code else ""))
+        # plain language first, the stable code last: "what (close N) (code)"
+        super().__init__(message + (f" (close {close_code})" if close_code else "") + f" ({code})")
 
     @property
     def fatal(self) -> bool:
