@@ -703,6 +703,18 @@ _JSON_REQUIRED: dict[str, tuple[str, ...]] = {
 }
 
 
+_JSON_INT_KEYS = ("seq", "timestamp_us", "unknown_dims", "protocol", "number",
+                  "max_message_bytes", "max_fps")
+
+
+def _json_number(value: object) -> object:
+    """Spec §6.5 rule 1: a number's JSON spelling never matters, only its value, so an
+    integral float (``7.0``, ``1e3``) is that integer (JavaScript cannot tell them apart)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 def message_from_json(obj: Mapping[str, Any], *, registry: Registry = REGISTRY) -> Message:
     """Inverse of :func:`message_to_json`; bad input raises :class:`UsageError` (spec §6.5).
 
@@ -721,7 +733,8 @@ def message_from_json(obj: Mapping[str, Any], *, registry: Registry = REGISTRY) 
     kind = TYPE_TAGS.get(tag)
     if kind is None:
         raise UsageError("usage.unknown_id", f"unknown message type {tag!r}", path="type")
-    args = {k: v for k, v in obj.items() if k != "type"}
+    args = {k: _json_number(v) if k in _JSON_INT_KEYS else v
+            for k, v in obj.items() if k != "type"}
     allowed = {f.name for f in fields(kind)}
     for key in args:
         if key not in allowed:

@@ -379,7 +379,7 @@ function frameBody({ shoulder_l: sl, shoulder_r: sr, hip_mid: hm, points = [] })
 const swapSide = (s) => (s.endsWith('_l') ? s.slice(0, -2) + '_r' : s.endsWith('_r') ? s.slice(0, -2) + '_l' : s);
 
 function conditionsMirror({ conditions }) {
-  const c = checkConditionsUsage(conditions);
+  const c = checkConditionsUsage(conditions); // only active, known channels
   const out = {};
   for (const [k, v] of Object.entries(c)) {
     if (k === 'tracking') out[k] = Object.fromEntries(Object.entries(v).map(([p, s]) => [swapSide(p), s]));
@@ -391,40 +391,53 @@ function conditionsMirror({ conditions }) {
 }
 
 /**
- * Condition object from a local caller (usage.* codes), §3.4: an unknown key or value is
- * usage.unknown_id; a value of the wrong type or a missing affect field is usage.bad_option;
- * a number out of range, a mouthing list that is not 15 long or sums over 1 + 1e-6 is
- * usage.out_of_range. Unknown condition ids are ignored.
+ * Condition object from a local caller (usage.* codes), judged as §3.4 states in its one
+ * place: unknown channels are ignored and a null channel is inactive (dropped from the
+ * result); tracking/contact keys are enumeration values (unknown: usage.unknown_id); the
+ * affect record ignores keys other than label, intensity, mode. Order of checks: channels
+ * mouthing, tracking, contact, affect; mouthing list type, length, each share (type,
+ * finiteness, range), sum; map entries in their order, each completely (key known, value
+ * type, value known); affect: all three fields present, then label, intensity, mode.
+ * Returns the normalized object (only active, known channels; affect with its three fields).
  */
 function checkConditionsUsage(c) {
   const isObj = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
   if (!isObj(c)) throw usage('bad_option', 'conditions');
-  for (const [k, v] of Object.entries(c)) {
-    if (k === 'tracking' || k === 'contact') {
-      const [keys, vals] = k === 'tracking' ? [TRACK_PARTS, TRACK_STATES] : [CONTACT_HANDS, CONTACT_SITES];
-      if (!isObj(v)) throw usage('bad_option', k);
-      for (const [kk, vv] of Object.entries(v)) {
-        if (typeof vv !== 'string') throw usage('bad_option', `${k}.${kk}`);
-        if (!keys.includes(kk) || !vals.includes(vv)) throw usage('unknown_id', `${k}.${kk}`);
-      }
-    } else if (k === 'affect') {
-      if (!isObj(v)) throw usage('bad_option', k);
-      for (const f of ['label', 'intensity', 'mode']) if (!(f in v)) throw usage('bad_option', `${k}.${f}`);
-      if (typeof v.label !== 'string' || typeof v.mode !== 'string') throw usage('bad_option', k);
-      if (typeof v.intensity !== 'number' || !Number.isFinite(v.intensity)) throw usage('bad_option', `${k}.intensity`);
-      if (!AFFECT_LABELS.includes(v.label) || !AFFECT_MODES.includes(v.mode)) throw usage('unknown_id', k);
-      if (v.intensity < 0 || v.intensity > 1) throw usage('out_of_range', `${k}.intensity`);
-    } else if (k === 'mouthing') {
-      mouthingListUsage(v);
+  const out = {};
+  const on = (k) => k in c && c[k] !== null && c[k] !== undefined;
+  if (on('mouthing')) out.mouthing = mouthingListUsage(c.mouthing);
+  for (const [k, keys, vals] of [['tracking', TRACK_PARTS, TRACK_STATES], ['contact', CONTACT_HANDS, CONTACT_SITES]]) {
+    if (!on(k)) continue;
+    const v = c[k];
+    if (!isObj(v)) throw usage('bad_option', k);
+    for (const [kk, vv] of Object.entries(v)) {
+      if (!keys.includes(kk)) throw usage('unknown_id', `${k}.${kk}`);
+      if (typeof vv !== 'string') throw usage('bad_option', `${k}.${kk}`);
+      if (!vals.includes(vv)) throw usage('unknown_id', `${k}.${kk}`);
     }
+    if (Object.keys(v).length) out[k] = v;
   }
-  return c;
+  if (on('affect')) {
+    const v = c.affect;
+    if (!isObj(v)) throw usage('bad_option', 'affect');
+    for (const f of ['label', 'intensity', 'mode']) if (!(f in v)) throw usage('bad_option', `affect.${f}`);
+    if (typeof v.label !== 'string') throw usage('bad_option', 'affect.label');
+    if (!AFFECT_LABELS.includes(v.label)) throw usage('unknown_id', 'affect.label');
+    if (typeof v.intensity !== 'number') throw usage('bad_option', 'affect.intensity');
+    if (!Number.isFinite(v.intensity)) throw usage('not_finite', 'affect.intensity');
+    if (v.intensity < 0 || v.intensity > 1) throw usage('out_of_range', 'affect.intensity');
+    if (typeof v.mode !== 'string') throw usage('bad_option', 'affect.mode');
+    if (!AFFECT_MODES.includes(v.mode)) throw usage('unknown_id', 'affect.mode');
+    out.affect = { label: v.label, intensity: v.intensity, mode: v.mode };
+  }
+  return out;
 }
 function mouthingListUsage(v) {
   if (!Array.isArray(v)) throw usage('bad_option', 'mouthing');
   if (v.length !== VISEMES.length) throw usage('out_of_range', 'mouthing');
   v.forEach((x, i) => {
-    if (typeof x !== 'number' || !Number.isFinite(x)) throw usage('bad_option', `mouthing.${VISEMES[i]}`);
+    if (typeof x !== 'number') throw usage('bad_option', `mouthing.${VISEMES[i]}`);
+    if (!Number.isFinite(x)) throw usage('not_finite', `mouthing.${VISEMES[i]}`);
     if (x < 0 || x > 1) throw usage('out_of_range', `mouthing.${VISEMES[i]}`);
   });
   if (v.reduce((a, b) => a + b, 0) > 1 + MIX_EPS) throw usage('out_of_range', 'mouthing');
@@ -1026,13 +1039,10 @@ function quantize(values) {
   return q;
 }
 
-function conditionsToMap(c) {
-  checkConditionsUsage(c);
+function conditionsToMap(c0) {
+  const c = checkConditionsUsage(c0);
   const e = [];
-  if (c.mouthing !== undefined && c.mouthing !== null) {
-    const s = mouthingListUsage(c.mouthing);
-    e.push(['mouthing', s.map((x) => (x === 0 ? 0 : new F64(x)))]);
-  }
+  if (c.mouthing) e.push(['mouthing', c.mouthing.map((x) => (x === 0 ? 0 : new F64(x)))]);
   if (c.tracking) {
     const t = TRACK_PARTS.filter((p) => p in c.tracking).map((p) => [p, c.tracking[p]]);
     e.push(['tracking', new MPMap(t)]);
@@ -1265,6 +1275,8 @@ function decodeConditions(m, path = 'c') {
   if (on('contact')) out.contact = decodeEnumMap(f.raw('contact'), `${path}.contact`, CONTACT_HANDS, CONTACT_SITES);
   if (on('affect')) {
     const a = new Fields(f.map('affect'), `${path}.affect`);
+    // §3.4 order of checks: the three fields present first, then label, intensity, mode
+    for (const k of ['label', 'intensity', 'mode']) a.raw(k);
     const label = a.str('label');
     if (!AFFECT_LABELS.includes(label)) throw decodeErr('unknown_id', `${path}.affect.label`);
     const intensity = a.real('intensity');

@@ -62,6 +62,9 @@ def check_integers(value: object, path: str = "") -> None:
     (beyond ±1.8e308) is ``usage.not_finite``, whatever key or array it sits in."""
     if isinstance(value, bool):
         return
+    if isinstance(value, float) and not math.isfinite(value):
+        # 1e400 spelled as a float reads as inf: the same number as 10**400 in digits
+        raise UsageError("usage.not_finite", "a number too large for float64", path=path)
     if isinstance(value, int):
         try:
             float(value)
@@ -93,6 +96,9 @@ def _check(value: object, key: Key, path: str) -> None:
     if kind == "number":
         _number(value, path, key)
     elif kind == "integer":
+        # spec §6.5 rule 1: a number's JSON spelling never matters: 4096.0 is an integer
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
             raise _bad("expected an integer", path)
         if (key.lo is not None and value < key.lo) or (key.hi is not None and value > key.hi):

@@ -300,6 +300,85 @@ case(palm, "hemisphere-outside-band-unchanged", "palm.encode",
      {"q": [0.3, -0.6, 0.0, -math.sqrt(1 - 0.09 - 0.36)], "side": "r"},
      {"v": [-0.6, 0.0, -math.sqrt(1 - 0.09 - 0.36)], "clamped": False})
 
+
+# -- issue 19: one reading for every condition object (spec §3.4, the one place) ----------
+AFF = {"label": "happy", "intensity": 0.5, "mode": "add"}
+R_CH = "§3.4 an unknown condition channel is ignored, from a peer and a caller alike (§5.9 rule 4)"
+case(wire, "decode-unknown-channel-ignored", "wire.decode", R_CH,
+     {"hex": hx({"t": "cond", "ts": 3, "c": {"gesture": {"x": 1}, "contact": {"hand_r": "chin"}}})},
+     {"type": "cond", "timestamp_us": 3, "conditions": {"contact": {"hand_r": "chin"}}})
+case(inputs, "mirror-unknown-channel-dropped", "conditions.mirror", R_CH,
+     {"conditions": {"gesture": "wave", "affect": AFF}}, {"conditions": {"affect": AFF}})
+R_CNULL = "§3.4 a null channel is inactive, exactly as if left out, from a peer and a caller alike"
+case(inputs, "mirror-null-channel", "conditions.mirror", R_CNULL,
+     {"conditions": {"tracking": None, "mouthing": None, "contact": {"hand_r": "cheek_l"}}},
+     {"conditions": {"contact": {"hand_l": "cheek_r"}}})
+R_AX = ("§3.4 the affect map is a record of label, intensity, mode: another key is ignored "
+        "(§5.9 rule 4); tracking and contact keys are enumeration values (unknown: unknown_id)")
+case(wire, "decode-affect-extra-key", "wire.decode", R_AX,
+     {"hex": hx({"t": "cond", "ts": 3, "c": {"affect": {**AFF, "speed": 2}}})},
+     {"type": "cond", "timestamp_us": 3, "conditions": {"affect": AFF}})
+case(inputs, "mirror-affect-extra-key", "conditions.mirror", R_AX,
+     {"conditions": {"affect": {**AFF, "speed": 2}}}, {"conditions": {"affect": AFF}})
+case(inputs, "mirror-tracking-unknown-part", "conditions.mirror", R_AX,
+     {"conditions": {"tracking": {"tail": "lost"}}}, error="usage.unknown_id")
+R_ORD = ("§3.4 order of checks: channels mouthing, tracking, contact, affect; mouthing: list, "
+         "length, each share (type, finiteness, range), sum; map entries each completely (key "
+         "known, value type, value known); affect: the three fields present, then label, "
+         "intensity, mode")
+BAD_MIX = [2] + [0] * 14
+for id_, c, code in (
+    ("channels", {"contact": {"hand_r": "elbow"}, "mouthing": BAD_MIX}, "out_of_range"),
+    ("mouthing-length-first", {"mouthing": ["x", "y"]}, "out_of_range"),
+    ("mouthing-share-complete", {"mouthing": [1.5, "x"] + [0] * 13}, "out_of_range"),
+    ("entry-key-first", {"tracking": {"tail": 5}}, "unknown_id"),
+    ("affect-fields-first", {"affect": {"label": "joy", "intensity": 0.5}}, "missing_field"),
+    ("affect-label-before-intensity", {"affect": {"label": "joy", "intensity": 7, "mode": "add"}},
+     "unknown_id"),
+):
+    case(wire, f"decode-cond-order-{id_}", "wire.decode", R_ORD,
+         {"hex": hx({"t": "cond", "ts": 0, "c": c})}, error=f"decode.{code}")
+    ucode = {"missing_field": "bad_option"}.get(code, code)
+    case(inputs, f"mirror-order-{id_}", "conditions.mirror", R_ORD, {"conditions": c},
+         error=f"usage.{ucode}")
+
+# -- issue 19: a number's JSON spelling never matters (spec §6.5 rule 1) --------------------
+R_SPELL = ("§6.5 a number's JSON spelling never matters, only its value: 4096.0 is the integer "
+           "4096, 1 is the real number 1.0 (msgpack types on the wire are another matter, §5.2)")
+case(inputs, "spelling-integer-as-float", "wire.decode", R_SPELL,
+     {"hex": hx({"t": "bye", "why": ""}), "max_size": 4096.0}, {"type": "bye", "reason": ""})
+case(inputs, "spelling-fraction-not-integer", "wire.decode", R_SPELL,
+     {"hex": hx({"t": "bye", "why": ""}), "max_size": 4096.5}, error="usage.bad_option")
+case(wire, "encode-seq-spelled-float", "wire.encode", R_SPELL,
+     {"message": {"type": "f", "seq": 7.0, "timestamp_us": 1e3, "values": {}}},
+     {"hex": hx({"t": "f", "s": 7, "ts": 1000, "m": b"", "v": b""})})
+case(wire, "encode-welcome-limits-spelled-float", "wire.encode", R_SPELL,
+     {"message": {"type": "welcome", "session": "s", "registry_hash": "0123456789abcdef",
+                  "protocol": 1.0, "max_message_bytes": 4096.0, "max_fps": 120.0}},
+     {"hex": hx({"t": "welcome", "pv": 1, "sid": "s", "rv": "1.0.0", "rh": H8, "mb": 4096,
+                 "mf": 120})})
+case(wire, "encode-cal-spelled-integer", "wire.encode", R_SPELL + " (a real number is float 64 on the wire)",
+     {"message": {"type": "cal", "hand_length": 1, "torso_length": None, "arm_length": None,
+                  "shoulder_width": None}},
+     {"hex": hx({"t": "cal", "hl": 1.0, "tl": None, "al": None, "sw": None})})
+
+# -- issue 19: which recomputed dims morph.arkit_to_dims lists (spec §4.6, §6.5) -----------
+R_SOLVE = ("§4.6/§6.5 values lists a recomputed dim when n = p − m is not exactly 0; p and m at "
+           "or below 1e-12 are 0 (the §4.6 rounding), so a weight of 1e-13 lists nothing and "
+           "one of 2e-12 lists its dim")
+case(inputs, "solve-below-rounding-lists-nothing", "morph.arkit_to_dims", R_SOLVE,
+     {"weights": {"jawOpen": 1e-13}},
+     {"values": {}, "clamped": [], "replaced": [], "dims_clipped": []})
+
+# -- issue 19: an all-zero mix is inactive (spec §3.4.1, glossary) --------------------------
+R_ZERO = ("§3.4.1 a mix whose shares are all 0 is mouthing inactive, like an absent one: b = 0, "
+          "so Δ = e = a and the mouth dims drive their ARKit channels directly (§4.6)")
+case(inputs, "mouthing-all-zero-inactive", "mouthing.apply", R_ZERO,
+     {"values": {"m_jaw": 0.4}, "shares": [0] * 15},
+     {"baseline": {}, "delta": {"m_jaw": 0.4}, "effective": {"m_jaw": 0.4},
+      "arkit": {"jawOpen": 0.4, "mouthLowerDownLeft": 0.3 * 0.4, "mouthLowerDownRight": 0.3 * 0.4,
+                "mouthFunnel": 0.2 * 0.4}, "visemes": {}})
+
 for name, lst, section, title in (
     ("palm-rules.json", palm, "§3.3, §4.2", "Palm encoding near w = 0: the hemisphere rule"),
     ("wire-rules.json", wire, "§5.2–5.8, §6.5",
