@@ -359,6 +359,9 @@ class _Stream:
         self.timestamp_us = 0
         self.has_frame = False
         self._frame_item: _Item | None = None  # the latest full frame, when known
+        #: spec §5.7 rule 3/7: the merged snapshot belongs to one producer; set when a new
+        #: producer takes the stream, the snapshot starts afresh at its first frame
+        self.fresh = False
         #: the newest sequence number seen from the current producer (spec §5.7)
         self.sequence = SequenceTracker()
         #: held while a producer hello checks whether the current producer is alive
@@ -376,6 +379,11 @@ class _Stream:
 
     def update_frame(self, frame: Frame, data: bytes) -> None:
         """Merge ``frame`` into the latest state (spec §5.7)."""
+        if self.fresh:
+            # spec §5.7 rule 3: every dim a frame *since the producer's hello* has carried;
+            # the previous producer's dims are not mixed under the new one's s (rule 7)
+            self.fresh = False
+            self.values = np.full(N_DIMS, np.nan)
         self.has_frame = True
         self.seq, self.timestamp_us = frame.seq, frame.timestamp_us
         if frame.conditions is not None:
@@ -389,6 +397,17 @@ class _Stream:
         else:
             present = frame.mask
             self.values[present] = frame.values[present]
+            self._frame_item = None
+
+    def underlay(self, frame: Frame, data: bytes) -> None:
+        """Merge a stored start frame (spec §5.7.1 rule 3) *under* the live frames: dims
+        no live frame carried take its values; ``s``, ``ts`` and the live dims stay."""
+        if not self.has_frame:
+            self.update_frame(frame, data)
+            return
+        missing = np.isnan(self.values) & frame.mask
+        if missing.any():
+            self.values[missing] = frame.values[missing]
             self._frame_item = None
 
     def late_join(self) -> Iterator[tuple[str, _Item]]:
@@ -1269,10 +1288,24 @@ class Relay:
 
     def restart_sequence(self, stream: str) -> None:
         """A new producer took ``stream`` elsewhere: its frames are numbered from its
-        own start, not checked against the previous producer's (spec §5.7.1)."""
+        own start, not checked against the previous producer's (spec §5.7.1), and its
+        first frame starts the merged snapshot afresh (spec §5.7 rule 3)."""
         s = self._streams.get(stream)
         if s is not None and not s.producers:  # never the sequence of a local producer
             s.sequence = SequenceTracker()
+            s.fresh = True
+
+    def merge_stored_frame(self, stream: str, message: Message, data: bytes) -> None:
+        """A start frame read from the broker's store after live frames of ``stream``
+        arrived: merged under them (spec §5.7.1 rule 3), so this relay's start frame is
+        the one the producer's relay gives."""
+        s = self._streams.get(stream)
+        if s is None or s.producers or not isinstance(message, Frame):
+            return
+        if len(data) > self.limits.max_message_bytes:
+            self.stats.broker_refused += 1
+            return
+        s.underlay(message, data)
 
     async def evict_producer(self, stream: str, reason: str) -> None:
         """Close the local producer of ``stream`` with ``decode.state`` (spec §5.7.1: its
@@ -1395,6 +1428,7 @@ class Relay:
         if client.role == "producer":
             stream.producers.add(client)
             stream.sequence = SequenceTracker()  # a new producer numbers from its own start
+            stream.fresh = True  # spec §5.7 rule 3: its first frame starts the snapshot
             client.bucket = TokenBucket(self.limits.max_fps,
                                         max(1.0, self.limits.max_fps * self.limits.burst_s))
             return

@@ -8,7 +8,9 @@ one rule:
 * ``stored_late_join`` — a late joiner gets the latest frame's bytes as received, not the
   merged snapshot of §5.7.3;
 * ``no_rate_limit`` — frames are never rate limited (§5.8);
-* ``no_size_limit`` — messages over the announced ``mb`` are accepted (§5.8).
+* ``no_size_limit`` — messages over the announced ``mb`` are accepted (§5.8);
+* ``mixed_producers`` — the merged snapshot is kept across a producer change, so the start
+  frame mixes the old producer's dims under the new one's ``s`` (§5.7 rules 3 and 7).
 """
 
 from __future__ import annotations
@@ -53,12 +55,13 @@ class _Stream:
     values: np.ndarray = field(default_factory=lambda: np.full(N_DIMS, np.nan))
     seq: int = 0
     ts: int = 0
+    fresh: bool = False
 
 
 @contextlib.asynccontextmanager
 async def broken_relay(*, ignore_hash: bool = False, stored_late_join: bool = False,
-                       no_rate_limit: bool = False, no_size_limit: bool = False
-                       ) -> AsyncIterator[str]:
+                       no_rate_limit: bool = False, no_size_limit: bool = False,
+                       mixed_producers: bool = False) -> AsyncIterator[str]:
     streams: dict[str, _Stream] = {}
     limits = Limits()
 
@@ -99,6 +102,8 @@ async def broken_relay(*, ignore_hash: bool = False, stored_late_join: bool = Fa
                         await ws.send(conn.send(Welcome(secrets.token_hex(4))))
                         if role == "producer":
                             stream.producer = ws
+                            if not mixed_producers:  # spec §5.7 rule 3: one producer's
+                                stream.fresh = True
                         else:
                             stream.consumers.add(ws)
                             await _late_join(ws, stream, stored=stored_late_join)
@@ -110,6 +115,9 @@ async def broken_relay(*, ignore_hash: bool = False, stored_late_join: bool = Fa
                     elif isinstance(msg, ConditionsMessage):
                         stream.cond = msg
                     elif isinstance(msg, Frame):
+                        if stream.fresh:
+                            stream.values = np.full(N_DIMS, np.nan)
+                            stream.fresh = False
                         stream.last_frame = data
                         present = ~np.isnan(msg.values)
                         stream.values[present] = msg.values[present]

@@ -150,6 +150,7 @@ async def test_relay_suite_passes_against_the_reference_relay() -> None:
     ("stored_late_join", "late-join-snapshot", "§5.7.3"),
     ("no_rate_limit", "rate-limit", "§5.8"),
     ("no_size_limit", "size", "§5.8"),
+    ("mixed_producers", "late-join-new-producer", "§5.7.3"),
 ])
 async def test_relay_suite_fails_a_broken_relay_naming_the_rule(
         fault: str, check: str, section: str) -> None:

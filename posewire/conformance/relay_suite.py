@@ -269,6 +269,30 @@ async def _late_join_full_bytes(ctx: _Ctx) -> None:
                     "is that frame's bytes unchanged")
 
 
+async def _late_join_new_producer(ctx: _Ctx) -> None:
+    stream = ctx.stream("newprod")
+    holder = await _open(ctx, "consumer", stream)  # the stream lives on between producers
+    p1 = await _open(ctx, "producer", stream)
+    await p1.send(encode(Frame(100, 1000, _full_values(4))))
+    await asyncio.sleep(0.02)
+    await p1.send(encode(Bye("done")))
+    await p1.until_closed()
+    p2 = await _open(ctx, "producer", stream)
+    newest = encode(Frame(0, 5, _partial({"h_yaw": 0.5})))
+    await p2.send(newest)
+    for _ in range(2):  # the old producer's frame, then the new one's
+        await holder.recv_bytes()
+    c = await _open(ctx, "consumer", stream)
+    start = decode(await c.recv_bytes())
+    if not isinstance(start, Frame):
+        raise _RuleError(f"§5.7.3 a late joiner gets the start frame, got {start!r}")
+    present = [REGISTRY.dimensions[i].id for i in np.flatnonzero(start.mask)]
+    if (start.seq, start.timestamp_us) != (0, 5) or present != ["h_yaw"]:
+        raise _RuleError("§5.7.3 the snapshot belongs to one producer: after a producer change "
+                         "the start frame carries only the new producer's dims (s 0, h_yaw), "
+                         f"got s {start.seq} with {len(present)} dims")
+
+
 def _raw_hello(**over: Any) -> bytes:
     obj: dict[str, Any] = {"t": "hello", "pv": 1, "ro": "consumer", "s": "kit", "rv":
                            REGISTRY.version, "rh": REGISTRY_HASH8, "cn": "posewire-kit"}
@@ -441,6 +465,8 @@ CHECKS: tuple[Check, ...] = (
           "(newest s/ts, newest value per dim, c added)", _late_join_snapshot),
     Check("late-join-full-bytes", "§5.7.3 a full newest frame with c is sent as its bytes",
           _late_join_full_bytes),
+    Check("late-join-new-producer", "§5.7.3/§5.7.7 after a producer change the start frame "
+          "holds only the new producer's dims", _late_join_new_producer),
     Check("version", "§5.9.6 pv other than 1 is decode.version, close 4010", _version),
     Check("registry-hash", "§5.9.5 same version, other hash is decode.registry, close 4011",
           _hash),
