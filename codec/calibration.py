@@ -254,14 +254,19 @@ def body_frame(shoulder_l: ArrayLike, shoulder_r: ArrayLike, hip_mid: ArrayLike)
         hip_mid, "hip_mid")
     neck = 0.5 * (sl + sr)
     x = sl - sr
+    if not np.isfinite(x).all():  # spec §6.5 rule 5: sl - sr overflowed binary64
+        raise UsageError("usage.out_of_range", "the shoulder sites are too far apart")
     x_norm = ordered_norm(x)[..., None]
-    if (x_norm <= ZERO_NORM_EPS).any():
+    if (x_norm == 0.0).any():  # spec §6.5 rule 4: given points, exactly equal
         raise UsageError("usage.zero_norm", "shoulder sites coincide")
     x = x / x_norm
     up = neck - hip
+    if not np.isfinite(neck).all() or not np.isfinite(up).all():  # spec §6.5 rule 5
+        raise UsageError("usage.out_of_range", "the sites are too far apart for binary64")
     y = up - np.sum(up * x, axis=-1, keepdims=True) * x
     y_norm = ordered_norm(y)[..., None]
-    if (y_norm <= ZERO_NORM_EPS).any():
+    # spec §6.5 rule 4: a derived direction, degenerate relative to the one it came from
+    if (y_norm <= ZERO_NORM_EPS * ordered_norm(up)[..., None]).any():
         raise UsageError("usage.zero_norm", "neck - hip_mid is parallel to the shoulder line")
     y = y / y_norm
     z = np.cross(x, y)

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 from posewire.codec.errors import UsageError
 
-__all__ = ["CALIBRATION_KEYS", "INPUTS", "Key", "check_input", "check_integers", "check_keys"]
+__all__ = ["CALIBRATION_KEYS", "INPUTS", "Key", "check_input", "check_integers", "check_keys",
+           "check_result"]
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,22 @@ def check_integers(value: object, path: str = "") -> None:
     elif isinstance(value, list):
         for i, x in enumerate(value):
             check_integers(x, f"{path}[{i}]")
+
+
+def check_result(value: object, path: str = "$") -> None:
+    """Spec §6.5 rule 5: an op never answers a number that is not finite. Where finite
+    inputs take a step this spec does not scale (§1.5 scales lengths only) beyond binary64
+    — ``arm.to_physical`` of ``n = 1e308`` on a 10 m unit, ``frame.body`` of sites 2e308
+    apart — the op fails with ``usage.out_of_range`` instead."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise UsageError("usage.out_of_range", "the result is beyond binary64", path=path)
+    elif isinstance(value, dict):
+        for k, x in value.items():
+            check_result(x, f"{path}.{k}")
+    elif isinstance(value, list | tuple):
+        for i, x in enumerate(value):
+            check_result(x, f"{path}[{i}]")
 
 
 def _numbers(value: object, path: str) -> None:
