@@ -740,7 +740,10 @@ function sharesToList(shares) {
 const MIX_EPS = 1e-6;
 
 function delta(a, b) {
-  return a * b >= 0 ? a * (1 - Math.abs(b)) : a * Math.abs(b);
+  // §4.7/§1.5: the direction is decided on the signs, never on the rounded product a·b
+  // (which underflows to -0 for a = 0.5, b = -5e-324)
+  const opposite = Math.sign(a) * Math.sign(b) < 0;
+  return opposite ? a * Math.abs(b) : a * (1 - Math.abs(b));
 }
 
 function mouthingApply({ values = {}, shares }) {
@@ -786,7 +789,8 @@ function mouthingNormalize({ shares }) {
   const normalized = sum > 1;
   const out = {};
   s.forEach((x, i) => {
-    if (x !== 0) out[VISEMES[i]] = normalized ? x / sum : x;
+    const y = normalized ? x / sum : x; // "non-zero only" on the divided share (5e-324/2 is 0)
+    if (y !== 0) out[VISEMES[i]] = y;
   });
   return { shares: out, normalized };
 }

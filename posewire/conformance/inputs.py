@@ -116,7 +116,10 @@ def _check(value: object, key: Key, path: str) -> None:
         # spec §6.5 rule 1: a number's JSON spelling never matters: 4096.0 is an integer
         if isinstance(value, float) and value.is_integer():
             value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise _bad("expected an integer", path)
+        _number(value, path)  # rule 2 before the fraction: 10**400 is usage.not_finite
+        if not isinstance(value, int):
             raise _bad("expected an integer", path)
         if (key.lo is not None and value < key.lo) or (key.hi is not None and value > key.hi):
             raise UsageError("usage.out_of_range",

@@ -139,7 +139,9 @@ function checkKeys(inp, table) {
     switch (kind[0]) {
       case 'n': checkNumber(x, k, range.length ? range : null); break;
       case 'i':
-        if (typeof x !== 'number' || !Number.isInteger(x)) throw usage('bad_option', k);
+        if (typeof x !== 'number') throw usage('bad_option', k);
+        if (!Number.isFinite(x)) throw usage('not_finite', k); // rule 2 before the fraction
+        if (!Number.isInteger(x)) throw usage('bad_option', k);
         if (x < range[0] || x > range[1]) throw usage('out_of_range', k);
         break;
       case 's': if (typeof x !== 'string') throw usage('bad_option', k); break;

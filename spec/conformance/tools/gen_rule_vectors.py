@@ -487,6 +487,22 @@ case(wire, "encode-order-unknown-dim-before-range", "wire.encode", R_WORD,
 case(wire, "encode-order-conditions-before-range", "wire.encode", R_WORD,
      {"message": {**FR, "seq": -1, "values": {}, "conditions": {"tracking": {"tail": "lost"}}}},
      error="usage.unknown_id")
+# -- issue 19: found by running the generated boundary set through the JS kit -------------
+R_SIGN = ("§4.7/§1.5 the direction of the delta law is decided on the signs of a and b, never on "
+          "the rounded product a·b (0.5 · −5e−324 underflows to −0): opposite, Δ = a·|b| = 0")
+case(inputs, "subnormal-delta-signs-not-product", "mouthing.delta", R_SIGN,
+     {"authored": 0.5, "baseline": -5e-324}, {"delta": 0.0, "effective": -5e-324})
+case(inputs, "subnormal-normalize-non-zero-after-division", "mouthing.normalize",
+     "§6.5 non-zero only is judged on the normalized share: 5e−324 / 2 rounds to 0 and is left out",
+     {"shares": [5e-324] + [0] * 9 + [1.0, 0, 0, 0, 1.0]},
+     {"shares": {"aa": 0.5, "U": 0.5}, "normalized": True})
+R_SUBUNIT = ("§1.5 a vector is normalized as its scaled self over its scaled length, so a subnormal "
+             "vector gets a unit result (its length alone would round)")
+case(inputs, "subnormal-frame-body-unit-axes", "frame.body", R_SUBUNIT,
+     {"shoulder_l": [0, 0, 0], "shoulder_r": [5e-324, -5e-324, 0], "hip_mid": [0, -1, 0]},
+     {"origin": [0.0, 0.0, 0.0], "x": [-math.sqrt(0.5), math.sqrt(0.5), 0.0],
+      "y": [math.sqrt(0.5), math.sqrt(0.5), 0.0], "z": [0.0, 0.0, -1.0], "points": []})
+
 for name, lst, section, title in (
     ("palm-rules.json", palm, "§3.3, §4.2", "Palm encoding near w = 0: the hemisphere rule"),
     ("wire-rules.json", wire, "§5.2–5.8, §6.5",
