@@ -29,7 +29,7 @@ message plus a close code (spec §5.8). What the relay adds (spec §5.7):
 * **origin** — a browser (a client that sends ``Origin``) is accepted only from the
   relay's own origin or ``allow_origins``; clients without ``Origin`` are unaffected.
 * **TLS and auth** — ``tls_cert``/``tls_key`` serve ``wss://``. Beyond loopback the
-  relay needs a token (unless ``no_auth``) and TLS (unless ``insecure``).
+  relay needs a token (always, spec §5.7 rule 5) and TLS (unless ``insecure``).
 * **liveness** — keepalive pings every ``ping_interval`` s; a client that neither answers
   nor sends anything within ``ping_timeout`` s is closed.
 
@@ -643,7 +643,8 @@ class Relay:
     Options (keyword-only):
 
     * ``token`` — required auth token (compared in constant time); a host beyond loopback
-      needs one unless ``no_auth=True``.
+      needs one, always (spec §5.7 rule 5). ``no_auth=True`` ignores a configured token on
+      loopback and is refused beyond it (``usage.bad_option``).
     * ``tls_cert`` / ``tls_key`` — PEM files: serve ``wss://``. A host beyond loopback
       needs them unless ``insecure=True``.
     * ``allow_origins`` — browser origins (``"https://example.org"``) accepted besides the
@@ -681,11 +682,17 @@ class Relay:
                  status_every: float | None = None, status_file: TextIO | None = None,
                  send_buffer: int | None = 16384, close_timeout: float = 2.0,
                  broker: Broker | None = None) -> None:
-        if token is None and not no_auth and not is_loopback(host):
-            # spec §5.8: auth is on by default beyond loopback
+        if no_auth and not is_loopback(host):
+            # spec §5.7 rule 5: beyond loopback a token is a MUST, with no opt-out
+            raise UsageError("usage.bad_option",
+                             f"--no-auth is refused on {host or 'all interfaces'}: a relay "
+                             "beyond loopback must require a token (spec §5.7 rule 5); "
+                             "pass --token T", path="no_auth")
+        if token is None and not is_loopback(host):
+            # spec §5.7 rule 5: auth is required beyond loopback
             raise UsageError("usage.bad_option",
                              f"refusing to serve on {host or 'all interfaces'} without a "
-                             "token: pass --token T (or --no-auth explicitly)", path="token")
+                             "token (spec §5.7 rule 5): pass --token T", path="token")
         if (tls_cert is None) != (tls_key is None):
             raise UsageError("usage.bad_option", "tls_cert and tls_key go together",
                              path="tls_cert")
