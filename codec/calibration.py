@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .errors import UsageError
-from .ieee import ordered_norm, ordered_sum
+from .ieee import ordered_norm, ordered_sum, ordered_unit
 from .quaternion import ZERO_NORM_EPS, Vec3, as_vec1
 from .registry import REFERENCE_AVATAR, REGISTRY
 
@@ -254,16 +254,21 @@ def body_frame(shoulder_l: ArrayLike, shoulder_r: ArrayLike, hip_mid: ArrayLike)
         hip_mid, "hip_mid")
     neck = 0.5 * (sl + sr)
     x = sl - sr
+    if not np.isfinite(x).all():  # spec §6.5 rule 5: sl - sr overflowed binary64
+        raise UsageError("usage.out_of_range", "the shoulder sites are too far apart")
     x_norm = ordered_norm(x)[..., None]
-    if (x_norm <= ZERO_NORM_EPS).any():
+    if (x_norm == 0.0).any():  # spec §6.5 rule 4: given points, exactly equal
         raise UsageError("usage.zero_norm", "shoulder sites coincide")
-    x = x / x_norm
+    x = ordered_unit(x)  # spec §1.5: the scaled x over its scaled length (subnormal too)
     up = neck - hip
+    if not np.isfinite(neck).all() or not np.isfinite(up).all():  # spec §6.5 rule 5
+        raise UsageError("usage.out_of_range", "the sites are too far apart for binary64")
     y = up - np.sum(up * x, axis=-1, keepdims=True) * x
     y_norm = ordered_norm(y)[..., None]
-    if (y_norm <= ZERO_NORM_EPS).any():
+    # spec §6.5 rule 4: a derived direction, degenerate relative to the one it came from
+    if (y_norm <= ZERO_NORM_EPS * ordered_norm(up)[..., None]).any():
         raise UsageError("usage.zero_norm", "neck - hip_mid is parallel to the shoulder line")
-    y = y / y_norm
+    y = ordered_unit(y)
     z = np.cross(x, y)
     return BodyFrame(rotation=np.stack([x, y, z], axis=-1), origin=neck)
 

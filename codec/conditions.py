@@ -96,8 +96,7 @@ class Conditions:
 
     def __post_init__(self) -> None:
         if self.mouthing is not None:
-            mouthing = tuple(float(s) for s in self.mouthing)
-            _check_mouthing(mouthing, "usage", "mouthing")
+            mouthing = _check_mouthing(tuple(self.mouthing), "usage", "mouthing")
             object.__setattr__(self, "mouthing", mouthing)
         _check_enum_map(self.tracking, TRACKING_PARTS, TRACKING_STATES, "usage", "tracking")
         _check_enum_map(self.contact, CONTACT_HANDS, CONTACT_SITES, "usage", "contact")
@@ -138,24 +137,31 @@ def _fail(family: ErrorFamily, code: str, message: str, path: str) -> Exception:
 def _number(value: object, family: ErrorFamily, path: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise _fail(family, "decode.type", "expected a number", path)
-    x = float(value)
+    try:
+        x = float(value)
+    except OverflowError:  # an integer beyond float64 (spec §6.5 rule 2)
+        x = math.inf
     if not math.isfinite(x):
         raise _fail(family, "decode.not_finite", "value is not finite", path)
     return x
 
 
-def _check_mouthing(shares: tuple[float, ...], family: ErrorFamily, path: str) -> None:
-    # spec §3.4.1
+def _check_mouthing(shares: tuple[object, ...], family: ErrorFamily, path: str) -> tuple[float, ...]:
+    # spec §3.4 order of checks: the length, then each share completely (type, finiteness,
+    # range) in index order, then the sum
     if len(shares) != len(VISEMES):
         raise _fail(family, "decode.out_of_range",
                     f"expected {len(VISEMES)} viseme shares, got {len(shares)}", path)
-    for i, s in enumerate(shares):
-        _number(s, family, f"{path}[{i}]")
+    out = []
+    for i, raw in enumerate(shares):
+        s = _number(raw, family, f"{path}[{i}]")
         if not 0.0 <= s <= 1.0:
             raise _fail(family, "decode.out_of_range", "a share is outside [0, 1]",
                         f"{path}[{i}]")
-    if math.fsum(shares) > 1.0 + MOUTHING_SUM_TOLERANCE:
+        out.append(s)
+    if math.fsum(out) > 1.0 + MOUTHING_SUM_TOLERANCE:
         raise _fail(family, "decode.out_of_range", "viseme shares sum to more than 1", path)
+    return tuple(out)
 
 
 def _check_enum_map(values: object, keys: tuple[str, ...], allowed: tuple[str, ...],
@@ -208,9 +214,7 @@ def conditions_from_obj(obj: object, *, error_family: ErrorFamily = "decode",
     if raw_m is not None:
         if not isinstance(raw_m, list | tuple):
             raise _fail(error_family, "decode.type", "expected an array", f"{path}.mouthing")
-        mouthing = tuple(_number(s, error_family, f"{path}.mouthing[{i}]")
-                         for i, s in enumerate(raw_m))
-        _check_mouthing(mouthing, error_family, f"{path}.mouthing")
+        mouthing = _check_mouthing(tuple(raw_m), error_family, f"{path}.mouthing")
     # spec §5.5: a channel whose value is nil is inactive, exactly as if it were left out
     tracking = obj.get("tracking")
     tracking = {} if tracking is None else tracking

@@ -92,7 +92,9 @@ PALM_CLAMP = 0.98
 #: Hemisphere of the stored palm vector part in the clamp band: the default's axis
 #: ``(1, 0, 1)/√2`` (spec §3.3, §4.2).
 PALM_HEMISPHERE: NDArray[np.float64] = np.array([1.0, 0.0, 1.0]) / np.sqrt(2.0)
-#: A quaternion or direction whose norm is at most this is "zero" (``usage.zero_norm``).
+#: Spec §6.5 rule 4: a vector an op *derives* from another (an orthogonalized part) is
+#: degenerate (``usage.zero_norm``) when its length is at most this times the length of the
+#: vector it came from; a vector the caller gives is zero only when it is exactly 0.
 ZERO_NORM_EPS = 1e-12
 
 
@@ -110,9 +112,13 @@ def _check_side(side: str) -> None:
         raise UsageError("usage.bad_option", f"side must be 'l' or 'r', not {side!r}")
 
 
-def _unit(vectors: F64, what: str) -> F64:
+def _unit(vectors: F64, what: str, of: F64 | None = None) -> F64:
+    """``v / |v|`` (spec §1.5). Spec §6.5 rule 4: a vector the caller gives (``of`` None)
+    is zero only when every component is exactly 0, so 5e-324 normalizes (scale-free); a
+    derived one is degenerate at ``|v| <= ZERO_NORM_EPS · of``."""
     norm = ordered_norm(vectors)  # spec §1.5: the stated order, no BLAS
-    if (norm <= ZERO_NORM_EPS).any():
+    zero = norm == 0.0 if of is None else norm <= ZERO_NORM_EPS * of
+    if np.any(zero):
         raise UsageError("usage.zero_norm", f"{what} has zero length")
     return ordered_unit(vectors)
 
@@ -333,8 +339,8 @@ def reconstruct_w(v: ArrayLike, *, clamp: float | None = PALM_CLAMP) -> tuple[F6
     """
     vec = _as_array(v, 3, "vector part")
     limit = 1.0 if clamp is None else float(clamp)
-    if not 0.0 < limit <= 1.0:
-        raise UsageError("usage.bad_option", f"clamp must be in (0, 1], not {clamp!r}")
+    if not 0.0 <= limit <= 1.0:  # spec §6.5 rule 3: clamp in [0, 1] (0: every v becomes 0)
+        raise UsageError("usage.out_of_range", f"clamp must be in [0, 1], not {clamp!r}")
     norm = ordered_norm(vec)  # spec §3.3: the decision is taken on the stated arithmetic
     changed = norm > limit
     scale = np.where(changed, limit / np.where(changed, norm, 1.0), 1.0)
@@ -429,8 +435,9 @@ def palm_from_directions(fingers: ArrayLike, palm_normal: ArrayLike, *, side: Si
     _check_side(side)
     y = _unit(_as_array(fingers, 3, "fingers"), "fingers")
     normal = _as_array(palm_normal, 3, "palm_normal")
+    _unit(normal, "palm_normal")  # a zero palm normal is usage.zero_norm whatever the fingers
     z = _unit(normal - np.sum(normal * y, axis=-1, keepdims=True) * y,
-              "palm_normal orthogonal to fingers")
+              "palm_normal orthogonal to fingers", of=ordered_norm(normal))
     return palm_from_axes_unchecked(y, z)
 
 

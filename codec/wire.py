@@ -703,15 +703,61 @@ _JSON_REQUIRED: dict[str, tuple[str, ...]] = {
 }
 
 
+_JSON_INT_KEYS = ("seq", "timestamp_us", "unknown_dims", "protocol", "number",
+                  "max_message_bytes", "max_fps")
+
+
+def _json_number(value: object) -> object:
+    """Spec §6.5 rule 1: a number's JSON spelling never matters, only its value, so an
+    integral float (``7.0``, ``1e3``) is that integer (JavaScript cannot tell them apart)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+#: The keys of each message's JSON form in the order of the spec §6.5 table: the order in
+#: which their JSON types are checked (step 2 of ``wire.encode``).
+_JSON_ORDER: dict[str, tuple[str, ...]] = {
+    "hello": ("protocol", "role", "stream", "registry_version", "registry_hash", "client", "token"),
+    "welcome": ("protocol", "session", "registry_version", "registry_hash", "max_message_bytes",
+                "max_fps"),
+    "bye": ("reason",), "err": ("number", "code", "path", "message"),
+    "cal": ("hand_length", "torso_length", "arm_length", "shoulder_width"),
+    "cond": ("timestamp_us", "conditions"),
+    "f": ("seq", "timestamp_us", "values", "conditions", "unknown_dims"),
+}
+
+
+def _json_type_ok(kind: type, name: str, value: object) -> bool:
+    """Spec §6.5 wire.encode step 2: the JSON type of one key of a message's JSON form."""
+    number = not isinstance(value, bool) and isinstance(value, int | float)
+    integer = not isinstance(value, bool) and isinstance(value, int)
+    if kind is Calibration:
+        return value is None or number
+    if name in _JSON_INT_KEYS:
+        return integer
+    if name == "token":
+        return value is None or isinstance(value, str)
+    if name == "values":
+        return isinstance(value, Mapping) and all(
+            not isinstance(x, bool) and isinstance(x, int | float) for x in value.values())
+    if name == "conditions":  # a frame's may be null (no condition state)
+        return isinstance(value, Mapping) or (kind is Frame and value is None)
+    return isinstance(value, str)
+
+
 def message_from_json(obj: Mapping[str, Any], *, registry: Registry = REGISTRY) -> Message:
     """Inverse of :func:`message_to_json`; bad input raises :class:`UsageError` (spec §6.5).
 
-    One rule for every message: ``obj`` must be an object whose ``type`` is a message type
-    (not a string: ``usage.bad_option``; unknown: ``usage.unknown_id``); a required key
-    that is missing, an unknown key or a value of the wrong JSON type (a boolean is never a
-    number, a float never an integer) is ``usage.bad_option``; a frame value that is NaN or
-    infinite is ``usage.not_finite`` (a dim is absent by being left out); ``registry_hash``
-    is 16 lowercase hex digits (else ``usage.out_of_range``). Then :func:`encode`'s checks.
+    The checks run in the order of spec §6.5 (``wire.encode``), each over the whole message
+    before the next: (1) ``type`` (not a string ``usage.bad_option``, unknown
+    ``usage.unknown_id``); (2) unknown keys, missing required keys, then the JSON type of
+    every key in the order of the §6.5 table (a boolean is never a number, an integer has no
+    fraction; its spelling does not matter) ``usage.bad_option``; (3) a frame value that is
+    not finite ``usage.not_finite``; (4) ``protocol`` other than 1 ``usage.bad_option``;
+    (5) unknown dim ids, ``role``, then the condition object as a whole by spec §3.4
+    (``usage.*`` codes, its own order); (6) ranges, bounds and patterns
+    ``usage.out_of_range`` (``registry_hash`` first, then :func:`encode`'s checks).
     """
     if not isinstance(obj, Mapping):
         raise UsageError("usage.bad_option", "a message must be a JSON object", path="$")
@@ -721,7 +767,9 @@ def message_from_json(obj: Mapping[str, Any], *, registry: Registry = REGISTRY) 
     kind = TYPE_TAGS.get(tag)
     if kind is None:
         raise UsageError("usage.unknown_id", f"unknown message type {tag!r}", path="type")
-    args = {k: v for k, v in obj.items() if k != "type"}
+    # step 2: keys, then JSON types (spec §6.5 rule 1: spelling never matters)
+    args: dict[str, Any] = {k: _json_number(v) if k in _JSON_INT_KEYS else v
+                            for k, v in obj.items() if k != "type"}
     allowed = {f.name for f in fields(kind)}
     for key in args:
         if key not in allowed:
@@ -729,62 +777,49 @@ def message_from_json(obj: Mapping[str, Any], *, registry: Registry = REGISTRY) 
     for key in _JSON_REQUIRED[tag]:
         if key not in args:
             raise UsageError("usage.bad_option", f"{tag} needs {key!r}", path=key)
-    if kind is Frame:
-        raw = args["values"]
-        if not isinstance(raw, Mapping):
-            raise UsageError("usage.bad_option", "values must be an object", path="values")
-        values = np.full(len(registry), np.nan)
-        for key, value in raw.items():
-            dim = registry.by_id.get(key)
-            if dim is None:
-                raise UsageError("usage.unknown_id", f"no dimension {key!r}",
-                                 path=f"values.{key}")
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise UsageError("usage.bad_option", f"{key} must be a number",
-                                 path=f"values.{key}")
-            try:
-                x = float(value)
-            except OverflowError:
-                x = math.inf
-            if not math.isfinite(x):
-                raise UsageError("usage.not_finite", f"{key} is not finite",
-                                 path=f"values.{key}")
-            values[dim.index] = x
-        c = args.get("conditions")
-        # integers stay integers: 0.5 is refused, never truncated (spec §1.3)
-        return Frame(_int(args["seq"], 0, _U32 - 1, "usage", "seq"),
-                     _int(args["timestamp_us"], 0, _U64 - 1, "usage", "timestamp_us"),
-                     values,
-                     None if c is None else conditions_from_obj(c, error_family="usage"),
-                     _int(args.get("unknown_dims", 0), 0, _U32, "usage", "unknown_dims"))
-    if kind is ConditionsMessage:
-        return ConditionsMessage(
-            conditions_from_obj(args["conditions"], error_family="usage"),
-            _int(args.get("timestamp_us", 0), 0, _U64 - 1, "usage", "timestamp_us"))
+    for name in _JSON_ORDER[tag]:  # the §6.5 table's key order
+        if name in args and not _json_type_ok(kind, name, args[name]):
+            raise UsageError("usage.bad_option", f"{name} has the wrong JSON type", path=name)
+    # step 3: frame values are finite (a dim is absent by being left out)
+    raw_values: Mapping[str, Any] = args.get("values", {}) if kind is Frame else {}
+    for key, value in raw_values.items():
+        try:
+            finite = math.isfinite(float(value))
+        except OverflowError:
+            finite = False
+        if not finite:
+            raise UsageError("usage.not_finite", f"{key} is not finite", path=f"values.{key}")
+    # step 4: an encoder writes pv = 1 only
+    if "protocol" in args and args["protocol"] != PROTOCOL_VERSION:
+        raise UsageError("usage.bad_option", f"protocol must be {PROTOCOL_VERSION}",
+                         path="protocol")
+    # step 5: unknown ids and enumeration values
+    for key in raw_values:
+        if key not in registry.by_id:
+            raise UsageError("usage.unknown_id", f"no dimension {key!r}", path=f"values.{key}")
+    if kind is Hello and args["role"] not in ("producer", "consumer"):
+        raise UsageError("usage.unknown_id", "role must be producer or consumer", path="role")
+    c = args.get("conditions")
+    conditions = None if c is None else conditions_from_obj(c, error_family="usage")
+    # step 6: ranges, bounds, patterns
     if "registry_hash" in args:
         h = args["registry_hash"]
-        if not isinstance(h, str):
-            raise UsageError("usage.bad_option", "registry_hash must be a string",
-                             path="registry_hash")
         if not _HEX8_RE.fullmatch(h):
             raise UsageError("usage.out_of_range", "registry_hash must be 16 lowercase hex "
                              "digits", path="registry_hash")
         args["registry_hash"] = bytes.fromhex(h)
-    for f in fields(kind):  # JSON types before encode's range checks
-        if f.name not in args or f.name == "registry_hash":
-            continue
-        value = args[f.name]
-        want_int = f.name in ("protocol", "number", "max_message_bytes", "max_fps")
-        if kind is Calibration:
-            ok = value is None or (not isinstance(value, bool) and isinstance(value, int | float))
-        elif want_int:
-            ok = not isinstance(value, bool) and isinstance(value, int)
-        elif f.name == "token":
-            ok = value is None or isinstance(value, str)
-        else:
-            ok = isinstance(value, str)
-        if not ok:
-            raise UsageError("usage.bad_option", f"{f.name} has the wrong JSON type",
-                             path=f.name)
+    if kind is Frame:
+        values = np.full(len(registry), np.nan)
+        for key, value in raw_values.items():
+            values[registry.by_id[key].index] = float(value)
+        # integers stay integers: 0.5 is refused, never truncated (spec §1.3)
+        return Frame(_int(args["seq"], 0, _U32 - 1, "usage", "seq"),
+                     _int(args["timestamp_us"], 0, _U64 - 1, "usage", "timestamp_us"),
+                     values, conditions,
+                     _int(args.get("unknown_dims", 0), 0, _U32, "usage", "unknown_dims"))
+    if kind is ConditionsMessage:
+        assert conditions is not None
+        return ConditionsMessage(
+            conditions, _int(args.get("timestamp_us", 0), 0, _U64 - 1, "usage", "timestamp_us"))
     msg: Message = kind(**args)
     return msg

@@ -192,7 +192,8 @@ def _add_net_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     auth = p.add_mutually_exclusive_group()
     auth.add_argument("--token", help="require this auth token (default: $POSEWIRE_TOKEN)")
     auth.add_argument("--no-auth", action="store_true",
-                      help="allow unauthenticated clients on a non-loopback host")
+                      help="ignore $POSEWIRE_TOKEN (loopback only: a relay beyond loopback "
+                           "always requires a token, spec §5.7 rule 5)")
     p.add_argument("--max-fps", type=int, default=DEFAULT_MAX_FPS,
                    help="frames per second per producer")
     p.add_argument("--max-bytes", type=int, default=DEFAULT_MAX_MESSAGE_BYTES,

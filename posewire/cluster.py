@@ -17,7 +17,9 @@ things travel through it:
   ``<prefix>_state`` (keys ``<stream>.cal|cond|f``), written by the producer's relay: one
   writer, the newest state only, at most every ``state_interval`` seconds, never in the
   producer's path. A relay whose first consumer of a stream arrives subscribes, then
-  reads the stored state once, before that consumer's welcome.
+  reads the stored state once, before that consumer's welcome; the stored start frame is
+  merged *under* frames that came live meanwhile (spec §5.7.1 rule 3), so its start frame
+  is the producer's relay's.
 * **one producer per stream** — a lease in the bucket ``<prefix>_lease`` (key
   ``<stream>``), created with a revision check (``create`` fails while another relay
   holds it), renewed every ``lease_ttl / 3`` s by a revision-checked update, deleted when
@@ -169,6 +171,9 @@ class ClusterHost(Protocol):
     def restart_sequence(self, stream: str) -> None:
         """A new producer took ``stream``: its sequence numbers start afresh."""
 
+    def merge_stored_frame(self, stream: str, message: Message, data: bytes) -> None:
+        """A stored start frame, merged under the live frames already taken."""
+
     async def evict_producer(self, stream: str, reason: str) -> None:
         """Close the local producer of ``stream``."""
 
@@ -263,6 +268,8 @@ class Broker:
         self._users: dict[str, int] = {}
         self._joined: dict[str, str] = {}  # consumer session -> stream
         self._live: dict[str, set[str]] = {}
+        #: streams whose live input named a new producer since the subscription
+        self._restarted: set[str] = set()
         self._joins: dict[str, asyncio.Task[list[tuple[str, bytes]]]] = {}
         # producers: leases by stream, stream by session, streams whose next message
         # announces a new producer, releases under way
@@ -490,6 +497,7 @@ class Broker:
             return
         if msg.headers and PRODUCER_HEADER in msg.headers:
             host.restart_sequence(stream)  # a new producer numbers from its own start
+            self._restarted.add(stream)
         self._live.setdefault(stream, set()).add(kind)
         host.fan_out(stream, message, msg.data)
 
@@ -508,15 +516,22 @@ class Broker:
             return  # served without the stored state; subscribed on reconnect
         if first and self._host is not None:
             seen = self._live.get(stream, set())
+            restarted = stream in self._restarted
             for kind, data in stored:
-                if kind in seen:
-                    continue  # newer, live
+                if kind in seen and (kind != "f" or restarted):
+                    continue  # newer, live (a new producer's frames are not mixed)
                 try:
                     message = decode(data, max_size=self._host.limits.max_message_bytes)
                 except DecodeError:
                     self.stats.received_bad += 1  # stored state is checked like live input
                     continue
-                self._host.fan_out(stream, message, data)
+                if kind in seen:
+                    # spec §5.7.1 rule 3: the stored start frame goes *under* the live
+                    # frames (their s, ts and dims win), so the merged start frame is the
+                    # one a single relay gives
+                    self._host.merge_stored_frame(stream, message, data)
+                else:
+                    self._host.fan_out(stream, message, data)
 
     async def _subscribe(self, stream: str) -> list[tuple[str, bytes]]:
         """Subscribe (flushed: live from now on), then read the stored state."""
@@ -527,6 +542,7 @@ class Broker:
                 await self._on_remote(stream, msg)
 
             self._live.pop(stream, None)
+            self._restarted.discard(stream)
             self._subs[stream] = await nc.subscribe(self._subject(stream), cb=on_msg)
             await nc.flush(max(1, round(self.request_timeout)))
         out: list[tuple[str, bytes]] = []
@@ -551,6 +567,7 @@ class Broker:
         self._users.pop(stream, None)
         self._joins.pop(stream, None)
         self._live.pop(stream, None)
+        self._restarted.discard(stream)
         sub = self._subs.pop(stream, None)
         if sub is not None:
             self._spawn(self._unsubscribe(sub), f"posewire-leave-{stream}")

@@ -8,7 +8,23 @@ one rule:
 * ``stored_late_join`` — a late joiner gets the latest frame's bytes as received, not the
   merged snapshot of §5.7.3;
 * ``no_rate_limit`` — frames are never rate limited (§5.8);
-* ``no_size_limit`` — messages over the announced ``mb`` are accepted (§5.8).
+* ``no_size_limit`` — messages over the announced ``mb`` are accepted (§5.8);
+* ``mixed_producers`` — the merged snapshot is kept across a producer change, so the start
+  frame mixes the old producer's dims under the new one's ``s`` (§5.7 rules 3 and 7);
+* ``forward_stale`` — frames behind the newest ``s`` are forwarded and kept (§5.7 rule 2);
+* ``ignore_origin`` — a browser from any ``Origin`` is accepted (§5.7 rule 9);
+* ``any_subprotocol`` — a client that does not offer ``posewire.v1`` is accepted (§5.1);
+* ``no_hello_deadline`` — a connection that never says hello stays open (§5.7 rule 8);
+* ``consumer_data`` — data messages from a consumer are ignored, not refused (§5.10);
+* ``data_before_hello`` — data messages before the hello are ignored, not refused (§5.10);
+* ``frameless_start_frame`` — a stream without frames still gets a (empty) start frame
+  (§5.7 rule 3);
+* ``no_auth`` — with ``host`` beyond loopback, hellos without a token are accepted
+  (§5.7 rule 5; without the fault such a relay requires ``token``).
+
+With no fault the relay keeps each of these rules: stale frames dropped, Origin checked
+(only origins without one, or this relay's own), the subprotocol required, a 3 s hello
+deadline, data only from a producer after its hello, no start frame without frames.
 """
 
 from __future__ import annotations
@@ -23,6 +39,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
 from posewire.codec.errors import DecodeError
@@ -53,14 +70,34 @@ class _Stream:
     values: np.ndarray = field(default_factory=lambda: np.full(N_DIMS, np.nan))
     seq: int = 0
     ts: int = 0
+    fresh: bool = False
+    restart: bool = False
+    has_frame: bool = False
 
 
 @contextlib.asynccontextmanager
 async def broken_relay(*, ignore_hash: bool = False, stored_late_join: bool = False,
-                       no_rate_limit: bool = False, no_size_limit: bool = False
-                       ) -> AsyncIterator[str]:
+                       no_rate_limit: bool = False, no_size_limit: bool = False,
+                       mixed_producers: bool = False, forward_stale: bool = False,
+                       ignore_origin: bool = False, any_subprotocol: bool = False,
+                       no_hello_deadline: bool = False, consumer_data: bool = False,
+                       data_before_hello: bool = False, frameless_start_frame: bool = False,
+                       no_auth: bool = False, host: str = "127.0.0.1",
+                       token: str | None = None) -> AsyncIterator[str]:
     streams: dict[str, _Stream] = {}
+    tasks: set[asyncio.Future[None]] = set()
     limits = Limits()
+    loopback = host in ("127.0.0.1", "::1", "localhost")
+    required = None if (loopback or no_auth) else (token or "broken-token")
+
+    def check_request(ws: ServerConnection, request: Request) -> Response | None:
+        origin = request.headers.get("Origin")
+        if not ignore_origin and origin is not None and origin != f"http://{host}":
+            return ws.respond(403, "origin not allowed\n")  # spec §5.7 rule 9
+        offered = request.headers.get("Sec-WebSocket-Protocol") or ""
+        if not any_subprotocol and SUBPROTOCOL not in [p.strip() for p in offered.split(",")]:
+            return ws.respond(400, "posewire.v1 required\n")  # spec §5.1
+        return None
 
     async def fail(ws: ServerConnection, failure: ProtocolFailure) -> None:
         if failure.reply:
@@ -72,6 +109,13 @@ async def broken_relay(*, ignore_hash: bool = False, stored_late_join: bool = Fa
             limits, max_message_bytes=1 << 20) if no_size_limit else limits)
         stream: _Stream | None = None
         role = ""
+
+        async def overdue() -> None:  # spec §5.7 rule 8: no hello within 3 s
+            with contextlib.suppress(Exception):
+                await fail(ws, conn.fail(DecodeError("decode.state", "no hello", path="$")))
+
+        deadline = None if no_hello_deadline else asyncio.get_running_loop().call_later(
+            3.0, lambda: tasks.add(asyncio.ensure_future(overdue())))
         try:
             async for data in ws:
                 if isinstance(data, str):
@@ -82,6 +126,13 @@ async def broken_relay(*, ignore_hash: bool = False, stored_late_join: bool = Fa
                         h = decode(data)
                         if isinstance(h, Hello):
                             data = encode(replace(h, registry_hash=REGISTRY_HASH8))
+                if conn.peer_hello is None or role == "consumer":
+                    with contextlib.suppress(DecodeError):
+                        first = decode(data)
+                        if isinstance(first, Calibration | ConditionsMessage | Frame) and (
+                                (conn.peer_hello is None and data_before_hello)
+                                or (role == "consumer" and consumer_data)):
+                            continue  # the fault: data ignored instead of refused (§5.10)
                 for ev in conn.receive_data(data, now=None if no_rate_limit else time.monotonic()):
                     if isinstance(ev, ProtocolFailure):
                         await fail(ws, ev)
@@ -90,6 +141,12 @@ async def broken_relay(*, ignore_hash: bool = False, stored_late_join: bool = Fa
                         continue
                     msg = ev.message
                     if isinstance(msg, Hello):
+                        if deadline is not None:
+                            deadline.cancel()
+                        if required is not None and msg.token != required:
+                            await fail(ws, conn.fail(DecodeError("decode.auth", "token",
+                                                                 path="tk")))
+                            return
                         stream = streams.setdefault(msg.stream, _Stream())
                         role = msg.role
                         if role == "producer" and stream.producer is not None:
@@ -99,9 +156,13 @@ async def broken_relay(*, ignore_hash: bool = False, stored_late_join: bool = Fa
                         await ws.send(conn.send(Welcome(secrets.token_hex(4))))
                         if role == "producer":
                             stream.producer = ws
+                            stream.restart = True  # its sequence numbers start afresh
+                            if not mixed_producers:  # spec §5.7 rule 3: one producer's
+                                stream.fresh = True
                         else:
                             stream.consumers.add(ws)
-                            await _late_join(ws, stream, stored=stored_late_join)
+                            await _late_join(ws, stream, stored=stored_late_join,
+                                             frameless=frameless_start_frame)
                         continue
                     if stream is None or role != "producer":
                         continue
@@ -110,6 +171,15 @@ async def broken_relay(*, ignore_hash: bool = False, stored_late_join: bool = Fa
                     elif isinstance(msg, ConditionsMessage):
                         stream.cond = msg
                     elif isinstance(msg, Frame):
+                        behind = stream.has_frame and 0 < (stream.seq - msg.seq) % 2**32 <= 1024
+                        if (behind or (stream.has_frame and msg.seq == stream.seq)) and not (
+                                forward_stale or stream.restart):
+                            continue  # spec §5.7 rule 2: dropped, neither sent nor kept
+                        stream.has_frame = True
+                        stream.restart = False
+                        if stream.fresh:
+                            stream.values = np.full(N_DIMS, np.nan)
+                            stream.fresh = False
                         stream.last_frame = data
                         present = ~np.isnan(msg.values)
                         stream.values[present] = msg.values[present]
@@ -125,23 +195,32 @@ async def broken_relay(*, ignore_hash: bool = False, stored_late_join: bool = Fa
         except ConnectionClosed:
             pass
         finally:
+            if deadline is not None:
+                deadline.cancel()
             if stream is not None:
                 stream.consumers.discard(ws)
                 if stream.producer is ws:
                     stream.producer = None
 
-    async with serve(handler, "127.0.0.1", 0, subprotocols=[Subprotocol(SUBPROTOCOL)],
+    async with serve(handler, host, 0, subprotocols=[Subprotocol(SUBPROTOCOL)],
+                     select_subprotocol=lambda ws, offered: (
+                         Subprotocol(SUBPROTOCOL) if SUBPROTOCOL in offered else None),
+                     process_request=check_request,
                      compression=None, max_size=1 << 21) as server:
         port = server.sockets[0].getsockname()[1] if server.sockets else 0
-        yield f"ws://127.0.0.1:{port}"
+        yield f"ws://{host}:{port}"
 
 
-async def _late_join(ws: ServerConnection, stream: _Stream, *, stored: bool) -> None:
+async def _late_join(ws: ServerConnection, stream: _Stream, *, stored: bool,
+                     frameless: bool = False) -> None:
     if stream.cal is not None:
         await ws.send(stream.cal)
     if stream.cond is not None:
         await ws.send(encode(stream.cond))
     if stream.last_frame is None:
+        if frameless and stream.cal is not None:  # the fault: a start frame for a stream
+            # that has calibration but no frame (consumers that come first see no change)
+            await ws.send(encode(Frame(0, 0, np.full(N_DIMS, np.nan))))
         return
     if stored:  # the fault: the latest frame as it came, partial and without c
         await ws.send(stream.last_frame)

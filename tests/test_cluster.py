@@ -719,3 +719,83 @@ async def test_a_broker_flood_on_one_stream_costs_another_stream_no_frame(
         if flood.returncode is None:
             flood.kill()
             await flood.wait()
+
+
+async def _start_frame(url: str, stream: str) -> bytes:
+    """The start frame a late consumer of ``stream`` gets (no cal/cond on these streams)."""
+    late = await open_raw(url, "consumer", stream)
+    try:
+        (got,) = await _recv_bytes(late, 1)
+    finally:
+        await late.ws.close()
+    return got
+
+
+async def test_late_join_on_another_relay_while_masked_frames_flow_gives_the_same_start_frame(
+        cluster: list[Relay]) -> None:
+    """Spec §5.7.1 rule 3 (issue 19, contradiction 3): the stored start frame is merged
+    *under* the frames that arrived live before it was read, so a relay without the stream
+    gives the merged start frame a single relay gives: every dim ever sent, newest values,
+    the newest s/ts. Before: the stored frame was dropped once any live frame had come,
+    and the start frame held only the masked frames' dims."""
+    a, b = cluster
+    assert a.broker is not None and b.broker is not None
+    prod = await open_raw(a.url, "producer", "merge.1")
+    await prod.send(_frame(0, a_y_r=0.4))  # full: every dim
+    await wait_for(lambda: a.broker is not None and a.broker.stats.state_writes >= 1, timeout=5)
+    await asyncio.sleep(0.1)
+    await wait_for(lambda: a.broker is not None and not a.broker._dirty, timeout=5)
+    # B reads the store slowly: live masked frames come first (the race made certain)
+    b_broker = b.broker
+    real_subscribe = b_broker._subscribe
+
+    async def slow_subscribe(stream: str) -> list[tuple[str, bytes]]:
+        out = await real_subscribe(stream)
+        await asyncio.sleep(0.3)
+        return out
+
+    b_broker._subscribe = slow_subscribe  # type: ignore[method-assign]
+    mask = np.zeros(N_DIMS, dtype=bool)
+    mask[REGISTRY.index("m_jaw")] = True
+    first = asyncio.create_task(open_raw(b.url, "consumer", "merge.1"))
+    for seq in range(1, 30):
+        await prod.send(Frame(seq, 1_700_000_000_000_000 + seq, np.where(mask, 0.01 * seq, np.nan)))
+        await asyncio.sleep(0.02)
+    early = await first
+    assert "f" in b_broker._live.get("merge.1", set())  # live frames did come first
+    await wait_for(lambda: b.streams.get("merge.1", (0, 0))[1] >= 1, timeout=5)
+    await asyncio.sleep(0.2)
+    from_a = decode(await _start_frame(a.url, "merge.1"))
+    from_b = decode(await _start_frame(b.url, "merge.1"))
+    assert isinstance(from_a, Frame) and isinstance(from_b, Frame)
+    assert from_a.seq == from_b.seq == 29
+    assert from_a.is_full and from_b.is_full  # the full frame's dims were not lost on B
+    np.testing.assert_array_equal(from_a.values, from_b.values)
+    assert from_b.values[REGISTRY.index("a_y_r")] == pytest.approx(0.4, abs=1 / 127)
+    await early.ws.close()
+
+
+async def test_start_frame_after_a_producer_change_holds_only_the_new_producers_dims(
+        cluster: list[Relay]) -> None:
+    """Spec §5.7 rule 3 and rule 7 (issue 19, contradiction 4): the merged snapshot holds
+    the dims carried since the *current* producer's hello; a new producer's first frame
+    starts it afresh, on the producer's relay and on the others alike. Before: the old
+    producer's dims were sent under the new producer's s."""
+    a, b = cluster
+    cons_b = await open_raw(b.url, "consumer", "change.1")  # B holds the stream too
+    first = await open_raw(a.url, "producer", "change.1")
+    await first.send(_frame(500, a_y_r=0.4))  # full
+    await _recv_bytes(cons_b, 1)
+    await first.ws.close()
+    await wait_for(lambda: not a.streams.get("change.1", (0, 0))[0], timeout=5)
+    second = await open_raw(a.url, "producer", "change.1")
+    mask = np.zeros(N_DIMS, dtype=bool)
+    mask[REGISTRY.index("m_jaw")] = True
+    masked = Frame(0, 5, np.where(mask, 0.5, np.nan))
+    await second.send(masked)
+    assert await _recv_bytes(cons_b, 1) == [encode(masked)]
+    for relay in (a, b):
+        start = decode(await _start_frame(relay.url, "change.1"))
+        assert isinstance(start, Frame)
+        assert start.seq == 0 and start.timestamp_us == 5
+        assert list(np.flatnonzero(start.mask)) == [REGISTRY.index("m_jaw")]

@@ -141,8 +141,38 @@ async def test_relay_suite_passes_against_the_reference_relay() -> None:
     async with Relay("127.0.0.1", port=0, token="s3cret") as relay:
         results = await run_relay_suite(relay.url, token="s3cret")
     assert len(results) == len(CHECKS)
-    assert {r.verdict for r in results} == {"OK"}, [(r.id, r.why) for r in results
-                                                   if not r.passed]
+    verdicts = _verdicts(results)
+    assert verdicts.pop("auth-beyond-loopback") == "UNIMPLEMENTED"  # a loopback URL
+    assert set(verdicts.values()) == {"OK"}, [(r.id, r.why) for r in results if not r.passed]
+
+
+def _non_loopback_address() -> str | None:
+    """This machine's address on its default route (no packet is sent), if any."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("10.255.255.255", 1))
+        except OSError:
+            return None
+        address = s.getsockname()[0]
+    return None if address.startswith("127.") else address
+
+
+async def test_relay_suite_checks_auth_beyond_loopback() -> None:
+    """Spec §5.7 rule 5 over the wire (issue 19): the reference relay on a non-loopback
+    address refuses a tokenless hello; a relay that accepts it FAILS, naming the rule."""
+    address = _non_loopback_address()
+    if address is None:
+        pytest.skip("no non-loopback address on this machine")
+    async with Relay(address, port=0, token="s3cret", insecure=True) as relay:
+        (ok,) = await run_relay_suite(relay.url, token="s3cret", only=("auth-beyond-loopback",))
+    assert ok.verdict == "OK", ok.why
+    async with broken_relay(host=address, no_auth=True) as url:
+        (bad,) = await run_relay_suite(url, only=("auth-beyond-loopback",))
+    assert bad.verdict == "FAILED" and bad.why.startswith("§5.7.5"), bad.why
+    async with broken_relay(host=address) as url:  # the same relay, token required
+        (good,) = await run_relay_suite(url, token="broken-token",
+                                        only=("auth-beyond-loopback",))
+    assert good.verdict == "OK", good.why
 
 
 @pytest.mark.parametrize(("fault", "check", "section"), [
@@ -150,18 +180,28 @@ async def test_relay_suite_passes_against_the_reference_relay() -> None:
     ("stored_late_join", "late-join-snapshot", "§5.7.3"),
     ("no_rate_limit", "rate-limit", "§5.8"),
     ("no_size_limit", "size", "§5.8"),
+    ("mixed_producers", "late-join-new-producer", "§5.7.3"),
+    ("forward_stale", "stale-frames", "§5.7.2"),
+    ("ignore_origin", "origin", "§5.7.9"),
+    ("any_subprotocol", "subprotocol", "§5.1"),
+    ("no_hello_deadline", "hello-deadline", "§5.7.8"),
+    ("consumer_data", "consumer-data", "§5.10"),
+    ("data_before_hello", "data-before-hello", "§5.10"),
+    ("frameless_start_frame", "late-join-no-frames", "§5.7.3"),
 ])
 async def test_relay_suite_fails_a_broken_relay_naming_the_rule(
         fault: str, check: str, section: str) -> None:
     async with broken_relay(**{fault: True}) as url:
-        results = await run_relay_suite(url)
+        results = await run_relay_suite(url, hello_deadline=4.0)
     verdicts = _verdicts(results)
     assert verdicts[check] == "FAILED"
     assert next(r.why for r in results if r.id == check).startswith(section)
     # every other check still passes: the fault is pinned to its rule
-    others = {k: v for k, v in verdicts.items() if k not in (check, "auth")}
+    others = {k: v for k, v in verdicts.items()
+              if k not in (check, "auth", "auth-beyond-loopback")}
     assert set(others.values()) == {"OK"}, others
     assert verdicts["auth"] == "UNIMPLEMENTED"  # no token given: the check cannot run
+    assert verdicts["auth-beyond-loopback"] == "UNIMPLEMENTED"  # a loopback URL
 
 
 def test_cli_relay_suite_against_posewire_serve(tmp_path: Path) -> None:
@@ -188,7 +228,9 @@ def test_cli_relay_suite_against_posewire_serve(tmp_path: Path) -> None:
         serve.wait(timeout=10)
     assert done.returncode == 0, done.stdout + done.stderr
     doc = json.loads((tmp_path / "relay.json").read_text())
-    assert doc["summary"]["OK"] == len(CHECKS) and doc["target"].startswith("relay: ws://")
+    # every check but auth-beyond-loopback (UNIMPLEMENTED on a loopback URL)
+    assert doc["summary"]["OK"] == len(CHECKS) - 1 and doc["target"].startswith("relay: ws://")
+    assert doc["summary"]["UNIMPLEMENTED"] == 1
 
 
 # ---------------------------------------------------------------- producer check

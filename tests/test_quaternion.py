@@ -114,7 +114,25 @@ def test_errors() -> None:
     assert e.value.code == "usage.zero_norm"
     with pytest.raises(UsageError) as e:
         qn.reconstruct_w([0.0, 0.0, 0.0], clamp=1.5)
-    assert e.value.code == "usage.bad_option"
+    assert e.value.code == "usage.out_of_range"  # spec §6.5 rule 3: clamp in [0, 1]
+    q, changed = qn.reconstruct_w([0.5, 0.0, 0.0], clamp=0.0)  # 0 is in: v -> 0, reported
+    np.testing.assert_array_equal(q, [1.0, 0.0, 0.0, 0.0])
+    assert bool(changed)
+
+
+def test_zero_is_scale_free_for_given_vectors_and_relative_for_derived_ones() -> None:
+    """Spec §6.5 rule 4 (issue 19): a given vector is zero only when exactly 0, so tiny
+    ones normalize; a derived one is degenerate relative to the vector it came from."""
+    np.testing.assert_array_equal(qn.normalize([5e-324, 0.0, 0.0, 0.0]), [1.0, 0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(qn.normalize([0.0, 1e-300, 0.0, 0.0]), [0.0, 1.0, 0.0, 0.0])
+    with pytest.raises(UsageError) as e:
+        qn.normalize([0.0, 0.0, 0.0, 0.0])
+    assert e.value.code == "usage.zero_norm"
+    np.testing.assert_allclose(qn.palm_from_directions([0, 1e-300, 0], [0, 1e-300, 1e-300], side="r"),
+                               [1.0, 0.0, 0.0, 0.0], atol=1e-15)
+    with pytest.raises(UsageError) as e:
+        qn.palm_from_directions([0, 1, 0], [0, 1e300, 1e280], side="r")  # parallel to 1e-20
+    assert e.value.code == "usage.zero_norm"
 
 
 def test_canonical_tie_break_at_w_zero() -> None:

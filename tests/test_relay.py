@@ -90,14 +90,19 @@ async def test_auth_token_is_enforced() -> None:
         await ok.ws.close()
 
 
-def test_non_loopback_host_needs_a_token_or_explicit_no_auth() -> None:
+def test_non_loopback_host_needs_a_token_and_no_auth_is_refused_there() -> None:
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("") and not is_loopback("10.0.0.1")
     with pytest.raises(UsageError) as err:
         Relay("0.0.0.0", 0)
     assert err.value.code == "usage.bad_option"
     Relay("0.0.0.0", 0, token="t", insecure=True)  # constructing does not bind
-    Relay("0.0.0.0", 0, no_auth=True, insecure=True)
+    # spec §5.7 rule 5 (issue 19): no opt-out from the token beyond loopback
+    for host in ("0.0.0.0", "10.0.0.1", ""):
+        with pytest.raises(UsageError) as err:
+            Relay(host, 0, no_auth=True, insecure=True)
+        assert err.value.code == "usage.bad_option" and err.value.path == "no_auth"
+    Relay("127.0.0.1", 0, no_auth=True)  # on loopback it only ignores a token
     with pytest.raises(UsageError) as err:  # beyond loopback TLS is needed as well
         Relay("0.0.0.0", 0, token="t")
     assert err.value.code == "usage.bad_option" and err.value.path == "tls_cert"
@@ -324,3 +329,18 @@ async def test_fan_out_and_publish_hooks_are_the_broker_hook_points() -> None:
         await wait_for(lambda: seen == [("s", "f")])
         got = await consumer.recv()
         assert isinstance(got, Frame) and got.seq == 8
+
+
+def test_cli_refuses_no_auth_beyond_loopback_with_one_line() -> None:
+    """`posewire serve --host <non-loopback> --no-auth --insecure` (issue 19): refused at
+    start with one clear line naming spec §5.7 rule 5, exit status 2, nothing served."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "posewire.cli", "serve", "--host", "0.0.0.0",
+                           "--port", "0", "--no-auth", "--insecure"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    assert "--no-auth is refused" in lines[0] and "§5.7 rule 5" in lines[0]

@@ -180,9 +180,13 @@ const clip = (x, a, b) => Math.min(b, Math.max(a, x));
 /** Check every (id, value) of a pose object: known id, finite, in bounds. */
 function checkValues(values, what = 'values') {
   if (values === null || typeof values !== 'object' || Array.isArray(values)) throw usage('shape', what);
+  // §6.5 rule 4: every id first (usage.unknown_id), then every value's bounds
+  for (const [id, v] of Object.entries(values)) {
+    dimOf(id);
+    num(v, id);
+  }
   for (const [id, v] of Object.entries(values)) {
     const d = dimOf(id);
-    num(v, id);
     if (v < lo(d) || v > HI) throw usage('out_of_range', id);
   }
   return values;
@@ -227,11 +231,24 @@ const sub = (a, b) => a.map((x, i) => x - b[i]);
 const add = (a, b) => a.map((x, i) => x + b[i]);
 const scale = (a, s) => a.map((x) => x * s);
 const cross = (a, b) => [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]];
-function unit(a, eps = 1e-12) {
+/** §1.5 v / |v| (the exactly scaled v divided by its length). §6.5 rule 4: a vector the
+ * caller gives is zero only when every component is exactly 0 (`of` null); a vector derived
+ * from another (an orthogonalized part) is degenerate when its length is at most 1e-12 times
+ * the length `of` the vector it came from. */
+function unit(a, of = null) {
+  // §6.5 rule 5: a step of the formula as written overflowed (a difference of huge sites)
+  if (!a.every(Number.isFinite)) throw usage('out_of_range');
   const n = norm(a);
-  if (!(n > eps)) throw usage('zero_norm');
-  return scale(a, 1 / n);
+  if (!(of === null ? n > 0 : n > ZERO_REL * of)) throw usage('zero_norm');
+  const big = Math.max(...a.map(Math.abs));
+  if ((big > SAFE_HIGH || big < SAFE_LOW) && Number.isFinite(big)) {
+    const e = Math.floor(Math.log2(big)) + 1;
+    a = a.map((x) => ldexp(x, -e));
+  }
+  const m = norm(a);
+  return a.map((x) => x / m);
 }
+const ZERO_REL = 1e-12;
 
 // quaternions (w, x, y, z), Hamilton product (spec §3.3)
 function qmul(a, b) {
@@ -245,15 +262,9 @@ function qmul(a, b) {
   ];
 }
 function qnormalize(q) {
-  if (!(norm(q) > 1e-12)) throw usage('zero_norm');
-  // §1.5: divide the exactly scaled q by its length, so a length beyond float64 still normalizes
-  const big = Math.max(...q.map(Math.abs));
-  if (big > SAFE_HIGH || big < SAFE_LOW) {
-    const e = Math.floor(Math.log2(big)) + 1;
-    q = q.map((x) => ldexp(x, -e));
-  }
-  const n = norm(q);
-  return q.map((x) => x / n);
+  // §1.5: divide the exactly scaled q by its length, so a length beyond float64 still
+  // normalizes; §6.5 rule 4: zero only when every component is exactly 0
+  return unit(q);
 }
 /** Canonical form: unit, w >= 0; at w == 0 the first non-zero of (x, y, z) is positive. */
 function qcanonical(q) {
@@ -318,6 +329,7 @@ function vectorValidate({ values, policy = 'raise' }) {
   const out = {};
   const clamped = [];
   const replaced = [];
+  for (const id of Object.keys(values)) dimOf(id); // §6.5 rule 4: every id before any bound
   for (const [id, v] of Object.entries(values)) {
     const d = dimOf(id);
     if (typeof v !== 'number' || !Number.isFinite(v)) {
@@ -361,7 +373,7 @@ function bodyFrame(shoulderL, shoulderR, hipMid) {
   const neck = scale(add(shoulderL, shoulderR), 0.5);
   const X = unit(sub(shoulderL, shoulderR));
   const u = sub(neck, hipMid);
-  const Y = unit(sub(u, scale(X, dot(u, X))));
+  const Y = unit(sub(u, scale(X, dot(u, X))), norm(u)); // §6.5 rule 4: derived, relative
   const Z = cross(X, Y);
   return { neck, X, Y, Z };
 }
@@ -379,7 +391,7 @@ function frameBody({ shoulder_l: sl, shoulder_r: sr, hip_mid: hm, points = [] })
 const swapSide = (s) => (s.endsWith('_l') ? s.slice(0, -2) + '_r' : s.endsWith('_r') ? s.slice(0, -2) + '_l' : s);
 
 function conditionsMirror({ conditions }) {
-  const c = checkConditionsUsage(conditions);
+  const c = checkConditionsUsage(conditions); // only active, known channels
   const out = {};
   for (const [k, v] of Object.entries(c)) {
     if (k === 'tracking') out[k] = Object.fromEntries(Object.entries(v).map(([p, s]) => [swapSide(p), s]));
@@ -391,40 +403,53 @@ function conditionsMirror({ conditions }) {
 }
 
 /**
- * Condition object from a local caller (usage.* codes), §3.4: an unknown key or value is
- * usage.unknown_id; a value of the wrong type or a missing affect field is usage.bad_option;
- * a number out of range, a mouthing list that is not 15 long or sums over 1 + 1e-6 is
- * usage.out_of_range. Unknown condition ids are ignored.
+ * Condition object from a local caller (usage.* codes), judged as §3.4 states in its one
+ * place: unknown channels are ignored and a null channel is inactive (dropped from the
+ * result); tracking/contact keys are enumeration values (unknown: usage.unknown_id); the
+ * affect record ignores keys other than label, intensity, mode. Order of checks: channels
+ * mouthing, tracking, contact, affect; mouthing list type, length, each share (type,
+ * finiteness, range), sum; map entries in their order, each completely (key known, value
+ * type, value known); affect: all three fields present, then label, intensity, mode.
+ * Returns the normalized object (only active, known channels; affect with its three fields).
  */
 function checkConditionsUsage(c) {
   const isObj = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
   if (!isObj(c)) throw usage('bad_option', 'conditions');
-  for (const [k, v] of Object.entries(c)) {
-    if (k === 'tracking' || k === 'contact') {
-      const [keys, vals] = k === 'tracking' ? [TRACK_PARTS, TRACK_STATES] : [CONTACT_HANDS, CONTACT_SITES];
-      if (!isObj(v)) throw usage('bad_option', k);
-      for (const [kk, vv] of Object.entries(v)) {
-        if (typeof vv !== 'string') throw usage('bad_option', `${k}.${kk}`);
-        if (!keys.includes(kk) || !vals.includes(vv)) throw usage('unknown_id', `${k}.${kk}`);
-      }
-    } else if (k === 'affect') {
-      if (!isObj(v)) throw usage('bad_option', k);
-      for (const f of ['label', 'intensity', 'mode']) if (!(f in v)) throw usage('bad_option', `${k}.${f}`);
-      if (typeof v.label !== 'string' || typeof v.mode !== 'string') throw usage('bad_option', k);
-      if (typeof v.intensity !== 'number' || !Number.isFinite(v.intensity)) throw usage('bad_option', `${k}.intensity`);
-      if (!AFFECT_LABELS.includes(v.label) || !AFFECT_MODES.includes(v.mode)) throw usage('unknown_id', k);
-      if (v.intensity < 0 || v.intensity > 1) throw usage('out_of_range', `${k}.intensity`);
-    } else if (k === 'mouthing') {
-      mouthingListUsage(v);
+  const out = {};
+  const on = (k) => k in c && c[k] !== null && c[k] !== undefined;
+  if (on('mouthing')) out.mouthing = mouthingListUsage(c.mouthing);
+  for (const [k, keys, vals] of [['tracking', TRACK_PARTS, TRACK_STATES], ['contact', CONTACT_HANDS, CONTACT_SITES]]) {
+    if (!on(k)) continue;
+    const v = c[k];
+    if (!isObj(v)) throw usage('bad_option', k);
+    for (const [kk, vv] of Object.entries(v)) {
+      if (!keys.includes(kk)) throw usage('unknown_id', `${k}.${kk}`);
+      if (typeof vv !== 'string') throw usage('bad_option', `${k}.${kk}`);
+      if (!vals.includes(vv)) throw usage('unknown_id', `${k}.${kk}`);
     }
+    if (Object.keys(v).length) out[k] = v;
   }
-  return c;
+  if (on('affect')) {
+    const v = c.affect;
+    if (!isObj(v)) throw usage('bad_option', 'affect');
+    for (const f of ['label', 'intensity', 'mode']) if (!(f in v)) throw usage('bad_option', `affect.${f}`);
+    if (typeof v.label !== 'string') throw usage('bad_option', 'affect.label');
+    if (!AFFECT_LABELS.includes(v.label)) throw usage('unknown_id', 'affect.label');
+    if (typeof v.intensity !== 'number') throw usage('bad_option', 'affect.intensity');
+    if (!Number.isFinite(v.intensity)) throw usage('not_finite', 'affect.intensity');
+    if (v.intensity < 0 || v.intensity > 1) throw usage('out_of_range', 'affect.intensity');
+    if (typeof v.mode !== 'string') throw usage('bad_option', 'affect.mode');
+    if (!AFFECT_MODES.includes(v.mode)) throw usage('unknown_id', 'affect.mode');
+    out.affect = { label: v.label, intensity: v.intensity, mode: v.mode };
+  }
+  return out;
 }
 function mouthingListUsage(v) {
   if (!Array.isArray(v)) throw usage('bad_option', 'mouthing');
   if (v.length !== VISEMES.length) throw usage('out_of_range', 'mouthing');
   v.forEach((x, i) => {
-    if (typeof x !== 'number' || !Number.isFinite(x)) throw usage('bad_option', `mouthing.${VISEMES[i]}`);
+    if (typeof x !== 'number') throw usage('bad_option', `mouthing.${VISEMES[i]}`);
+    if (!Number.isFinite(x)) throw usage('not_finite', `mouthing.${VISEMES[i]}`);
     if (x < 0 || x > 1) throw usage('out_of_range', `mouthing.${VISEMES[i]}`);
   });
   if (v.reduce((a, b) => a + b, 0) > 1 + MIX_EPS) throw usage('out_of_range', 'mouthing');
@@ -492,8 +517,9 @@ function palmDirections({ q, side: s }) {
 function palmFromDirections({ fingers, palm_normal: pn, side: s }) {
   side(s);
   const Y = unit(vec(fingers, 3, 'fingers'));
-  const m = unit(vec(pn, 3, 'palm_normal'));
-  const Z = unit(sub(m, scale(Y, dot(m, Y))), 1e-9);
+  const m = vec(pn, 3, 'palm_normal');
+  unit(m); // a zero palm normal is usage.zero_norm whatever the fingers
+  const Z = unit(sub(m, scale(Y, dot(m, Y))), norm(m)); // §6.5 rule 4: derived, relative
   const X = cross(Y, Z);
   const R = [0, 1, 2].map((i) => [X[i], Y[i], Z[i]]);
   return { q: qfromMatrix(R) };
@@ -714,7 +740,10 @@ function sharesToList(shares) {
 const MIX_EPS = 1e-6;
 
 function delta(a, b) {
-  return a * b >= 0 ? a * (1 - Math.abs(b)) : a * Math.abs(b);
+  // §4.7/§1.5: the direction is decided on the signs, never on the rounded product a·b
+  // (which underflows to -0 for a = 0.5, b = -5e-324)
+  const opposite = Math.sign(a) * Math.sign(b) < 0;
+  return opposite ? a * Math.abs(b) : a * (1 - Math.abs(b));
 }
 
 function mouthingApply({ values = {}, shares }) {
@@ -747,7 +776,8 @@ function mouthingApply({ values = {}, shares }) {
   s.forEach((x, i) => {
     if (x !== 0) visemes[VISEMES[i]] = x;
   });
-  return { baseline, delta: deltas, effective, arkit: dimsToArkit(drive).weights, visemes };
+  const arkit = dimsToArkit(drive); // §3.5: a clipped weight is reported, never silent
+  return { baseline, delta: deltas, effective, arkit: arkit.weights, visemes, clipped: arkit.clipped };
 }
 
 function mouthingNormalize({ shares }) {
@@ -759,7 +789,8 @@ function mouthingNormalize({ shares }) {
   const normalized = sum > 1;
   const out = {};
   s.forEach((x, i) => {
-    if (x !== 0) out[VISEMES[i]] = normalized ? x / sum : x;
+    const y = normalized ? x / sum : x; // "non-zero only" on the divided share (5e-324/2 is 0)
+    if (y !== 0) out[VISEMES[i]] = y;
   });
   return { shares: out, normalized };
 }
@@ -1026,13 +1057,10 @@ function quantize(values) {
   return q;
 }
 
-function conditionsToMap(c) {
-  checkConditionsUsage(c);
+function conditionsToMap(c0) {
+  const c = checkConditionsUsage(c0);
   const e = [];
-  if (c.mouthing !== undefined && c.mouthing !== null) {
-    const s = mouthingListUsage(c.mouthing);
-    e.push(['mouthing', s.map((x) => (x === 0 ? 0 : new F64(x)))]);
-  }
+  if (c.mouthing) e.push(['mouthing', c.mouthing.map((x) => (x === 0 ? 0 : new F64(x)))]);
   if (c.tracking) {
     const t = TRACK_PARTS.filter((p) => p in c.tracking).map((p) => [p, c.tracking[p]]);
     e.push(['tracking', new MPMap(t)]);
@@ -1065,6 +1093,16 @@ const MESSAGE_KEYS = {
   cond: [['conditions'], ['timestamp_us']],
   f: [['seq', 'timestamp_us', 'values'], ['conditions', 'unknown_dims']],
 };
+// §6.5: the keys of each message's JSON form in the table's order (JSON types checked so)
+const JSON_ORDER = {
+  hello: ['protocol', 'role', 'stream', 'registry_version', 'registry_hash', 'client', 'token'],
+  welcome: ['protocol', 'session', 'registry_version', 'registry_hash', 'max_message_bytes', 'max_fps'],
+  bye: ['reason'],
+  err: ['number', 'code', 'path', 'message'],
+  cal: ['hand_length', 'torso_length', 'arm_length', 'shoulder_width'],
+  cond: ['timestamp_us', 'conditions'],
+  f: ['seq', 'timestamp_us', 'values', 'conditions', 'unknown_dims'],
+};
 function encodeMessage(m) {
   if (m === null || typeof m !== 'object' || Array.isArray(m)) throw usage('bad_option', 'message');
   if (typeof m.type !== 'string') throw usage('bad_option', 'type');
@@ -1072,14 +1110,33 @@ function encodeMessage(m) {
   if (!keys) throw usage('unknown_id', 'type');
   for (const k of Object.keys(m)) if (k !== 'type' && !keys[0].includes(k) && !keys[1].includes(k)) throw usage('bad_option', k);
   for (const k of keys[0]) if (!(k in m)) throw usage('bad_option', k);
-  if (m.type === 'f') {
-    const v = m.values;
-    if (v === null || typeof v !== 'object' || Array.isArray(v)) throw usage('bad_option', 'values');
-    for (const [id, x] of Object.entries(v)) {
-      dimOf(id);
-      if (typeof x !== 'number') throw usage('bad_option', id);
-    }
+  // §6.5 wire.encode, each step over the whole message before the next: (2) JSON types of
+  // every key in the message's key order; (3) frame values finite; (4) protocol 1; (5) dim
+  // ids, role, the condition object (§3.4, whole); (6) ranges (the switch below)
+  const isObj = (x) => x !== null && typeof x === 'object' && !Array.isArray(x);
+  const isNum = (x) => typeof x === 'number';
+  const isInt = (x) => typeof x === 'number' && Number.isInteger(x);
+  const TYPES = {
+    role: (x) => typeof x === 'string', stream: (x) => typeof x === 'string',
+    protocol: isInt, registry_version: (x) => typeof x === 'string',
+    registry_hash: (x) => typeof x === 'string', client: (x) => typeof x === 'string',
+    token: (x) => x === null || typeof x === 'string', session: (x) => typeof x === 'string',
+    max_message_bytes: isInt, max_fps: isInt, reason: (x) => typeof x === 'string',
+    number: isInt, code: (x) => typeof x === 'string', path: (x) => typeof x === 'string',
+    message: (x) => typeof x === 'string', timestamp_us: isInt, seq: isInt, unknown_dims: isInt,
+    values: (x) => isObj(x) && Object.values(x).every(isNum),
+    conditions: (x) => isObj(x) || (m.type === 'f' && x === null),
+  };
+  for (const k of JSON_ORDER[m.type]) {
+    if (!(k in m)) continue;
+    const ok = m.type === 'cal' ? m[k] === null || isNum(m[k]) : TYPES[k](m[k]);
+    if (!ok) throw usage('bad_option', k);
   }
+  if (m.type === 'f') for (const [id, x] of Object.entries(m.values)) if (!Number.isFinite(x)) throw usage('not_finite', id);
+  if ('protocol' in m && m.protocol !== PROTOCOL) throw usage('bad_option', 'protocol');
+  if (m.type === 'f') for (const id of Object.keys(m.values)) dimOf(id);
+  if (m.type === 'hello' && m.role !== 'producer' && m.role !== 'consumer') throw usage('unknown_id', 'role');
+  if (m.conditions !== undefined && m.conditions !== null) checkConditionsUsage(m.conditions);
   switch (m.type) {
     case 'hello': {
       const e = [
@@ -1265,6 +1322,8 @@ function decodeConditions(m, path = 'c') {
   if (on('contact')) out.contact = decodeEnumMap(f.raw('contact'), `${path}.contact`, CONTACT_HANDS, CONTACT_SITES);
   if (on('affect')) {
     const a = new Fields(f.map('affect'), `${path}.affect`);
+    // §3.4 order of checks: the three fields present first, then label, intensity, mode
+    for (const k of ['label', 'intensity', 'mode']) a.raw(k);
     const label = a.str('label');
     if (!AFFECT_LABELS.includes(label)) throw decodeErr('unknown_id', `${path}.affect.label`);
     const intensity = a.real('intensity');

@@ -9,6 +9,7 @@ the error code raised equals ``expect_error``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import select
@@ -17,6 +18,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from posewire.codec.errors import PosewireError
 
@@ -39,12 +42,15 @@ Operation = Callable[[dict[str, Any]], Any]
 
 
 def _checked(name: str, func: Operation) -> Operation:
-    from .inputs import check_input, check_integers
+    from .inputs import check_input, check_integers, check_result
 
     def op(inp: dict[str, Any]) -> Any:
         check_input(name, inp)  # spec §6.5: one rule for every op's input
         check_integers(inp)  # spec §6.5 rule 2, at any depth: an integer float64 cannot hold
-        return func(inp)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            out = func(inp)
+        check_result(out)  # spec §6.5 rule 5: never a non-finite number in a result
+        return out
 
     op.__name__ = op.__qualname__ = f"op[{name}]"
     return op
@@ -211,7 +217,10 @@ class ProcessExecutor:
 
     def close(self) -> None:
         if self.process.stdin is not None:
-            self.process.stdin.close()
+            # an implementation that was stopped (or exited) leaves a broken pipe: closing
+            # flushes into it; that must not end the run before the reports (spec §6.4)
+            with contextlib.suppress(OSError):
+                self.process.stdin.close()
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:

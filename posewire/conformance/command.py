@@ -61,6 +61,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="--producer: how long to watch the producer (default 5)")
     p.add_argument("--frames", type=int, default=0,
                    help="--producer: stop after this many frames (default: --seconds)")
+    p.add_argument("--hello-deadline", type=float, default=10.0, metavar="S",
+                   help="--relay: the longest hello deadline accepted (spec §5.7 rule 8; "
+                        "default 10 s, the reference relay's is 3 s)")
     p.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report")
     p.add_argument("--html", type=Path, metavar="PATH", help="write the HTML report")
     p.set_defaults(func=run)
@@ -130,7 +133,8 @@ def _over_the_wire(args: argparse.Namespace) -> tuple[list[CaseResult], str] | i
         if down is not None:  # one line, not a FAILED verdict per case
             print(f"posewire conformance: cannot connect: relay {args.relay} {down}", file=sys.stderr)
             return 2
-        return (asyncio.run(run_relay_suite(args.relay, token=args.token, timeout=timeout)),
+        return (asyncio.run(run_relay_suite(args.relay, token=args.token, timeout=timeout,
+                                            hello_deadline=args.hello_deadline)),
                 f"relay: {args.relay}")
     from .producer_suite import watch_producer
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 from posewire.codec.errors import UsageError
 
-__all__ = ["CALIBRATION_KEYS", "INPUTS", "Key", "check_input", "check_integers", "check_keys"]
+__all__ = ["CALIBRATION_KEYS", "INPUTS", "Key", "check_input", "check_integers", "check_keys",
+           "check_result"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,9 @@ def check_integers(value: object, path: str = "") -> None:
     (beyond ±1.8e308) is ``usage.not_finite``, whatever key or array it sits in."""
     if isinstance(value, bool):
         return
+    if isinstance(value, float) and not math.isfinite(value):
+        # 1e400 spelled as a float reads as inf: the same number as 10**400 in digits
+        raise UsageError("usage.not_finite", "a number too large for float64", path=path)
     if isinstance(value, int):
         try:
             float(value)
@@ -73,6 +77,22 @@ def check_integers(value: object, path: str = "") -> None:
     elif isinstance(value, list):
         for i, x in enumerate(value):
             check_integers(x, f"{path}[{i}]")
+
+
+def check_result(value: object, path: str = "$") -> None:
+    """Spec §6.5 rule 5: an op never answers a number that is not finite. Where finite
+    inputs take a step this spec does not scale (§1.5 scales lengths only) beyond binary64
+    — ``arm.to_physical`` of ``n = 1e308`` on a 10 m unit, ``frame.body`` of sites 2e308
+    apart — the op fails with ``usage.out_of_range`` instead."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise UsageError("usage.out_of_range", "the result is beyond binary64", path=path)
+    elif isinstance(value, dict):
+        for k, x in value.items():
+            check_result(x, f"{path}.{k}")
+    elif isinstance(value, list | tuple):
+        for i, x in enumerate(value):
+            check_result(x, f"{path}[{i}]")
 
 
 def _numbers(value: object, path: str) -> None:
@@ -93,7 +113,13 @@ def _check(value: object, key: Key, path: str) -> None:
     if kind == "number":
         _number(value, path, key)
     elif kind == "integer":
-        if isinstance(value, bool) or not isinstance(value, int):
+        # spec §6.5 rule 1: a number's JSON spelling never matters: 4096.0 is an integer
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise _bad("expected an integer", path)
+        _number(value, path)  # rule 2 before the fraction: 10**400 is usage.not_finite
+        if not isinstance(value, int):
             raise _bad("expected an integer", path)
         if (key.lo is not None and value < key.lo) or (key.hi is not None and value > key.hi):
             raise UsageError("usage.out_of_range",

@@ -53,6 +53,9 @@ def _normalize(inp: dict[str, Any]) -> Any:
 
 def _apply_mouthing(inp: dict[str, Any]) -> Any:
     vec = vector.from_dict(inp["values"])
+    # spec §6.5: values is a pose in bounds, every dim (face and others too): checked
+    # before the shares, usage.out_of_range, never clipped silently (spec §3.5)
+    vector.validate(vec, policy="raise")
     shares = _shares(inp["shares"])
     delta, effective = mouthing.apply_mouthing(vec, shares)
     morphs = mouthing.mouthing_to_arkit(vec, shares)
@@ -64,6 +67,8 @@ def _apply_mouthing(inp: dict[str, Any]) -> Any:
         "arkit": morph.arkit_array_to_dict(morphs.arkit, nonzero_only=True),
         "visemes": {v: float(morphs.visemes[i]) for i, v in enumerate(VISEMES)
                     if morphs.visemes[i] != 0.0},
+        # spec §3.5/§4.6: a weight clipped to [0, 1] is reported, never silent
+        "clipped": [n for i, n in enumerate(ARKIT_CHANNELS) if morphs.clipped[i]],
     }
 
 

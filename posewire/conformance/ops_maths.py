@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from posewire.codec import calibration, euler, quaternion
+from posewire.codec.errors import UsageError
 
 __all__ = ["OPS"]
 
@@ -67,12 +68,20 @@ def _measure(inp: dict[str, Any]) -> Any:
             "arm_length": cal.arm_length, "shoulder_width": cal.shoulder_width}
 
 
+def _side(inp: dict[str, Any]) -> None:
+    # the side (an option) before the calibration's own checks, as the JS kit does
+    if inp["side"] not in ("l", "r"):
+        raise UsageError("usage.bad_option", "side must be 'l' or 'r'", path="side")
+
+
 def _arm_to_physical(inp: dict[str, Any]) -> Any:
+    _side(inp)
     u = calibration.units(_cal(inp["calibration"]))
     return {"p": _list(calibration.arm_to_physical(inp["n"], u, side=inp["side"]))}
 
 
 def _arm_to_normalized(inp: dict[str, Any]) -> Any:
+    _side(inp)
     u = calibration.units(_cal(inp["calibration"]))
     return {"n": _list(calibration.arm_to_normalized(inp["p"], u, side=inp["side"]))}
 

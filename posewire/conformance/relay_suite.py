@@ -12,17 +12,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import secrets
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import msgpack
 import numpy as np
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidHandshake
-from websockets.typing import Subprotocol
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+from websockets.typing import Origin, Subprotocol
 
 from posewire.codec.conditions import Affect, Conditions
 from posewire.codec.errors import DecodeError
@@ -49,6 +51,16 @@ from . import CaseResult
 __all__ = ["CHECKS", "Check", "run_relay_suite"]
 
 
+def is_loopback(host: str) -> bool:
+    """True for a loopback host name or address (spec §5.7 rule 5)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 class _RuleError(Exception):
     """A check found the relay breaking its rule (the message says how)."""
 
@@ -64,6 +76,8 @@ class _Ctx:
     timeout: float
     stream_prefix: str
     opened: list[ClientConnection] = field(default_factory=list)
+    #: the longest hello deadline the kit accepts (spec §5.7 rule 8: the reference's is 3 s)
+    hello_deadline: float = 10.0
 
     def stream(self, name: str) -> str:
         return f"{self.stream_prefix}-{name}-{secrets.token_hex(4)}"
@@ -269,6 +283,171 @@ async def _late_join_full_bytes(ctx: _Ctx) -> None:
                     "is that frame's bytes unchanged")
 
 
+async def _late_join_new_producer(ctx: _Ctx) -> None:
+    stream = ctx.stream("newprod")
+    holder = await _open(ctx, "consumer", stream)  # the stream lives on between producers
+    p1 = await _open(ctx, "producer", stream)
+    await p1.send(encode(Frame(100, 1000, _full_values(4))))
+    await asyncio.sleep(0.02)
+    await p1.send(encode(Bye("done")))
+    await p1.until_closed()
+    p2 = await _open(ctx, "producer", stream)
+    newest = encode(Frame(0, 5, _partial({"h_yaw": 0.5})))
+    await p2.send(newest)
+    for _ in range(2):  # the old producer's frame, then the new one's
+        await holder.recv_bytes()
+    c = await _open(ctx, "consumer", stream)
+    start = decode(await c.recv_bytes())
+    if not isinstance(start, Frame):
+        raise _RuleError(f"§5.7.3 a late joiner gets the start frame, got {start!r}")
+    present = [REGISTRY.dimensions[i].id for i in np.flatnonzero(start.mask)]
+    if (start.seq, start.timestamp_us) != (0, 5) or present != ["h_yaw"]:
+        raise _RuleError("§5.7.3 the snapshot belongs to one producer: after a producer change "
+                         "the start frame carries only the new producer's dims (s 0, h_yaw), "
+                         f"got s {start.seq} with {len(present)} dims")
+
+
+async def _stale_frames(ctx: _Ctx) -> None:
+    stream = ctx.stream("stale")
+    c = await _open(ctx, "consumer", stream)
+    p = await _open(ctx, "producer", stream)
+    frames = {s: encode(Frame(s, 100 + s, _partial({"h_yaw": s / 100}))) for s in (10, 11, 9, 12)}
+    for s in (10, 11, 9, 11, 12):  # 9: reordered, 11 again: a duplicate
+        await p.send(frames[s])
+        await asyncio.sleep(0.02)
+    got = [decode(await c.recv_bytes()) for _ in range(3)]
+    seqs = [m.seq for m in got if isinstance(m, Frame)]
+    if seqs != [10, 11, 12]:
+        raise _RuleError("§5.7.2 a frame whose s is behind the newest (a reorder or a duplicate) "
+                         f"is dropped, not forwarded: sent s 10, 11, 9, 11, 12, got {seqs}")
+    late = await _open(ctx, "consumer", stream)
+    start = decode(await late.recv_bytes())
+    if not isinstance(start, Frame) or start.seq != 12:
+        raise _RuleError("§5.7.2 a stale frame is never kept as the stream's latest state: the "
+                         f"start frame has s {getattr(start, 'seq', None)}, not 12")
+
+
+async def _late_join_no_frames(ctx: _Ctx) -> None:
+    stream = ctx.stream("noframes")
+    p = await _open(ctx, "producer", stream)
+    cal = encode(_CAL)
+    await p.send(cal)
+    await asyncio.sleep(0.1)
+    c = await _open(ctx, "consumer", stream)
+    if await c.recv_bytes() != cal:
+        raise _RuleError("§5.7.3 a late joiner gets the stream's calibration first")
+    try:
+        extra = await c.recv_bytes(timeout=0.3)
+    except TimeoutError:
+        extra = None
+    if extra is not None:
+        raise _RuleError("§5.7.3 a stream without frames has no start frame: the late joiner "
+                         f"got a {decode(extra).TYPE} message of {len(extra)} bytes")
+    data = encode(Frame(1, 1, _partial({"h_yaw": 0.5})))
+    await p.send(data)
+    if await c.recv_bytes() != data:
+        raise _RuleError("§5.7.3 the first frame a late joiner of a frameless stream gets is "
+                         "the producer's next frame, as the same bytes")
+
+
+async def _origin(ctx: _Ctx) -> None:
+    try:
+        ws = await connect(ctx.url, subprotocols=[Subprotocol(SUBPROTOCOL)], compression=None,
+                           proxy=None, open_timeout=ctx.timeout,
+                           origin=Origin("https://evil.example.invalid"))
+    except InvalidStatus as exc:
+        if exc.response.status_code != 403:
+            raise _RuleError("§5.7.9 a foreign Origin is refused with HTTP 403, got "
+                             f"{exc.response.status_code}") from exc
+        return
+    except (OSError, InvalidHandshake, TimeoutError) as exc:
+        raise _RuleError(f"§5.7.9 a foreign Origin is refused with HTTP 403, got {exc!r}") from exc
+    ctx.opened.append(ws)
+    raise _RuleError("§5.7.9 a browser from a foreign Origin (https://evil.example.invalid) "
+                     "was accepted: it must be refused with HTTP 403")
+
+
+async def _subprotocol(ctx: _Ctx) -> None:
+    try:
+        ws = await connect(ctx.url, subprotocols=[Subprotocol("chat.v9")], compression=None,
+                           proxy=None, open_timeout=ctx.timeout)
+    except (InvalidHandshake, OSError, TimeoutError):
+        return  # refused in the handshake
+    ctx.opened.append(ws)
+    if ws.subprotocol is None or ws.subprotocol != SUBPROTOCOL:
+        # a server that cannot select posewire.v1 must refuse; closing at once also refuses
+        try:
+            async with asyncio.timeout(ctx.timeout):
+                await ws.recv()
+        except ConnectionClosed:
+            return
+        except TimeoutError:
+            pass
+        raise _RuleError("§5.1 a client that does not offer posewire.v1 is refused: the relay "
+                         f"accepted it (subprotocol {ws.subprotocol!r})")
+
+
+async def _hello_deadline(ctx: _Ctx) -> None:
+    try:
+        ws = await connect(ctx.url, subprotocols=[Subprotocol(SUBPROTOCOL)], compression=None,
+                           proxy=None, open_timeout=ctx.timeout)
+    except (OSError, InvalidHandshake, TimeoutError) as exc:
+        raise _RuleError(f"§5.1 cannot open a websocket: {exc}") from exc
+    ctx.opened.append(ws)
+    got: list[Message] = []
+    try:
+        async with asyncio.timeout(ctx.hello_deadline + ctx.timeout):
+            async for data in ws:
+                if isinstance(data, bytes):
+                    with contextlib.suppress(DecodeError):
+                        got.append(decode(data, max_size=1 << 20))
+    except ConnectionClosed:
+        pass
+    except TimeoutError as exc:
+        raise _RuleError(f"§5.7.8 a connection without a hello is closed at the hello deadline: "
+                         f"still open after {ctx.hello_deadline + ctx.timeout:.0f} s") from exc
+    code = ws.close_code
+    errors = [m for m in got if isinstance(m, ErrorMessage)]
+    if code not in (CLOSE_CODES["decode.state"], 1000, 1001, 1006, None) or (
+            code == CLOSE_CODES["decode.state"] and errors and errors[0].code != "decode.state"):
+        raise _RuleError(f"§5.7.8 the hello deadline closes with decode.state (4013) or a plain "
+                         f"close, got close {code}")
+
+
+async def _data_refused(ctx: _Ctx, role: str | None, rule: str) -> None:
+    stream = ctx.stream("state")
+    if role is None:  # data before any hello
+        try:
+            ws = await connect(ctx.url, subprotocols=[Subprotocol(SUBPROTOCOL)],
+                               compression=None, proxy=None, open_timeout=ctx.timeout)
+        except (OSError, InvalidHandshake, TimeoutError) as exc:
+            raise _RuleError(f"§5.1 cannot open a websocket: {exc}") from exc
+        ctx.opened.append(ws)
+        client = _Client(ws, None, ctx.timeout)
+    else:
+        client = await _open(ctx, role, stream)
+    await client.send(encode(Frame(1, 1, _partial({"h_yaw": 0.5}))))
+    await _expect_refusal(client, "decode.state", rule)
+
+
+async def _consumer_data(ctx: _Ctx) -> None:
+    await _data_refused(ctx, "consumer", "§5.10 a data message from a consumer")
+
+
+async def _data_before_hello(ctx: _Ctx) -> None:
+    await _data_refused(ctx, None, "§5.10 a data message before the hello")
+
+
+async def _auth_beyond_loopback(ctx: _Ctx) -> None:
+    host = urlsplit(ctx.url).hostname or ""
+    if is_loopback(host):
+        raise _NotRunError("not run: the relay's URL is a loopback address (§5.7.5 needs a token "
+                           "only beyond loopback)")
+    c = await _open(ctx, "consumer", "", hello=_raw_hello(s=ctx.stream("nl")),
+                    expect_welcome=False)
+    await _expect_refusal(c, "decode.auth", "§5.7.5 beyond loopback a hello without a token")
+
+
 def _raw_hello(**over: Any) -> bytes:
     obj: dict[str, Any] = {"t": "hello", "pv": 1, "ro": "consumer", "s": "kit", "rv":
                            REGISTRY.version, "rh": REGISTRY_HASH8, "cn": "posewire-kit"}
@@ -441,6 +620,23 @@ CHECKS: tuple[Check, ...] = (
           "(newest s/ts, newest value per dim, c added)", _late_join_snapshot),
     Check("late-join-full-bytes", "§5.7.3 a full newest frame with c is sent as its bytes",
           _late_join_full_bytes),
+    Check("late-join-new-producer", "§5.7.3/§5.7.7 after a producer change the start frame "
+          "holds only the new producer's dims", _late_join_new_producer),
+    Check("late-join-no-frames", "§5.7.3 a stream without frames sends no start frame; the "
+          "first frame is the producer's next", _late_join_no_frames),
+    Check("stale-frames", "§5.7.2 a frame behind the newest (reorder, duplicate) is neither "
+          "forwarded nor kept", _stale_frames),
+    Check("origin", "§5.7.9 a foreign browser Origin is refused with HTTP 403", _origin),
+    Check("subprotocol", "§5.1 a client that does not offer posewire.v1 is refused",
+          _subprotocol),
+    Check("hello-deadline", "§5.7.8 a connection without a hello is closed at the hello "
+          "deadline (4013 or a plain close)", _hello_deadline),
+    Check("consumer-data", "§5.10 a data message from a consumer is decode.state, close 4013",
+          _consumer_data),
+    Check("data-before-hello", "§5.10 a data message before the hello is decode.state, close "
+          "4013", _data_before_hello),
+    Check("auth-beyond-loopback", "§5.7.5 beyond loopback a hello without a token is "
+          "decode.auth, close 4012 (UNIMPLEMENTED on loopback)", _auth_beyond_loopback),
     Check("version", "§5.9.6 pv other than 1 is decode.version, close 4010", _version),
     Check("registry-hash", "§5.9.5 same version, other hash is decode.registry, close 4011",
           _hash),
@@ -484,7 +680,9 @@ async def _run_one(check: Check, ctx: _Ctx) -> CaseResult:
 
 
 async def run_relay_suite(url: str, *, token: str | None = None, timeout: float = 2.0,
-                          only: tuple[str, ...] = ()) -> list[CaseResult]:
-    """Run :data:`CHECKS` (or the ids in ``only``) against the relay at ``url``."""
-    ctx = _Ctx(url, token, timeout, f"kit{secrets.token_hex(2)}")
+                          only: tuple[str, ...] = (), hello_deadline: float = 10.0
+                          ) -> list[CaseResult]:
+    """Run :data:`CHECKS` (or the ids in ``only``) against the relay at ``url``.
+    ``hello_deadline``: the longest hello deadline accepted (spec §5.7 rule 8)."""
+    ctx = _Ctx(url, token, timeout, f"kit{secrets.token_hex(2)}", hello_deadline=hello_deadline)
     return [await _run_one(c, ctx) for c in CHECKS if not only or c.id in only]

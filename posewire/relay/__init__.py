@@ -33,7 +33,7 @@ message plus a close code (spec §5.8). What the relay adds (spec §5.7):
 * **origin** — a browser (a client that sends ``Origin``) is accepted only from the
   relay's own origin or ``allow_origins``; clients without ``Origin`` are unaffected.
 * **TLS and auth** — ``tls_cert``/``tls_key`` serve ``wss://``. Beyond loopback the
-  relay needs a token (unless ``no_auth``) and TLS (unless ``insecure``).
+  relay needs a token (always, spec §5.7 rule 5) and TLS (unless ``insecure``).
 * **liveness** — keepalive pings every ``ping_interval`` s; a client that neither answers
   nor sends anything within ``ping_timeout`` s is closed.
 

@@ -87,7 +87,8 @@ class Relay(AdmissionMixin, OriginMixin, FanOutMixin):
     Options (keyword-only):
 
     * ``token`` — required auth token (compared in constant time); a host beyond loopback
-      needs one unless ``no_auth=True``.
+      needs one, always (spec §5.7 rule 5). ``no_auth=True`` ignores a configured token on
+      loopback and is refused beyond it (``usage.bad_option``).
     * ``tls_cert`` / ``tls_key`` — PEM files: serve ``wss://``. A host beyond loopback
       needs them unless ``insecure=True``.
     * ``allow_origins`` — browser origins (``"https://example.org"``) accepted besides the
@@ -129,11 +130,17 @@ class Relay(AdmissionMixin, OriginMixin, FanOutMixin):
                  send_buffer: int | None = 16384, close_timeout: float = 2.0,
                  broker: Broker | None = None, proxy_protocol: bool = False,
                  trusted_proxies: Iterable[str] = ()) -> None:
-        if token is None and not no_auth and not is_loopback(host):
-            # spec §5.8: auth is on by default beyond loopback
+        if no_auth and not is_loopback(host):
+            # spec §5.7 rule 5: beyond loopback a token is a MUST, with no opt-out
+            raise UsageError("usage.bad_option",
+                             f"--no-auth is refused on {host or 'all interfaces'}: a relay "
+                             "beyond loopback must require a token (spec §5.7 rule 5); "
+                             "pass --token T", path="no_auth")
+        if token is None and not is_loopback(host):
+            # spec §5.7 rule 5: auth is required beyond loopback
             raise UsageError("usage.bad_option",
                              f"refusing to serve on {host or 'all interfaces'} without a "
-                             "token: pass --token T (or --no-auth explicitly)", path="token")
+                             "token (spec §5.7 rule 5): pass --token T", path="token")
         if (tls_cert is None) != (tls_key is None):
             raise UsageError("usage.bad_option", "tls_cert and tls_key go together",
                              path="tls_cert")
@@ -518,10 +525,24 @@ class Relay(AdmissionMixin, OriginMixin, FanOutMixin):
 
     def restart_sequence(self, stream: str) -> None:
         """A new producer took ``stream`` elsewhere: its frames are numbered from its
-        own start, not checked against the previous producer's (spec §5.7.1)."""
+        own start, not checked against the previous producer's (spec §5.7.1), and its
+        first frame starts the merged snapshot afresh (spec §5.7 rule 3)."""
         s = self._streams.get(stream)
         if s is not None and not s.producers:  # never the sequence of a local producer
             s.sequence = SequenceTracker()
+            s.fresh = True
+
+    def merge_stored_frame(self, stream: str, message: Message, data: bytes) -> None:
+        """A start frame read from the broker's store after live frames of ``stream``
+        arrived: merged under them (spec §5.7.1 rule 3), so this relay's start frame is
+        the one the producer's relay gives."""
+        s = self._streams.get(stream)
+        if s is None or s.producers or not isinstance(message, Frame):
+            return
+        if len(data) > self.limits.max_message_bytes:
+            self.stats.broker_refused += 1
+            return
+        s.underlay(message, data)
 
     async def evict_producer(self, stream: str, reason: str) -> None:
         """Close the local producer of ``stream`` with ``decode.state`` (spec §5.7.1: its
@@ -547,6 +568,7 @@ class Relay(AdmissionMixin, OriginMixin, FanOutMixin):
         if client.role == "producer":
             stream.producers.add(client)
             stream.sequence = SequenceTracker()  # a new producer numbers from its own start
+            stream.fresh = True  # spec §5.7 rule 3: its first frame starts the snapshot
             client.bucket = TokenBucket(self.limits.max_fps,
                                         max(1.0, self.limits.max_fps * self.limits.burst_s))
             return

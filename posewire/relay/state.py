@@ -69,6 +69,9 @@ class Stream:
         self.timestamp_us = 0
         self.has_frame = False
         self._frame_item: Item | None = None  # the latest full frame, when known
+        #: spec §5.7 rule 3/7: the merged snapshot belongs to one producer; set when a new
+        #: producer takes the stream, the snapshot starts afresh at its first frame
+        self.fresh = False
         #: the newest sequence number seen from the current producer (spec §5.7)
         self.sequence = SequenceTracker()
         #: held while a producer hello checks whether the current producer is alive
@@ -86,6 +89,11 @@ class Stream:
 
     def update_frame(self, frame: Frame, data: bytes) -> None:
         """Merge ``frame`` into the latest state (spec §5.7)."""
+        if self.fresh:
+            # spec §5.7 rule 3: every dim a frame *since the producer's hello* has carried;
+            # the previous producer's dims are not mixed under the new one's s (rule 7)
+            self.fresh = False
+            self.values = np.full(N_DIMS, np.nan)
         self.has_frame = True
         self.seq, self.timestamp_us = frame.seq, frame.timestamp_us
         if frame.conditions is not None:
@@ -99,6 +107,17 @@ class Stream:
         else:
             present = frame.mask
             self.values[present] = frame.values[present]
+            self._frame_item = None
+
+    def underlay(self, frame: Frame, data: bytes) -> None:
+        """Merge a stored start frame (spec §5.7.1 rule 3) *under* the live frames: dims
+        no live frame carried take its values; ``s``, ``ts`` and the live dims stay."""
+        if not self.has_frame:
+            self.update_frame(frame, data)
+            return
+        missing = np.isnan(self.values) & frame.mask
+        if missing.any():
+            self.values[missing] = frame.values[missing]
             self._frame_item = None
 
     def late_join(self) -> Iterator[tuple[str, Item]]:

@@ -139,7 +139,9 @@ function checkKeys(inp, table) {
     switch (kind[0]) {
       case 'n': checkNumber(x, k, range.length ? range : null); break;
       case 'i':
-        if (typeof x !== 'number' || !Number.isInteger(x)) throw usage('bad_option', k);
+        if (typeof x !== 'number') throw usage('bad_option', k);
+        if (!Number.isFinite(x)) throw usage('not_finite', k); // rule 2 before the fraction
+        if (!Number.isInteger(x)) throw usage('bad_option', k);
         if (x < range[0] || x > range[1]) throw usage('out_of_range', k);
         break;
       case 's': if (typeof x !== 'string') throw usage('bad_option', k); break;
@@ -173,6 +175,12 @@ function checkDeepFinite(x, path) {
   } else if (Array.isArray(x)) x.forEach((y, i) => checkDeepFinite(y, `${path}[${i}]`));
   else if (isObj(x)) for (const [k, y] of Object.entries(x)) checkDeepFinite(y, path ? `${path}.${k}` : k);
 }
+function checkResult(x, path) {
+  if (typeof x === 'number') {
+    if (!Number.isFinite(x)) throw usage('out_of_range', path);
+  } else if (Array.isArray(x)) x.forEach((y, i) => checkResult(y, `${path}[${i}]`));
+  else if (isObj(x)) for (const [k, y] of Object.entries(x)) checkResult(y, `${path}.${k}`);
+}
 function checkInput(op, inp) {
   checkKeys(inp, INPUTS[op]);
   if (op.startsWith('arm.')) checkKeys(inp.calibration, INPUTS['calibration.units']);
@@ -190,7 +198,9 @@ function handle(line) {
   if (!fn) return { unsupported: true };
   try {
     checkInput(req.op, req.input);
-    return { result: fn(req.input) };
+    const result = fn(req.input);
+    checkResult(result, '$'); // §6.5 rule 5: never a non-finite number in a result
+    return { result };
   } catch (e) {
     if (e instanceof CodecError) return { error: e.code };
     // a bug of this implementation, not a spec code: make it visible

@@ -300,6 +300,209 @@ case(palm, "hemisphere-outside-band-unchanged", "palm.encode",
      {"q": [0.3, -0.6, 0.0, -math.sqrt(1 - 0.09 - 0.36)], "side": "r"},
      {"v": [-0.6, 0.0, -math.sqrt(1 - 0.09 - 0.36)], "clamped": False})
 
+
+# -- issue 19: one reading for every condition object (spec §3.4, the one place) ----------
+AFF = {"label": "happy", "intensity": 0.5, "mode": "add"}
+R_CH = "§3.4 an unknown condition channel is ignored, from a peer and a caller alike (§5.9 rule 4)"
+case(wire, "decode-unknown-channel-ignored", "wire.decode", R_CH,
+     {"hex": hx({"t": "cond", "ts": 3, "c": {"gesture": {"x": 1}, "contact": {"hand_r": "chin"}}})},
+     {"type": "cond", "timestamp_us": 3, "conditions": {"contact": {"hand_r": "chin"}}})
+case(inputs, "mirror-unknown-channel-dropped", "conditions.mirror", R_CH,
+     {"conditions": {"gesture": "wave", "affect": AFF}}, {"conditions": {"affect": AFF}})
+R_CNULL = "§3.4 a null channel is inactive, exactly as if left out, from a peer and a caller alike"
+case(inputs, "mirror-null-channel", "conditions.mirror", R_CNULL,
+     {"conditions": {"tracking": None, "mouthing": None, "contact": {"hand_r": "cheek_l"}}},
+     {"conditions": {"contact": {"hand_l": "cheek_r"}}})
+R_AX = ("§3.4 the affect map is a record of label, intensity, mode: another key is ignored "
+        "(§5.9 rule 4); tracking and contact keys are enumeration values (unknown: unknown_id)")
+case(wire, "decode-affect-extra-key", "wire.decode", R_AX,
+     {"hex": hx({"t": "cond", "ts": 3, "c": {"affect": {**AFF, "speed": 2}}})},
+     {"type": "cond", "timestamp_us": 3, "conditions": {"affect": AFF}})
+case(inputs, "mirror-affect-extra-key", "conditions.mirror", R_AX,
+     {"conditions": {"affect": {**AFF, "speed": 2}}}, {"conditions": {"affect": AFF}})
+case(inputs, "mirror-tracking-unknown-part", "conditions.mirror", R_AX,
+     {"conditions": {"tracking": {"tail": "lost"}}}, error="usage.unknown_id")
+R_ORD = ("§3.4 order of checks: channels mouthing, tracking, contact, affect; mouthing: list, "
+         "length, each share (type, finiteness, range), sum; map entries each completely (key "
+         "known, value type, value known); affect: the three fields present, then label, "
+         "intensity, mode")
+BAD_MIX = [2] + [0] * 14
+for id_, c, code in (
+    ("channels", {"contact": {"hand_r": "elbow"}, "mouthing": BAD_MIX}, "out_of_range"),
+    ("mouthing-length-first", {"mouthing": ["x", "y"]}, "out_of_range"),
+    ("mouthing-share-complete", {"mouthing": [1.5, "x"] + [0] * 13}, "out_of_range"),
+    ("entry-key-first", {"tracking": {"tail": 5}}, "unknown_id"),
+    ("affect-fields-first", {"affect": {"label": "joy", "intensity": 0.5}}, "missing_field"),
+    ("affect-label-before-intensity", {"affect": {"label": "joy", "intensity": 7, "mode": "add"}},
+     "unknown_id"),
+):
+    case(wire, f"decode-cond-order-{id_}", "wire.decode", R_ORD,
+         {"hex": hx({"t": "cond", "ts": 0, "c": c})}, error=f"decode.{code}")
+    ucode = {"missing_field": "bad_option"}.get(code, code)
+    case(inputs, f"mirror-order-{id_}", "conditions.mirror", R_ORD, {"conditions": c},
+         error=f"usage.{ucode}")
+
+# -- issue 19: a number's JSON spelling never matters (spec §6.5 rule 1) --------------------
+R_SPELL = ("§6.5 a number's JSON spelling never matters, only its value: 4096.0 is the integer "
+           "4096, 1 is the real number 1.0 (msgpack types on the wire are another matter, §5.2)")
+case(inputs, "spelling-integer-as-float", "wire.decode", R_SPELL,
+     {"hex": hx({"t": "bye", "why": ""}), "max_size": 4096.0}, {"type": "bye", "reason": ""})
+case(inputs, "spelling-fraction-not-integer", "wire.decode", R_SPELL,
+     {"hex": hx({"t": "bye", "why": ""}), "max_size": 4096.5}, error="usage.bad_option")
+case(wire, "encode-seq-spelled-float", "wire.encode", R_SPELL,
+     {"message": {"type": "f", "seq": 7.0, "timestamp_us": 1e3, "values": {}}},
+     {"hex": hx({"t": "f", "s": 7, "ts": 1000, "m": b"", "v": b""})})
+case(wire, "encode-welcome-limits-spelled-float", "wire.encode", R_SPELL,
+     {"message": {"type": "welcome", "session": "s", "registry_hash": "0123456789abcdef",
+                  "protocol": 1.0, "max_message_bytes": 4096.0, "max_fps": 120.0}},
+     {"hex": hx({"t": "welcome", "pv": 1, "sid": "s", "rv": "1.0.0", "rh": H8, "mb": 4096,
+                 "mf": 120})})
+case(wire, "encode-cal-spelled-integer", "wire.encode", R_SPELL + " (a real number is float 64 on the wire)",
+     {"message": {"type": "cal", "hand_length": 1, "torso_length": None, "arm_length": None,
+                  "shoulder_width": None}},
+     {"hex": hx({"t": "cal", "hl": 1.0, "tl": None, "al": None, "sw": None})})
+
+# -- issue 19: which recomputed dims morph.arkit_to_dims lists (spec §4.6, §6.5) -----------
+R_SOLVE = ("§4.6/§6.5 values lists a recomputed dim when n = p − m is not exactly 0; p and m at "
+           "or below 1e-12 are 0 (the §4.6 rounding), so a weight of 1e-13 lists nothing and "
+           "one of 2e-12 lists its dim")
+case(inputs, "solve-below-rounding-lists-nothing", "morph.arkit_to_dims", R_SOLVE,
+     {"weights": {"jawOpen": 1e-13}},
+     {"values": {}, "clamped": [], "replaced": [], "dims_clipped": []})
+
+# -- issue 19: an all-zero mix is inactive (spec §3.4.1, glossary) --------------------------
+R_ZERO = ("§3.4.1 a mix whose shares are all 0 is mouthing inactive, like an absent one: b = 0, "
+          "so Δ = e = a and the mouth dims drive their ARKit channels directly (§4.6)")
+case(inputs, "mouthing-all-zero-inactive", "mouthing.apply", R_ZERO,
+     {"values": {"m_jaw": 0.4}, "shares": [0] * 15},
+     {"baseline": {}, "delta": {"m_jaw": 0.4}, "effective": {"m_jaw": 0.4},
+      "arkit": {"jawOpen": 0.4, "mouthLowerDownLeft": 0.3 * 0.4, "mouthLowerDownRight": 0.3 * 0.4,
+                "mouthFunnel": 0.2 * 0.4}, "visemes": {}, "clipped": []})
+
+# -- issue 19: underflow and overflow (spec §1.5, §6.5 rules 4 and 5) ----------------------
+R_TINY = ("§6.5 rule 4: a quaternion or direction the caller gives is zero only when every "
+          "component is exactly 0; any other finite vector, however short, is normalized by its "
+          "§1.5 length (scale-free)")
+case(inputs, "tiny-palm-encode-subnormal", "palm.encode", R_TINY,
+     {"q": [5e-324, 0, 0, 0], "side": "r"}, {"v": [0.0, 0.0, 0.0], "clamped": False})
+case(inputs, "tiny-palm-encode-1e-300", "palm.encode", R_TINY + " (180° about x: the clamp band)",
+     {"q": [0, 1e-300, 0, 0], "side": "r"}, {"v": [0.98, 0.0, 0.0], "clamped": True})
+case(inputs, "tiny-euler-from-quat", "euler.from_quat", R_TINY,
+     {"q": [1e-300, 0, 0, 0]}, {"yaw": 0.0, "pitch": 0.0, "roll": 0.0})
+case(inputs, "tiny-palm-directions-subnormal", "palm.directions", R_TINY + " (180° about z)",
+     {"q": [0, 0, 0, 5e-324], "side": "r"},
+     {"fingers": [0.0, -1.0, 0.0], "palm_normal": [0.0, 0.0, 1.0], "thumb": [-1.0, 0.0, 0.0]})
+case(inputs, "tiny-palm-from-directions", "palm.from_directions", R_TINY,
+     {"fingers": [0, 1e-300, 0], "palm_normal": [0, 0, 5e-324], "side": "r"}, {"q": [1.0, 0.0, 0.0, 0.0]})
+case(inputs, "tiny-frame-body", "frame.body", R_TINY + " (sites 2e-300 apart)",
+     {"shoulder_l": [1e-300, 0, 0], "shoulder_r": [-1e-300, 0, 0], "hip_mid": [0, -1e-300, 0]},
+     {"origin": [0.0, 0.0, 0.0], "x": [1.0, 0.0, 0.0], "y": [0.0, 1.0, 0.0], "z": [0.0, 0.0, 1.0],
+      "points": []})
+case(inputs, "zero-exact-palm-encode", "palm.encode", R_TINY, {"q": [0, 0, 0, 0], "side": "r"},
+     error="usage.zero_norm")
+case(inputs, "zero-exact-frame-body", "frame.body", R_TINY + " (shoulder_l = shoulder_r exactly)",
+     {"shoulder_l": [5e-324, 0, 0], "shoulder_r": [5e-324, 0, 0], "hip_mid": [0, -1, 0]},
+     error="usage.zero_norm")
+R_DERIVED = ("§6.5 rule 4: a direction an op derives from another (palm.from_directions' palm normal "
+             "orthogonalized against the fingers, frame.body's up orthogonalized against the shoulder "
+             "line) is degenerate, usage.zero_norm, when its length is at most 1e-12 times the length "
+             "of the vector it came from (scale-free)")
+case(inputs, "derived-parallel-huge", "palm.from_directions", R_DERIVED,
+     {"fingers": [0, 1, 0], "palm_normal": [0, 1e300, 0], "side": "r"}, error="usage.zero_norm")
+case(inputs, "derived-parallel-tiny", "frame.body", R_DERIVED,
+     {"shoulder_l": [1e-300, 0, 0], "shoulder_r": [-1e-300, 0, 0], "hip_mid": [1e-300, 0, 0]},
+     error="usage.zero_norm")
+case(inputs, "derived-not-parallel-tiny", "palm.from_directions", R_DERIVED + " (tiny but not parallel)",
+     {"fingers": [0, 1e-300, 0], "palm_normal": [0, 1e-300, 1e-300], "side": "r"},
+     {"q": [1.0, 0.0, 0.0, 0.0]})
+R_OVER = ("§6.5 rule 5: no op answers a number that is not finite; where finite inputs overflow "
+          "binary64 in a step the spec does not scale (the formulas as written, left to right), "
+          "the op fails with usage.out_of_range")
+case(inputs, "overflow-arm-to-physical", "arm.to_physical", R_OVER + " (1e308 · 2.5 · 10 m)",
+     {"n": [1e308, 0, 0], "side": "r", "calibration": {"shoulder_width": 10.0}},
+     error="usage.out_of_range")
+case(inputs, "overflow-frame-body", "frame.body", R_OVER + " (shoulder_l − shoulder_r = 2e308)",
+     {"shoulder_l": [1e308, 0, 0], "shoulder_r": [-1e308, 0, 0], "hip_mid": [0, -1, 0]},
+     error="usage.out_of_range")
+case(inputs, "huge-finite-palm-directions", "palm.directions", R_BIG,
+     {"q": [0, 0, 0, 1e300], "side": "r"},
+     {"fingers": [0.0, -1.0, 0.0], "palm_normal": [0.0, 0.0, 1.0], "thumb": [-1.0, 0.0, 0.0]})
+
+# -- issue 19: palm.reconstruct clamp 0 (spec §6.5 rule 3: [0, 1]) ---------------------------
+case(inputs, "palm-clamp-zero", "palm.reconstruct",
+     R_RANGE + "; palm.reconstruct clamp is in [0, 1]: 0 clamps every v to 0 (reported)",
+     {"v": [0.5, 0, 0], "clamp": 0}, {"q": [1.0, 0.0, 0.0, 0.0], "changed": True})
+
+# -- issue 19: mouthing.apply checks every dim and never clips silently (spec §3.5, §6.5) ----
+R_MAPPLY = ("§6.5 mouthing.apply: values is a pose in bounds — every dim, face and others too "
+            "(usage.out_of_range), checked before the shares; §3.5 a weight clipped to [0, 1] is "
+            "reported in clipped (ARKit order), never silent")
+case(inputs, "mouthing-face-dim-out-of-range", "mouthing.apply", R_MAPPLY,
+     {"values": {"f_blink_l": 1.5}, "shares": {"aa": 0.5}}, error="usage.out_of_range")
+case(inputs, "mouthing-other-dim-out-of-range", "mouthing.apply", R_MAPPLY,
+     {"values": {"h_yaw": 7}, "shares": []}, error="usage.out_of_range")
+case(inputs, "mouthing-values-before-shares", "mouthing.apply", R_MAPPLY,
+     {"values": {"h_yaw": 7}, "shares": {"ah": 0.5}}, error="usage.out_of_range")
+case(inputs, "mouthing-clip-reported", "mouthing.apply", R_MAPPLY + " (§4.6 worked: bared teeth "
+     "plus m_lower_lip = 1 gives mouthLowerDown* = 1 + 0.3, clipped)",
+     {"values": {"m_upper_lip": 1, "m_lower_lip": 1}, "shares": []},
+     {"baseline": {}, "delta": {"m_upper_lip": 1.0, "m_lower_lip": 1.0},
+      "effective": {"m_upper_lip": 1.0, "m_lower_lip": 1.0},
+      "arkit": {"mouthUpperUpLeft": 1.0, "mouthUpperUpRight": 1.0, "mouthLowerDownLeft": 1.0,
+                "mouthLowerDownRight": 1.0, "mouthStretchLeft": 0.3 + 0.2,
+                "mouthStretchRight": 0.3 + 0.2},
+      "visemes": {}, "clipped": ["mouthLowerDownLeft", "mouthLowerDownRight"]})
+
+# -- issue 19: the order of rules 1-4 (spec §6.5) --------------------------------------------
+R_ORDER = ("§6.5 order: unknown keys, then the row's keys in the row's order, each completely "
+           "(rule 1 type, rule 2 finite, rule 3 range), then rule 2 at any depth, then rule 4 (the "
+           "op's own checks, in the order its row states)")
+case(inputs, "order-rule-1-before-rule-4", "affect.apply", R_ORDER,
+     {"values": {"nope": 0.1}, "label": "joy", "intensity": "x", "mode": "add"}, error="usage.bad_option")
+case(inputs, "order-rule-3-before-rule-4", "affect.apply", R_ORDER,
+     {"values": {"nope": 0.1}, "label": "joy", "intensity": 2, "mode": "add"}, error="usage.out_of_range")
+case(inputs, "order-row-key-order", "euler.to_quat", R_ORDER + " (yaw before pitch)",
+     {"pitch": "x", "yaw": 10**400, "roll": 0}, error="usage.not_finite")
+case(inputs, "order-unknown-key-first", "euler.to_quat", R_ORDER,
+     {"yaw": "x", "pitch": 0, "roll": 0, "tilt": 1}, error="usage.bad_option")
+case(inputs, "order-rule-2-deep-before-rule-4", "wire.encode", R_ORDER,
+     {"message": {"type": "nope", "x": 10**400}}, error="usage.not_finite")
+case(inputs, "order-ids-before-bounds", "vector.validate", R_ORDER + "; values: every id known, then bounds",
+     {"values": {"h_yaw": 7, "nope": 0}}, error="usage.unknown_id")
+
+# -- issue 19: wire.encode check order (spec §6.5), the three cases found -------------------
+R_WORD = ("§6.5 wire.encode order, each step over the whole message: type; keys and JSON types "
+          "(table order); frame values finite; protocol 1; dim ids, role, conditions (§3.4); ranges")
+FR = {"type": "f", "seq": 1, "timestamp_us": 1}
+case(wire, "encode-order-type-before-unknown-dim", "wire.encode", R_WORD,
+     {"message": {**FR, "seq": "x", "values": {"nope": 1}}}, error="usage.bad_option")
+case(wire, "encode-order-value-type-before-unknown-dim", "wire.encode", R_WORD,
+     {"message": {**FR, "values": {"nope": 1, "h_yaw": "x"}}}, error="usage.bad_option")
+case(wire, "encode-order-protocol-before-role", "wire.encode", R_WORD,
+     {"message": {**j_hello, "role": "viewer", "protocol": 2}}, error="usage.bad_option")
+case(wire, "encode-order-role-before-hash-pattern", "wire.encode", R_WORD,
+     {"message": {**j_hello, "role": "viewer", "registry_hash": "zz"}}, error="usage.unknown_id")
+case(wire, "encode-order-unknown-dim-before-range", "wire.encode", R_WORD,
+     {"message": {**FR, "values": {"h_yaw": 2, "nope": 1}}}, error="usage.unknown_id")
+case(wire, "encode-order-conditions-before-range", "wire.encode", R_WORD,
+     {"message": {**FR, "seq": -1, "values": {}, "conditions": {"tracking": {"tail": "lost"}}}},
+     error="usage.unknown_id")
+# -- issue 19: found by running the generated boundary set through the JS kit -------------
+R_SIGN = ("§4.7/§1.5 the direction of the delta law is decided on the signs of a and b, never on "
+          "the rounded product a·b (0.5 · −5e−324 underflows to −0): opposite, Δ = a·|b| = 0")
+case(inputs, "subnormal-delta-signs-not-product", "mouthing.delta", R_SIGN,
+     {"authored": 0.5, "baseline": -5e-324}, {"delta": 0.0, "effective": -5e-324})
+case(inputs, "subnormal-normalize-non-zero-after-division", "mouthing.normalize",
+     "§6.5 non-zero only is judged on the normalized share: 5e−324 / 2 rounds to 0 and is left out",
+     {"shares": [5e-324] + [0] * 9 + [1.0, 0, 0, 0, 1.0]},
+     {"shares": {"aa": 0.5, "U": 0.5}, "normalized": True})
+R_SUBUNIT = ("§1.5 a vector is normalized as its scaled self over its scaled length, so a subnormal "
+             "vector gets a unit result (its length alone would round)")
+case(inputs, "subnormal-frame-body-unit-axes", "frame.body", R_SUBUNIT,
+     {"shoulder_l": [0, 0, 0], "shoulder_r": [5e-324, -5e-324, 0], "hip_mid": [0, -1, 0]},
+     {"origin": [0.0, 0.0, 0.0], "x": [-math.sqrt(0.5), math.sqrt(0.5), 0.0],
+      "y": [math.sqrt(0.5), math.sqrt(0.5), 0.0], "z": [0.0, 0.0, -1.0], "points": []})
+
 for name, lst, section, title in (
     ("palm-rules.json", palm, "§3.3, §4.2", "Palm encoding near w = 0: the hemisphere rule"),
     ("wire-rules.json", wire, "§5.2–5.8, §6.5",
