@@ -68,9 +68,10 @@ def test_layers_are_mapped_by_package_dir_not_links() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     assert config["package-dir"] == {f"posewire.{layer}": layer for layer in LAYERS} | {
         "posewire.conformance.vectors": "spec/conformance"}
-    # posewire.data: the demo's recording (package data, posewire/assets.py)
+    # posewire.data: the demo's recording (package data, posewire/assets.py); posewire.relay:
+    # the relay server, a package of its own (posewire/relay/)
     assert set(config["packages"]) == {"posewire", "posewire.conformance", "posewire.conformance.vectors",
-                                       "posewire.data", *(f"posewire.{layer}" for layer in LAYERS)}
+                                       "posewire.data", "posewire.relay", *(f"posewire.{layer}" for layer in LAYERS)}
     # no symbolic link is committed (a checkout without links works)
     listed = subprocess.run(["git", "ls-files", "-s"], cwd=ROOT, capture_output=True, text=True, check=False)
     if listed.returncode == 0:
