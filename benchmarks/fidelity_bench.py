@@ -44,7 +44,7 @@ from posewire.consumers.pose import decode_plan
 from posewire.consumers.skeleton import helix_humanoid
 from posewire.fidelity import reprojection
 from posewire.groundtruth import noise, random_vectors, render, thumb_roll_error_deg
-from posewire.producers.filter import filter_vectors, jitter
+from posewire.producers.filter import RotationFilter, filter_vectors, jitter
 from posewire.producers.hand import FINGER_CHAINS, THUMB_ROLL_MIN_CURL_DEG, with_depth_gain
 from posewire.producers.hand_single import hand_dims1, with_depth_gain1
 from posewire.producers.landmarks import HolisticLandmarks, _encode_batch, landmarks_to_vectors
@@ -282,9 +282,10 @@ def head_jitter_table() -> None:
     """Issue 18: head jitter relative to the chest (ours) against kalidokit's raw head
     (camera-relative) on the same face meshes."""
     print("## Head jitter (radians per frame, median of |Δ| over h_yaw/h_pitch/h_roll)\n")
-    print("| recording | ours raw (chest-relative) | ours One-Euro | kalidokit 1.1.5 raw (camera-relative) "
-          "| raw / kalidokit |")
-    print("| --- | --- | --- | --- | --- |")
+    print("| recording | ours raw (chest-relative) | ours One-Euro | ours, chest smoothed + One-Euro "
+          "| kalidokit 1.1.5 raw (camera-relative) | raw / kalidokit | smoothed / kalidokit |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    ratios: list[float] = []
     heads = [REGISTRY.index(d) for d in ("h_yaw", "h_pitch", "h_roll")]
     full = np.radians([REGISTRY.by_id[d].row.max for d in ("h_yaw", "h_pitch", "h_roll")])
     paths = [*RECORDINGS, *sorted((ROOT.parent / "shared" / "data" / "fingerspelling-ase").glob("*.pose"))]
@@ -298,9 +299,17 @@ def head_jitter_table() -> None:
         filtered = filter_vectors(res.vectors, np.arange(res.vectors.shape[0]) / pf.fps).vectors
         raw = float(np.nanmedian(jitter(res.vectors[:, heads] * full)))
         smooth = float(np.nanmedian(jitter(filtered[:, heads] * full)))
+        times = np.arange(res.vectors.shape[0]) / pf.fps
+        steady = landmarks_to_vectors(pf.landmarks, calibration=res.calibration, chest_filter=RotationFilter(),
+                                      times=times)  # spec §7.3 "Smoothing": as produce and record do
+        both = float(np.nanmedian(jitter(filter_vectors(steady.vectors, times).vectors[:, heads] * full)))
         kali = _kalidokit_head(pf.landmarks.face, pf.width, pf.height)
         k = float(np.nanmedian(jitter(kali))) if kali is not None else float("nan")
-        print(f"| {path.name[:28]} | {raw:.4f} | {smooth:.4f} | {k:.4f} | {raw / k:.2f} |")
+        ratios.append(both / k)
+        print(f"| {path.name[:28]} | {raw:.4f} | {smooth:.4f} | {both:.4f} | {k:.4f} | {raw / k:.2f} | {both / k:.2f} |")
+    if ratios:
+        print(f"\nSmoothed / kalidokit raw over {len(ratios)} recordings: median {np.median(ratios):.2f}, "
+              f"max {max(ratios):.2f}, {sum(r <= 1.0 for r in ratios)} at or below 1.")
     print("\nOur face frame alone (camera-relative) is as steady as kalidokit's head (0.008–0.018 against "
           "0.008–0.018 rad of total rotation per frame on these recordings); the excess is the chest frame "
           "the head is relative to, whose guessed hips and shoulder depth jitter in close-up shots.\n")

@@ -44,8 +44,8 @@ from posewire.codec.errors import UsageError
 from posewire.codec.registry import REGISTRY
 from posewire.codec.vector import N_DIMS
 
-__all__ = ["DEFAULT_PARAMS", "FilterResult", "OneEuroParams", "VectorFilter", "filter_vectors", "group_jitter",
-           "jitter"]
+__all__ = ["CHEST_PARAMS", "DEFAULT_PARAMS", "FilterResult", "OneEuroParams", "RotationFilter", "VectorFilter",
+           "filter_vectors", "group_jitter", "jitter"]
 
 F64 = NDArray[np.float64]
 
@@ -74,6 +74,11 @@ DEFAULT_PARAMS: Mapping[str, OneEuroParams] = {
     "face": OneEuroParams(3.0, 1.0),
     "mouth": OneEuroParams(3.0, 1.0),
 }
+
+#: The chest frame of a time series (spec §7.3 "Smoothing"): it turns slowly, and its
+#: estimate (guessed hips, shoulder depth) jitters in close-up shots, which the head, arms
+#: and palms are relative to.
+CHEST_PARAMS = OneEuroParams(0.3, 0.3)
 
 _PALM = np.array([[REGISTRY.index(f"w_q{a}_{s}") for a in "xyz"] for s in ("l", "r")])
 #: (roll, curl) columns of each thumb, l then r (spec §4.3 double cover)
@@ -157,15 +162,54 @@ class VectorFilter:
                 self._q[k], self._dq[k] = q, 0.0
                 out[_PALM[k]] = p
                 continue
-            if q @ prev < 0.0:
-                q = -q
-            angle = 2.0 * np.arccos(min(1.0, abs(float(q @ prev))))
-            ad_palm = float(_alpha(self._palm.d_cutoff, dt))
-            self._dq[k] = ad_palm * angle / dt + (1.0 - ad_palm) * self._dq[k]
-            a_palm = float(_alpha(self._palm.min_cutoff + self._palm.beta * self._dq[k], dt))
-            self._q[k] = _slerp(prev, q, a_palm)
+            self._q[k], self._dq[k] = _rotation_step(prev, float(self._dq[k]), q, dt, self._palm)
             r = self._q[k] if self._q[k][0] >= 0 else -self._q[k]
             out[_PALM[k]] = r[1:]
+        return out
+
+
+def _rotation_step(prev: F64, speed: float, q: F64, dt: float, params: OneEuroParams) -> tuple[F64, float]:
+    """One One-Euro step on unit quaternions ``(4,)``: the previous filtered rotation, its
+    smoothed angular speed (rad/s) and the new measurement; the cutoff grows with the speed,
+    the step is a slerp. Returns the filtered rotation and the new speed."""
+    if q @ prev < 0.0:
+        q = -q
+    angle = 2.0 * np.arccos(min(1.0, abs(float(q @ prev))))
+    a_speed = float(_alpha(params.d_cutoff, dt))
+    speed = a_speed * angle / dt + (1.0 - a_speed) * speed
+    a = float(_alpha(params.min_cutoff + params.beta * speed, dt))
+    return _slerp(prev, q, a), speed
+
+
+class RotationFilter:
+    """Streaming One-Euro filter of one rotation, given as its axes (the columns of a
+    ``(3, 3)`` rotation matrix) — the chest frame of a live source or a recording (spec
+    §7.3 "Smoothing", :data:`CHEST_PARAMS`). Call with the frame time in seconds (strictly
+    increasing) and the axes; :meth:`reset` when the rotation is not seen."""
+
+    def __init__(self, params: OneEuroParams = CHEST_PARAMS) -> None:
+        self.params = params
+        self._q: F64 | None = None
+        self._speed = 0.0
+        self._t: float | None = None
+
+    def reset(self) -> None:
+        """Forget the state (the next rotation is taken as it is)."""
+        self._q, self._speed = None, 0.0
+
+    def __call__(self, t: float, rotation: ArrayLike) -> F64:
+        from posewire.codec.quaternion import from_matrix_unchecked, to_matrix
+
+        if self._t is not None and not t > self._t:
+            raise UsageError("usage.bad_option", f"frame times must increase ({t} after {self._t})")
+        dt = None if self._t is None else t - self._t
+        self._t = t
+        q = from_matrix_unchecked(np.asarray(rotation, dtype=np.float64))
+        if self._q is None or dt is None:
+            self._q, self._speed = q, 0.0
+        else:
+            self._q, self._speed = _rotation_step(self._q, self._speed, q, dt, self.params)
+        out: F64 = to_matrix(self._q)
         return out
 
 

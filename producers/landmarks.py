@@ -51,12 +51,12 @@ present, ``head`` when the face is present (``not_estimated`` without a face arr
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Literal
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from posewire.codec.calibration import (
     REFERENCE_CALIBRATION,
@@ -77,6 +77,7 @@ from posewire.codec.quaternion import (
 )
 from posewire.codec.registry import REGISTRY, TRACKING_PARTS
 from posewire.codec.vector import LOWER, N_DIMS, UPPER
+from posewire.producers.filter import RotationFilter
 from posewire.producers.hand import (
     HAND_POINTS,
     bone_log_lengths,
@@ -775,6 +776,8 @@ def landmarks_to_vectors(
     calibration: LandmarkCalibration | None = None,
     visibility_threshold: float = 0.5,
     mirrored: Literal["report", "flip"] = "report",
+    chest_filter: RotationFilter | None = None,
+    times: ArrayLike | None = None,
 ) -> LandmarkResult:
     """Pose vectors ``(B, N)`` from a batch of Holistic landmarks (module docstring).
 
@@ -786,19 +789,33 @@ def landmarks_to_vectors(
     the chest (a selfie image whose x was flipped without swapping labels) in
     ``report.degenerate["mirrored"]``; ``"flip"`` un-mirrors every point (x → −x) first.
 
+    ``chest_filter`` with ``times`` (seconds, ``(B,)``, increasing): the frames are a time
+    series (a recording, or one live frame at a time with the same filter): the chest frame,
+    which the arms, palms and head are relative to, is smoothed by the rotation One-Euro
+    filter (:class:`posewire.producers.filter.RotationFilter`, spec §7.3 "Smoothing"), frame
+    by frame in order; without them every frame is independent (photos).
+
     A batch of one frame (a live source) takes the single-frame path in Python floats,
     :func:`posewire.producers.landmarks_single.encode1`: the same result, without numpy's
     per-call overhead.
     """
     if mirrored not in ("report", "flip"):
         raise UsageError("usage.bad_option", f"mirrored must be 'report' or 'flip', not {mirrored!r}")
+    frame_times = None
+    if chest_filter is not None:
+        if times is None:
+            raise UsageError("usage.bad_option", "a chest filter needs the frame times", path="times")
+        frame_times = np.asarray(times, dtype=np.float64).reshape(-1)
+        if frame_times.shape != (lm.batch,) or not np.isfinite(frame_times).all():
+            raise UsageError("usage.shape", f"times must be {lm.batch} finite seconds", path="times")
     if lm.batch != 1:
-        return _encode_batch(lm, calibration, visibility_threshold, mirrored)
+        return _encode_batch(lm, calibration, visibility_threshold, mirrored, chest_filter, frame_times)
     from posewire.producers.landmarks_single import encode1  # imports this module's tables
 
     if calibration is None:
         calibration = _own_calibration(lm, _prepare(lm, mirrored, visibility_threshold), visibility_threshold)
-    return encode1(lm, calibration, visibility_threshold=visibility_threshold, mirrored=mirrored)
+    return encode1(lm, calibration, visibility_threshold=visibility_threshold, mirrored=mirrored,
+                   chest=chest_filter, t=None if frame_times is None else float(frame_times[0]))
 
 
 def _own_calibration(lm: HolisticLandmarks, prep: _Prepared, visibility_threshold: float) -> LandmarkCalibration:
@@ -818,11 +835,20 @@ def _own_calibration(lm: HolisticLandmarks, prep: _Prepared, visibility_threshol
 
 
 def _encode_batch(lm: HolisticLandmarks, calibration: LandmarkCalibration | None, visibility_threshold: float,
-                  mirrored: Literal["report", "flip"]) -> LandmarkResult:
+                  mirrored: Literal["report", "flip"], chest_filter: RotationFilter | None = None,
+                  times: F64 | None = None) -> LandmarkResult:
     """:func:`landmarks_to_vectors` on numpy arrays, any batch size."""
     prep = _prepare(lm, mirrored, visibility_threshold)
     notes: list[str] = []
     cal = calibration if calibration is not None else _own_calibration(lm, prep, visibility_threshold)
+    if chest_filter is not None and times is not None:  # spec §7.3: a time series' chest smoothed
+        rotation = prep.rotation.copy()
+        for i in range(lm.batch):
+            if prep.valid[i]:
+                rotation[i] = chest_filter(float(times[i]), prep.rotation[i])
+            else:
+                chest_filter.reset()
+        prep = replace(prep, rotation=rotation)
     batch = lm.batch
     vec = np.full((batch, N_DIMS), np.nan)
     extra_clamps: dict[str, Bool] = {}

@@ -44,6 +44,7 @@ from posewire.codec.quaternion import (
 )
 from posewire.codec.registry import REGISTRY, TRACKING_PARTS
 from posewire.codec.vector import LOWER, N_DIMS, UPPER
+from posewire.producers.filter import RotationFilter
 from posewire.producers.hand import _FINGER_ROWS
 from posewire.producers.hand_single import Points, hand_dims1, with_depth_gain1
 from posewire.producers.landmarks import (
@@ -406,13 +407,21 @@ def _head(frame: _Frame, face: list[Vec3]) -> tuple[Vec3, bool] | None:
 
 
 def encode1(lm: HolisticLandmarks, cal: LandmarkCalibration, *, visibility_threshold: float,
-            mirrored: Literal["report", "flip"], frame: _Frame | None = None) -> LandmarkResult:
+            mirrored: Literal["report", "flip"], frame: _Frame | None = None,
+            chest: RotationFilter | None = None, t: float | None = None) -> LandmarkResult:
     """:func:`posewire.producers.landmarks.landmarks_to_vectors` of a batch of one frame
     with its calibration (module docstring); ``frame``: :func:`prepare1` of ``lm`` already
-    taken (``mirrored="report"``, the same threshold)."""
+    taken (``mirrored="report"``, the same threshold); ``chest``/``t``: a time series' chest
+    filter and this frame's time in seconds (spec §7.3 "Smoothing")."""
     x_sign = -1.0 if mirrored == "flip" else 1.0  # spec §2.2: un-mirror a selfie image
     if frame is None or mirrored == "flip":
         frame = _prepare(lm, x_sign, visibility_threshold)
+    if chest is not None and t is not None:
+        if frame.valid:  # spec §7.3: the chest frame of a time series smoothed
+            smoothed = chest(t, np.array(frame.axes).T).T.tolist()
+            frame = frame._replace(axes=(tuple(smoothed[0]), tuple(smoothed[1]), tuple(smoothed[2])))
+        else:
+            chest.reset()
     valid = frame.valid
     row = [math.nan] * N_DIMS
     clamped_cols: list[int] = []

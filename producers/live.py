@@ -51,7 +51,7 @@ from posewire.producers.face import (
     iris_gaze1,
     rotation_part1,
 )
-from posewire.producers.filter import VectorFilter
+from posewire.producers.filter import RotationFilter, VectorFilter
 from posewire.producers.hand import (
     DEPTH_GAIN_MIN_FRAMES,
     DEPTH_GAINS,
@@ -330,6 +330,8 @@ class LiveEncoder:
                  visibility_threshold: float = 0.5, live: LiveCalibration | None = None,
                  smoothing: VectorFilter | None = None, neutral_face_frames: int = 0) -> None:
         self.smoothing = smoothing
+        # spec §7.3 "Smoothing": with the vector filter, the chest frame is smoothed as well
+        self.chest = RotationFilter() if smoothing is not None else None
         self.neutral_face = NeutralFace(neutral_face_frames) if neutral_face_frames > 0 else None
         self.fixed = calibration
         self.live = None if calibration is not None else (live or LiveCalibration(
@@ -368,9 +370,12 @@ class LiveEncoder:
             lm = HolisticLandmarks(lm.pose_world, lm.pose_visibility, lm.left_hand, lm.right_hand,
                                    _axes_as_face_points(face_rot), lm.hand_scale)
         lm_start = time.perf_counter()
-        result = landmarks_to_vectors(lm, calibration=cal, visibility_threshold=self.visibility_threshold) \
+        t_s = None if t_us is None or self.chest is None else t_us / 1e6
+        result = landmarks_to_vectors(lm, calibration=cal, visibility_threshold=self.visibility_threshold,
+                                      chest_filter=None if t_s is None else self.chest,
+                                      times=None if t_s is None else [t_s]) \
             if frame is None else encode1(lm, cal, visibility_threshold=self.visibility_threshold, mirrored="report",
-                                          frame=frame)
+                                          frame=frame, chest=self.chest, t=t_s)
         landmarks_us = (time.perf_counter() - lm_start) * 1e6
         vec = result.vectors[0].copy()
         states = {part: str(s[0]) for part, s in result.tracking.items()}

@@ -41,7 +41,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posewire.codec.errors import UsageError
-from posewire.producers.filter import FilterResult, filter_vectors
+from posewire.producers.filter import FilterResult, RotationFilter, filter_vectors
 from posewire.producers.hand import bone_log_lengths, estimate_depth_gain
 from posewire.producers.landmarks import (
     HolisticLandmarks,
@@ -318,7 +318,10 @@ def pose_file_to_recording(
     if pose_file.fps <= 0:
         raise UsageError("usage.bad_option", f"the .pose file has no frame rate ({pose_file.fps})", path=str(path))
     started = time.perf_counter()
-    result = landmarks_to_vectors(pose_file.landmarks, visibility_threshold=visibility_threshold, mirrored=mirrored)
+    times = np.arange(pose_file.landmarks.batch) / pose_file.fps
+    # spec §7.3 "Smoothing": a filtered recording smooths its chest frame too
+    result = landmarks_to_vectors(pose_file.landmarks, visibility_threshold=visibility_threshold, mirrored=mirrored,
+                                  chest_filter=RotationFilter() if filter else None, times=times if filter else None)
     if pose_file.notes:
         result = replace(result, report=replace(result.report, notes=(*pose_file.notes, *result.report.notes)))
     elapsed = time.perf_counter() - started

@@ -106,3 +106,59 @@ def test_thumb_roll_stays_on_its_side_of_the_double_cover(seed: int, side: str, 
         curls.append(out[curl_i])
     assert (np.sign(rolls) == sign).all() and (np.asarray(rolls) * sign > 0.9).all()
     assert (np.asarray(curls) > 0.3).all()
+
+
+# ---------------------------------------------------------------- the chest of a time series
+
+
+def test_rotation_filter_keeps_a_still_rotation_and_calms_a_noisy_one() -> None:
+    # spec §7.3 "Smoothing": the chest frame's One-Euro filter
+    from posewire.codec.quaternion import from_axis_angle, to_matrix
+    from posewire.producers.filter import RotationFilter
+
+    still = to_matrix(from_axis_angle([0.0, 1.0, 0.0], 0.4))
+    chest = RotationFilter()
+    for k in range(10):
+        np.testing.assert_allclose(chest(k / 30, still), still, atol=1e-12)
+    rng = np.random.default_rng(5)
+    chest = RotationFilter()
+    raw, smooth = [], []
+    for k in range(90):
+        noisy = to_matrix(from_axis_angle(rng.normal(size=3), 0.03)) @ still
+        raw.append(noisy)
+        smooth.append(chest(k / 30, noisy))
+
+    def steps(rotations: list[np.ndarray]) -> float:
+        return float(np.median([np.arccos(np.clip((np.trace(a.T @ b) - 1) / 2, -1, 1))
+                                for a, b in zip(rotations[:-1], rotations[1:], strict=True)]))
+
+    assert steps(smooth) < 0.3 * steps(raw)
+    with pytest.raises(UsageError):
+        chest(1.0, still)  # times must increase
+
+
+def test_a_smoothed_chest_steadies_the_head_and_matches_frame_by_frame() -> None:
+    # issue 18: on the signer the head's jitter relative to the chest is mostly the chest's
+    # (guessed hips); smoothing the chest of the time series takes it out. One frame at a
+    # time with the same filter gives the batch's result.
+    from pathlib import Path
+
+    from posewire.producers.filter import RotationFilter, jitter
+    from posewire.producers.landmarks import HolisticLandmarks, landmarks_to_vectors
+    from posewire.producers.poseformat import read_pose_file
+
+    pose_file = read_pose_file(Path(__file__).parent / "data" / "holistic_signer.pose")
+    lm = pose_file.landmarks
+    times = np.arange(lm.batch) / pose_file.fps
+    plain = landmarks_to_vectors(lm)
+    steady = landmarks_to_vectors(lm, calibration=plain.calibration, chest_filter=RotationFilter(), times=times)
+    heads = [REGISTRY.index(d) for d in ("h_yaw", "h_pitch", "h_roll")]
+    assert np.nanmedian(jitter(steady.vectors[:, heads])) < 0.6 * np.nanmedian(jitter(plain.vectors[:, heads]))
+    chest = RotationFilter()
+    for i in range(lm.batch):
+        one = HolisticLandmarks(lm.pose_world[i:i + 1], lm.pose_visibility[i:i + 1], lm.left_hand[i:i + 1],
+                                lm.right_hand[i:i + 1], None if lm.face is None else lm.face[i:i + 1],
+                                None if lm.hand_scale is None else lm.hand_scale[i:i + 1],
+                                None if lm.pose_image is None else lm.pose_image[i:i + 1])
+        row = landmarks_to_vectors(one, calibration=plain.calibration, chest_filter=chest, times=times[i:i + 1])
+        np.testing.assert_allclose(row.vectors[0], steady.vectors[i], atol=1e-9, equal_nan=True)
