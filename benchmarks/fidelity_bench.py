@@ -306,7 +306,8 @@ def head_jitter_table() -> None:
         kali = _kalidokit_head(pf.landmarks.face, pf.width, pf.height)
         k = float(np.nanmedian(jitter(kali))) if kali is not None else float("nan")
         ratios.append(both / k)
-        print(f"| {path.name[:28]} | {raw:.4f} | {smooth:.4f} | {both:.4f} | {k:.4f} | {raw / k:.2f} | {both / k:.2f} |")
+        print(f"| {path.name[:28]} | {raw:.4f} | {smooth:.4f} | {both:.4f} | {k:.4f} | {raw / k:.2f} "
+              f"| {both / k:.2f} |")
     if ratios:
         print(f"\nSmoothed / kalidokit raw over {len(ratios)} recordings: median {np.median(ratios):.2f}, "
               f"max {max(ratios):.2f}, {sum(r <= 1.0 for r in ratios)} at or below 1.")

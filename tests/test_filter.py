@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -130,7 +131,7 @@ def test_rotation_filter_keeps_a_still_rotation_and_calms_a_noisy_one() -> None:
 
     def steps(rotations: list[np.ndarray]) -> float:
         return float(np.median([np.arccos(np.clip((np.trace(a.T @ b) - 1) / 2, -1, 1))
-                                for a, b in zip(rotations[:-1], rotations[1:], strict=True)]))
+                                for a, b in itertools.pairwise(rotations)]))
 
     assert steps(smooth) < 0.3 * steps(raw)
     with pytest.raises(UsageError):
