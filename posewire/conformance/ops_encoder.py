@@ -16,7 +16,7 @@ Input (JSON, spec §6.9): ``frames`` a non-empty array of objects
   left/right hand as MediaPipe Holistic labels them;
 * ``face`` (optional, nullable): 468 or 478 face-mesh points (only 33, 263, 10 and 152
   are read);
-* ``blendshapes`` (optional, nullable): ARKit name -> weight (missing names are 0);
+* ``blendshapes`` (optional, nullable): ARKit name -> weight (missing names are 0, ``_neutral`` ignored);
   ``null`` means the face model ran and found no face (face and mouth ``lost``).
 
 A point is ``null`` where it is missing. ``calibration`` (optional, nullable): the four
@@ -78,6 +78,8 @@ def _hand(raw: Any, path: str) -> np.ndarray:
 def _blendshapes(raw: dict[str, Any], path: str) -> np.ndarray:
     weights = np.zeros(len(ARKIT_CHANNELS))
     for name, w in raw.items():
+        if name == "_neutral":  # MediaPipe's extra category: ignored (spec §6.5 morph.arkit_to_dims)
+            continue
         if name not in _ARKIT_AT:
             raise UsageError("usage.unknown_id", f"not an ARKit channel: {name!r}", path=f"{path}.{name}")
         if isinstance(w, bool) or not isinstance(w, int | float):
