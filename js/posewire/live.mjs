@@ -1,0 +1,198 @@
+// The live producer's pieces around the encoder (js/posewire/encoder.mjs), for the browser
+// capture page: MediaPipe results -> the encoder's frame object (as producers/mediapipe_source.py
+// and producers/live.py build it), the live calibration (spec §4.1, as producers/live.py
+// LiveCalibration) and the One-Euro filter (producers/filter.py).
+//
+// What differs from the Python producer, and why (spec/07-camera.md §7.6):
+// * live calibration measures shoulders, torso and arm length like the Python estimate but
+//   not the hand length (the x axis falls back to the shoulder width, reported in
+//   fallback_axes) nor the hand depth gain (1);
+// * the One-Euro filter runs per dim with the same parameters; the palm's three dims are
+//   filtered per component (the Python filter slerps the palm rotation);
+// * gaze comes from the blendshapes only (no iris refinement), and the head needs a body
+//   frame (no camera-relative head without shoulders).
+
+import { POSE_POINTS, FACE_POINTS, N_DIMS } from './encoder.mjs';
+import { REGISTRY, calibrationMeasure } from './codec.mjs';
+
+// ---------------------------------------------------------------------------- MediaPipe -> frame
+const pt = (l, w, h) => [l.x * w, l.y * h, l.z * w]; // isotropic pixels (the z of image landmarks has x's scale)
+
+/**
+ * Holistic results (`poseLandmarks`, world landmarks `za`, `leftHandLandmarks`,
+ * `rightHandLandmarks`) and a FaceLandmarker result -> the encoder's frame object (spec §6.9)
+ * of an un-mirrored image `width` × `height`. The head comes from the facial transformation
+ * matrix (its rotation spans the four face points of the head frame, as producers/live.py).
+ */
+export function frameFromResults(holistic, face, width, height) {
+  const world = holistic?.za ?? holistic?.poseWorldLandmarks;
+  const image = holistic?.poseLandmarks;
+  const frame = {
+    pose_world: world ? world.map((p) => [p.x, p.y, p.z]) : new Array(33).fill(null),
+    pose_visibility: image ? image.map((p) => p.visibility ?? 0) : new Array(33).fill(0),
+    left_hand: holistic?.leftHandLandmarks ? holistic.leftHandLandmarks.map((l) => pt(l, width, height)) : null,
+    right_hand: holistic?.rightHandLandmarks ? holistic.rightHandLandmarks.map((l) => pt(l, width, height)) : null,
+  };
+  if (world && image) { // visibility is the world landmark's where it has one
+    frame.pose_visibility = world.map((p, i) => p.visibility ?? image[i].visibility ?? 0);
+  }
+  const m = face?.facialTransformationMatrixes?.[0];
+  if (m && m.data?.length === 16) {
+    const R = (r, c) => m.data[c * 4 + r]; // packed column-major (MatrixData's default layout)
+    // the rotation's X (subject's left) and Y (up) columns, y-up camera axes, made orthonormal
+    const un = (v) => { const n = Math.hypot(...v); return v.map((x) => x / n); };
+    const X = un([R(0, 0), R(1, 0), R(2, 0)]);
+    let Y = [R(0, 1), R(1, 1), R(2, 1)];
+    const k = X[0] * Y[0] + X[1] * Y[1] + X[2] * Y[2];
+    Y = un([Y[0] - k * X[0], Y[1] - k * X[1], Y[2] - k * X[2]]);
+    const toMp = (v) => [v[0], -v[1], -v[2]];
+    const pts = new Array(478).fill(null);
+    pts[FACE_POINTS.eye_outer_l] = toMp(X);
+    pts[FACE_POINTS.eye_outer_r] = toMp(X.map((x) => -x));
+    pts[FACE_POINTS.forehead] = toMp(Y);
+    pts[FACE_POINTS.chin] = toMp(Y.map((x) => -x));
+    frame.face = pts;
+  }
+  if (face) {
+    const cats = face.faceBlendshapes?.[0]?.categories;
+    frame.blendshapes = cats ? Object.fromEntries(cats.map((c) => [c.categoryName, c.score])) : null;
+  }
+  return frame;
+}
+
+/** Metres per image unit from the shoulder segment (landmarks.image_to_world_scale). */
+export function handScale(holistic, width, height) {
+  const world = holistic?.za ?? holistic?.poseWorldLandmarks;
+  const image = holistic?.poseLandmarks;
+  if (!world || !image) return NaN;
+  const a = POSE_POINTS.shoulder_l; const b = POSE_POINTS.shoulder_r;
+  const pa = pt(image[a], width, height); const pb = pt(image[b], width, height);
+  const di = Math.hypot(pa[0] - pb[0], pa[1] - pb[1], pa[2] - pb[2]);
+  const dw = Math.hypot(world[a].x - world[b].x, world[a].y - world[b].y, world[a].z - world[b].z);
+  return di > 1e-9 ? dw / di : NaN;
+}
+
+// ---------------------------------------------------------------------------- live calibration (§4.1)
+const median = (xs) => {
+  const v = xs.filter(Number.isFinite).sort((a, b) => a - b);
+  if (!v.length) return null;
+  const h = v.length >> 1;
+  return v.length % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+};
+const yUp = (p) => (p ? [p[0], -p[1], -p[2]] : null);
+const dist = (a, b) => Math.hypot(a[0] - b[0], a[1] - b[1], a[2] - b[2]);
+const okPoint = (p) => p !== null && p.every(Number.isFinite);
+
+/** The running robust estimate of the performer's calibration (producers/live.py
+ * LiveCalibration): medians over the last `window` frames with a body, re-estimated every
+ * `every` such frames; a new estimate replaces the one in use once the last `settle`
+ * estimates agree within `tolerance` and differ from it by more. */
+export class LiveCalibration {
+  constructor({ window = 150, every = 15, settle = 3, tolerance = 0.03, visibilityThreshold = 0.5 } = {}) {
+    Object.assign(this, { window, every, settle, tolerance, visibilityThreshold });
+    this.samples = [];
+    this.estimates = [];
+    this.since = 0;
+    this.current = null;
+    this.updates = 0;
+  }
+
+  /** Feed one frame object; returns the new calibration when it changed (to be sent). */
+  update(frame) {
+    const P = POSE_POINTS;
+    const get = (k) => yUp(frame.pose_world[P[k]]);
+    const [sl, sr, hl, hr] = ['shoulder_l', 'shoulder_r', 'hip_l', 'hip_r'].map(get);
+    if (![sl, sr, hl, hr].every(okPoint)) return null;
+    const vis = (k) => frame.pose_visibility[P[k]] ?? 0;
+    const sample = { shoulder: dist(sl, sr), trunk: NaN, arm: NaN };
+    if (vis('hip_l') >= this.visibilityThreshold && vis('hip_r') >= this.visibilityThreshold) {
+      sample.trunk = dist([0.5 * (sl[0] + sr[0]), 0.5 * (sl[1] + sr[1]), 0.5 * (sl[2] + sr[2])],
+        [0.5 * (hl[0] + hr[0]), 0.5 * (hl[1] + hr[1]), 0.5 * (hl[2] + hr[2])]);
+    }
+    for (const s of ['r', 'l']) { // d_z: upper arm + forearm, right arm first (spec §4.1)
+      const [a, e, w] = [`shoulder_${s}`, `elbow_${s}`, `wrist_${s}`].map(get);
+      if (!Number.isFinite(sample.arm) && [a, e, w].every(okPoint) && vis(`elbow_${s}`) >= this.visibilityThreshold
+          && vis(`wrist_${s}`) >= this.visibilityThreshold) sample.arm = dist(a, e) + dist(e, w);
+    }
+    this.samples.push(sample);
+    if (this.samples.length > this.window) this.samples.shift();
+    this.since += 1;
+    if (this.current !== null && this.since < this.every) return null;
+    this.since = 0;
+    const estimate = this._estimate();
+    if (estimate === null) return null;
+    this.estimates.push(estimate);
+    if (this.estimates.length > this.settle) this.estimates.shift();
+    if (this.current === null) return this._use(estimate);
+    const settled = this.estimates.length === this.settle && this.estimates.every((e) => this._close(e, estimate));
+    if (settled && !this._close(estimate, this.current)) return this._use(estimate);
+    return null;
+  }
+
+  _use(estimate) {
+    this.current = estimate;
+    this.updates += 1;
+    return estimate;
+  }
+
+  _close(a, b) {
+    return ['hand_length', 'torso_length', 'arm_length', 'shoulder_width'].every((k) => {
+      if ((a[k] === null) !== (b[k] === null)) return false;
+      return a[k] === null || Math.abs(a[k] - b[k]) <= this.tolerance * Math.abs(b[k]);
+    });
+  }
+
+  _estimate() {
+    const S = median(this.samples.map((s) => s.shoulder));
+    if (S === null) return null;
+    const trunk = median(this.samples.map((s) => s.trunk));
+    const arm = median(this.samples.map((s) => s.arm));
+    // the reference pose of spec §4.1: shoulders level, the upright trunk below the neck,
+    // the measured arm hanging straight down from shoulder_r; §2.2 site rules by calibration.measure
+    const sites = { shoulder_l: [0.5 * S, 0, 0], shoulder_r: [-0.5 * S, 0, 0] };
+    if (trunk !== null) sites.hip_mid = [0, -trunk, 0];
+    if (arm !== null) sites.wrist_r = [-0.5 * S, -arm, 0];
+    const m = calibrationMeasure({ sites });
+    return { hand_length: m.hand_length ?? null, torso_length: m.torso_length ?? null,
+      arm_length: m.arm_length ?? null, shoulder_width: m.shoulder_width ?? S };
+  }
+}
+
+// ---------------------------------------------------------------------------- One-Euro (producers/filter.py)
+const PARAMS = { // per registry group: min_cutoff Hz, beta, d_cutoff Hz (filter.py DEFAULT_PARAMS)
+  fingers: [0.5, 0.1, 1.0], palm: [1.0, 0.3, 1.0], arm: [1.5, 0.5, 1.0], head: [1.5, 0.5, 1.0], body: [1.5, 0.5, 1.0],
+  face: [3.0, 1.0, 1.0], mouth: [3.0, 1.0, 1.0],
+};
+const alpha = (fc, dt) => 1.0 / (1.0 + 1.0 / (2 * Math.PI * fc * dt));
+
+/** A per-dim One-Euro filter of pose vectors; NaN passes through and restarts that dim. */
+export class VectorFilter {
+  constructor() {
+    this.params = REGISTRY.dimensions.map((d) => PARAMS[d.group] ?? [1.0, 0.5, 1.0]);
+    this.x = new Float64Array(N_DIMS).fill(NaN);
+    this.dx = new Float64Array(N_DIMS).fill(0);
+    this.t = null;
+  }
+
+  /** Filter `vector` at time `t` (seconds, increasing); returns a new Float64Array. */
+  apply(t, vector) {
+    const out = Float64Array.from(vector);
+    const dt = this.t === null ? 0 : t - this.t;
+    this.t = t;
+    for (let i = 0; i < N_DIMS; i++) {
+      const v = vector[i];
+      if (!Number.isFinite(v) || !Number.isFinite(this.x[i]) || !(dt > 0)) {
+        this.x[i] = v;
+        this.dx[i] = 0;
+        continue;
+      }
+      const [minCut, beta, dCut] = this.params[i];
+      const ad = alpha(dCut, dt);
+      this.dx[i] = ad * (v - this.x[i]) / dt + (1 - ad) * this.dx[i];
+      const a = alpha(minCut + beta * Math.abs(this.dx[i]), dt);
+      this.x[i] = a * v + (1 - a) * this.x[i];
+      out[i] = this.x[i];
+    }
+    return out;
+  }
+}
