@@ -61,10 +61,44 @@ async function loadModels() {
     baseOptions: { modelAssetPath: '/models/face_landmarker.task', delegate: 'CPU' },
     runningMode: 'VIDEO', numFaces: 1, outputFaceBlendshapes: true, outputFacialTransformationMatrixes: true,
   });
+  // the second pass on a crop around Holistic's face (producers/mediapipe_source.py): the
+  // FaceLandmarker's face detector is short-range, a face small in the frame is not found
+  const faceCrop = await FaceLandmarker.createFromOptions(fileset, {
+    baseOptions: { modelAssetPath: '/models/face_landmarker.task', delegate: 'CPU' },
+    runningMode: 'IMAGE', numFaces: 1, outputFaceBlendshapes: true, outputFacialTransformationMatrixes: true,
+  });
+  const crop = document.createElement('canvas');
   return {
     async holistic(image) { latest = null; await holistic.send({ image }); return latest; },
-    face(image, ts) { return face.detectForVideo(image, ts); },
+    face(image, ts, mesh) {
+      const found = face.detectForVideo(image, ts);
+      const box = found.faceLandmarks?.length || !mesh ? null : faceCropBox(mesh, image.width, image.height);
+      if (box === null) return found;
+      const [x0, y0, x1, y1] = box;
+      crop.width = x1 - x0; crop.height = y1 - y0;
+      crop.getContext('2d').drawImage(image, x0, y0, x1 - x0, y1 - y0, 0, 0, x1 - x0, y1 - y0);
+      const got = faceCrop.detect(crop);
+      // the mesh back into the frame (for drawing); blendshapes and the rotation need nothing
+      got.faceLandmarks = got.faceLandmarks.map((m) => m.map((p) => ({ ...p,
+        x: (x0 + p.x * (x1 - x0)) / image.width, y: (y0 + p.y * (y1 - y0)) / image.height })));
+      return got;
+    },
   };
+}
+
+const FACE_CROP_SCALE = 3.0;
+const FACE_CROP_MAX_SHARE = 0.6;
+/** The square crop around Holistic's face mesh (normalized points), or null when it would gain
+ * nothing (mediapipe_source._face_crop). */
+function faceCropBox(mesh, width, height) {
+  const xs = mesh.map((p) => p.x * width); const ys = mesh.map((p) => p.y * height);
+  const lo = [Math.min(...xs), Math.min(...ys)]; const hi = [Math.max(...xs), Math.max(...ys)];
+  const half = 0.5 * FACE_CROP_SCALE * Math.max(hi[0] - lo[0], hi[1] - lo[1]);
+  const cx = 0.5 * (lo[0] + hi[0]); const cy = 0.5 * (lo[1] + hi[1]);
+  const x0 = Math.max(0, Math.trunc(cx - half)); const y0 = Math.max(0, Math.trunc(cy - half));
+  const x1 = Math.min(width, Math.ceil(cx + half)); const y1 = Math.min(height, Math.ceil(cy + half));
+  if (x1 - x0 < 8 || y1 - y0 < 8 || (x1 - x0) * (y1 - y0) > FACE_CROP_MAX_SHARE * width * height) return null;
+  return [x0, y0, x1, y1];
 }
 
 const BONES = [[11, 12], [11, 13], [13, 15], [12, 14], [14, 16], [11, 23], [12, 24], [23, 24]];
@@ -116,6 +150,8 @@ async function start() {
     client: 'posewire-capture', onStatus: (t) => { state.relay = t; if (params.has('debug')) console.log(t); },
     onError: (e) => state.errors.push(`relay: ${e.message ?? e.code}`),
   }).start();
+  status('connecting to the relay…');
+  if (!(await pub.whenReady())) status(`the relay at ${config.relay} does not answer yet (retrying)`);
   const live = new LiveCalibration();
   const smoothing = new VectorFilter();
   let cal = makeCalibration(null); // the reference avatar's until a body is seen (producers/live.py)
@@ -140,7 +176,7 @@ async function start() {
     try {
       results = await models.holistic(work);
       var t1 = performance.now(); // eslint-disable-line no-var
-      face = models.face(work, t1);
+      face = models.face(work, t1, results?.faceLandmarks);
     } catch (e) {
       state.errors.push(`mediapipe: ${e.message}`);
       status(`MediaPipe failed: ${e.message}`);

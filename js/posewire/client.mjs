@@ -132,6 +132,17 @@ export class Publisher {
     this.closed = false;
   }
 
+  /** Resolves once the relay has welcomed this producer (or after `ms`, false). A page that
+   * is about to block its main thread (model warm-up) waits for it: the hello must leave
+   * within the relay's hello deadline (spec §5.8). */
+  whenReady(ms = 15000) {
+    if (this.ready) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), ms);
+      (this.waiters ??= []).push(() => { clearTimeout(timer); resolve(true); });
+    });
+  }
+
   start() {
     const ws = new WebSocket(this.url, SUBPROTOCOL);
     ws.binaryType = 'arraybuffer';
@@ -154,8 +165,10 @@ export class Publisher {
       }
       if (msg.type === 'welcome') {
         this.ready = true;
+        this.lastConditions = null; // a new session: the relay learns the state afresh
         this.opts.onStatus?.(`publishing to ${this.stream}`);
         if (this.calibration) this._send({ type: 'cal', ...this.calibration });
+        for (const w of this.waiters?.splice(0) ?? []) w();
       } else if (msg.type === 'err') {
         this.opts.onStatus?.(`relay error ${msg.code}: ${msg.message}`);
         this.opts.onError?.(msg);
@@ -164,7 +177,9 @@ export class Publisher {
     ws.onerror = () => this.opts.onStatus?.(`cannot reach the relay at ${this.url}`);
     ws.onclose = (ev) => {
       this.ready = false;
-      if (!this.closed) this.opts.onStatus?.(`relay closed (${ev.code}${ev.reason ? ' ' + ev.reason : ''})`);
+      if (this.closed) return;
+      this.opts.onStatus?.(`relay closed (${ev.code}${ev.reason ? ' ' + ev.reason : ''}); retrying`);
+      setTimeout(() => { if (!this.closed) this.start(); }, 1000); // frames meanwhile are dropped, never queued
     };
     return this;
   }
