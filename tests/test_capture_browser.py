@@ -18,7 +18,7 @@ shoulder width), and the page sees the camera's frame after Chromium's own JPEG/
 arm 0.15 [0.09], palm 0.15 [0.02], body 0.15 [0.01; only where the hips are in the image],
 head 0.2 [0.02; on the astronaut, whose hips are out of the image, 0.16–0.29 from run to run:
 the head is relative to the chest frame, which rests on the guessed hips; not compared there],
-fingers 0.35 [0.08], face and mouth 0.25 [0.23 / 0.14: the same face model's
+fingers 0.35 [0.08], face and mouth 0.3 [0.23 / 0.14: the same face model's
 blendshapes on differently decoded pixels; brows and squint move most]. ``f_gaze_yaw`` is not
 compared (the Python producer takes it from the irises).
 """
@@ -48,7 +48,7 @@ FRAMES = 14  # frames the page encodes of the still photo (the filter settles)
 #: The Python producer measures the gaze yaw from the irises (spec §7.3), the page from the
 #: blendshapes alone (spec/07-camera.md §7.6): not the same estimate, not compared.
 NOT_COMPARED = {"f_gaze_yaw"}
-TOLERANCE = {"arm": 0.15, "palm": 0.15, "head": 0.2, "body": 0.15, "fingers": 0.35, "face": 0.25, "mouth": 0.25}
+TOLERANCE = {"arm": 0.15, "palm": 0.15, "head": 0.2, "body": 0.15, "fingers": 0.35, "face": 0.3, "mouth": 0.3}
 #: Photos whose hips are in the image: elsewhere each build guesses them (the astronaut's body
 #: pitch came out 0.84 in the browser, 0.53 in Python) and the body and head dims (the head is
 #: relative to the chest frame, which rests on the hips) are not compared.
@@ -105,9 +105,11 @@ def python_producer(jpeg: bytes, frames: int) -> tuple[np.ndarray, dict[str, str
     return out.vector, states
 
 
-async def browser_capture(jpeg: bytes, tmp: Path, shot: Path) -> tuple[dict[str, Any], list[Any]]:
+async def browser_capture(jpeg: bytes, tmp: Path, shot: Path, token: str | None = None
+                          ) -> tuple[dict[str, Any], list[Any]]:
     """The capture page on a fake camera playing ``jpeg``: the driver's report and every
-    frame a Python Subscriber received through the relay."""
+    frame a Python Subscriber received through the relay (which needs ``token`` when given:
+    the page takes it from the viewer server's config, spec §5.3)."""
     from posewire.consumers.subscriber import Subscriber
     from posewire.relay import Relay
 
@@ -115,9 +117,9 @@ async def browser_capture(jpeg: bytes, tmp: Path, shot: Path) -> tuple[dict[str,
     clip.write_bytes(jpeg * 30)
     received: list[Any] = []
     with ViewerServer(ViewerConfig("", "capture"), port=0) as viewer:
-        async with Relay("127.0.0.1", port=0, status_every=0, allow_origins=viewer.origins) as relay:
-            viewer.config = ViewerConfig(relay.url, "capture")
-            async with Subscriber(relay.url, "capture", merge=True) as sub:
+        async with Relay("127.0.0.1", port=0, status_every=0, allow_origins=viewer.origins, token=token) as relay:
+            viewer.config = ViewerConfig(relay.url, "capture", token)
+            async with Subscriber(relay.url, "capture", merge=True, token=token) as sub:
                 async def record() -> None:
                     async for frame in sub:
                         received.append(frame)
@@ -135,12 +137,12 @@ async def browser_capture(jpeg: bytes, tmp: Path, shot: Path) -> tuple[dict[str,
     return report, received
 
 
-@pytest.mark.parametrize("photo", ["soccer_player.jpg", "astronaut.jpg"])
-async def test_capture_page_streams_the_python_producers_dims(photo: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("photo", "token"), [("soccer_player.jpg", None), ("astronaut.jpg", "capture-token")])
+async def test_capture_page_streams_the_python_producers_dims(photo: str, token: str | None, tmp_path: Path) -> None:
     shots = Path(os.environ.get("POSEWIRE_SCREENSHOTS", tmp_path))
     shots.mkdir(parents=True, exist_ok=True)
     jpeg = camera_frame(photo)
-    report, received = await browser_capture(jpeg, tmp_path, shots / f"capture_{photo}.png")
+    report, received = await browser_capture(jpeg, tmp_path, shots / f"capture_{photo}.png", token)
     assert "error" not in report, report
     assert not report["capture_errors"], report["capture_errors"]
     # everything came from loopback: page, wasm, models from the viewer server, the relay's socket
