@@ -2,7 +2,8 @@
 //
 // The codec itself is the importable ES module js/posewire/codec.mjs, written from spec/
 // and schemas/ alone (no code of the reference implementation was read); this file only
-// speaks the kit's protocol.
+// speaks the kit's protocol. Exception: encoder.landmarks (spec §6.9) runs
+// js/posewire/encoder.mjs, a port of the reference encoder (the browser producer's encoder).
 //
 // Protocol (spec/06-conformance.md §6.4): one JSON object {"op", "input"} per line on
 // stdin; exactly one JSON line per request on stdout:
