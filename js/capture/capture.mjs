@@ -13,7 +13,7 @@
 
 import { FilesetResolver, FaceLandmarker } from '/node_modules/@mediapipe/tasks-vision/vision_bundle.mjs';
 import { encodeFrame, makeCalibration, TRACKING_PARTS } from '/js/posewire/encoder.mjs';
-import { LiveCalibration, VectorFilter, frameFromResults } from '/js/posewire/live.mjs';
+import { LiveCalibration, VectorFilter, frameFromResults, handScale } from '/js/posewire/live.mjs';
 import { Publisher } from '/js/posewire/client.mjs';
 
 const $ = (id) => document.getElementById(id);
@@ -185,7 +185,7 @@ async function start() {
     const t2 = performance.now();
     const frame = frameFromResults(results, face, w, h);
     const e0 = performance.now();
-    const changed = live.update(frame);
+    const changed = live.update(frame, handScale(results, w, h));
     if (changed) { cal = makeCalibration(changed); pub.sendCalibration(changed); state.calibration = changed; }
     const enc = encodeFrame(frame, cal, { visibilityThreshold: 0.5 });
     const vec = $('smooth').checked ? smoothing.apply(t0 / 1000, enc.vector) : enc.vector;

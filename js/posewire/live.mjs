@@ -4,9 +4,9 @@
 // LiveCalibration) and the One-Euro filter (producers/filter.py).
 //
 // What differs from the Python producer, and why (spec/07-camera.md §7.6):
-// * live calibration measures shoulders, torso and arm length like the Python estimate but
-//   not the hand length (the x axis falls back to the shoulder width, reported in
-//   fallback_axes) nor the hand depth gain (1);
+// * live calibration measures shoulders, torso, arm and hand length like the Python estimate,
+//   in world coordinates rather than the body frame, the torso as the straight chord (the
+//   Python estimate undoes the spine's bend), and not the hand depth gain (1);
 // * the One-Euro filter runs per dim with the same parameters; the palm's three dims are
 //   filtered per component (the Python filter slerps the palm rotation);
 // * gaze comes from the blendshapes only (no iris refinement), and the head needs a body
@@ -82,6 +82,7 @@ const median = (xs) => {
 const yUp = (p) => (p ? [p[0], -p[1], -p[2]] : null);
 const dist = (a, b) => Math.hypot(a[0] - b[0], a[1] - b[1], a[2] - b[2]);
 const okPoint = (p) => p !== null && p.every(Number.isFinite);
+const HAND_LENGTH_RANGE = [0.12, 0.26]; // metres (producers/landmarks.py)
 
 /** The running robust estimate of the performer's calibration (producers/live.py
  * LiveCalibration): medians over the last `window` frames with a body, re-estimated every
@@ -97,15 +98,25 @@ export class LiveCalibration {
     this.updates = 0;
   }
 
-  /** Feed one frame object; returns the new calibration when it changed (to be sent). */
-  update(frame) {
+  /** Feed one frame object (and its hand scale, metres per hand unit: handScale());
+   * returns the new calibration when it changed (to be sent). */
+  update(frame, scale = NaN) {
     const P = POSE_POINTS;
     const get = (k) => yUp(frame.pose_world[P[k]]);
     const [sl, sr, hl, hr] = ['shoulder_l', 'shoulder_r', 'hip_l', 'hip_r'].map(get);
     if (![sl, sr, hl, hr].every(okPoint)) return null;
     const vis = (k) => frame.pose_visibility[P[k]] ?? 0;
-    const sample = { shoulder: dist(sl, sr), trunk: NaN, arm: NaN };
-    if (vis('hip_l') >= this.visibilityThreshold && vis('hip_r') >= this.visibilityThreshold) {
+    const sample = { shoulder: dist(sl, sr), trunk: NaN, arm: NaN, hand: [NaN, NaN] };
+    // d_x: the wrist -> middle MCP -> PIP -> DIP -> tip chain × the hand scale, right then left
+    ['right_hand', 'left_hand'].forEach((k, column) => {
+      const h = frame[k];
+      if (!h || !Number.isFinite(scale) || !h.every((p) => p && p.every(Number.isFinite))) return;
+      const chain = [0, 9, 10, 11, 12].map((i) => h[i]);
+      let length = 0;
+      for (let i = 1; i < chain.length; i++) length += dist(chain[i - 1], chain[i]);
+      sample.hand[column] = length * scale;
+    });
+    { // the trunk from the hip landmarks even where they are guessed (as the Python estimate)
       sample.trunk = dist([0.5 * (sl[0] + sr[0]), 0.5 * (sl[1] + sr[1]), 0.5 * (sl[2] + sr[2])],
         [0.5 * (hl[0] + hr[0]), 0.5 * (hl[1] + hr[1]), 0.5 * (hl[2] + hr[2])]);
     }
@@ -147,11 +158,16 @@ export class LiveCalibration {
     if (S === null) return null;
     const trunk = median(this.samples.map((s) => s.trunk));
     const arm = median(this.samples.map((s) => s.arm));
+    // a hand length outside the plausible adult range is not used (landmarks.HAND_LENGTH_RANGE)
+    const plausible = (x) => (x !== null && x >= HAND_LENGTH_RANGE[0] && x <= HAND_LENGTH_RANGE[1] ? x : null);
+    const hand = plausible(median(this.samples.map((s) => s.hand[0])))
+      ?? plausible(median(this.samples.map((s) => s.hand[1])));
     // the reference pose of spec §4.1: shoulders level, the upright trunk below the neck,
     // the measured arm hanging straight down from shoulder_r; §2.2 site rules by calibration.measure
     const sites = { shoulder_l: [0.5 * S, 0, 0], shoulder_r: [-0.5 * S, 0, 0] };
     if (trunk !== null) sites.hip_mid = [0, -trunk, 0];
     if (arm !== null) sites.wrist_r = [-0.5 * S, -arm, 0];
+    if (arm !== null && hand !== null) sites.middle_tip_r = [-0.5 * S, -arm - hand, 0];
     const m = calibrationMeasure({ sites });
     return { hand_length: m.hand_length ?? null, torso_length: m.torso_length ?? null,
       arm_length: m.arm_length ?? null, shoulder_width: m.shoulder_width ?? S };
