@@ -129,3 +129,35 @@ def test_a_wrong_js_value_is_caught(kit: Any) -> None:
     key = next(iter(py["frames"][0]["values"]))
     py["frames"][0]["values"][key] += 10 * TOLERANCE
     assert _worst(js, py) > TOLERANCE
+
+
+def test_js_camera_relative_head_equals_python() -> None:
+    """Without a body frame the browser sends the head relative to the camera from the face
+    matrix, as producers/face.py head_from_face_matrix does (spec §4.4): equal within 1e-9 on
+    scaled, translated rotations (MediaPipe's facial transformation matrices)."""
+    import subprocess
+
+    from posewire.codec.quaternion import to_matrix
+    from posewire.producers.face import head_from_face_matrix
+
+    rng = np.random.default_rng(44)
+    q = rng.normal(size=(40, 4)) * np.array([1.0, 0.3, 0.5, 0.2])  # mostly near-frontal heads, some beyond max
+    mats = np.zeros((40, 4, 4))
+    mats[:, :3, :3] = to_matrix(q / np.linalg.norm(q, axis=1, keepdims=True)) * rng.uniform(0.8, 1.3, (40, 1, 1))
+    mats[:, :3, 3] = rng.normal(size=(40, 3)) * 10
+    mats[:, 3, 3] = 1.0
+    want, clamped = head_from_face_matrix(mats)
+    script = """
+import { headFromRotation } from './js/posewire/encoder.mjs';
+import { faceRotation } from './js/posewire/live.mjs';
+let text = ''; for await (const c of process.stdin) text += c;
+const head = (data) => headFromRotation(faceRotation({ facialTransformationMatrixes: [{ data }] }));
+const out = JSON.parse(text).map(head);
+process.stdout.write(JSON.stringify(out));
+"""
+    column_major = [m.T.reshape(-1).tolist() for m in mats]
+    done = subprocess.run([str(shutil.which("node")), "--input-type=module", "-e", script], cwd=ROOT,
+                          input=json.dumps(column_major), capture_output=True, text=True, timeout=60, check=True)
+    got = json.loads(done.stdout)
+    np.testing.assert_allclose([g[0] for g in got], want, rtol=0, atol=1e-9)
+    assert [g[1] for g in got] == clamped.tolist() and any(clamped) and not all(clamped)

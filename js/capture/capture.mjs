@@ -12,11 +12,13 @@
 // from js/node_modules and the sha256-checked model cache); nothing from a CDN.
 
 import { FilesetResolver, FaceLandmarker } from '/node_modules/@mediapipe/tasks-vision/vision_bundle.mjs';
-import { encodeFrame, makeCalibration, TRACKING_PARTS } from '/js/posewire/encoder.mjs';
-import { LiveCalibration, VectorFilter, frameFromResults, handScale } from '/js/posewire/live.mjs';
+import { encodeFrame, makeCalibration, headFromRotation, TRACKING_PARTS } from '/js/posewire/encoder.mjs';
+import { LiveCalibration, VectorFilter, faceRotation, frameFromResults, handScale } from '/js/posewire/live.mjs';
 import { Publisher } from '/js/posewire/client.mjs';
+import { REGISTRY } from '/js/posewire/codec.mjs';
 
 const $ = (id) => document.getElementById(id);
+const HEAD_COLS = ['h_yaw', 'h_pitch', 'h_roll'].map((id) => REGISTRY.dimensions.find((d) => d.id === id).index);
 const view = $('view');
 const ctx = view.getContext('2d');
 const statusLine = $('status');
@@ -188,6 +190,13 @@ async function start() {
     const changed = live.update(frame, handScale(results, w, h));
     if (changed) { cal = makeCalibration(changed); pub.sendCalibration(changed); state.calibration = changed; }
     const enc = encodeFrame(frame, cal, { visibilityThreshold: 0.5 });
+    const rot = faceRotation(face);
+    if (rot !== null && enc.tracking.head !== 'tracked') { // no body frame: the head relative to the camera (§4.4)
+      const [n] = headFromRotation(rot);
+      HEAD_COLS.forEach((col, k) => { enc.vector[col] = n[k]; });
+      enc.tracking.head = 'tracked';
+    }
+    if (enc.tracking.head === 'not_estimated') enc.tracking.head = 'lost'; // the face model ran and saw no face
     const vec = $('smooth').checked ? smoothing.apply(t0 / 1000, enc.vector) : enc.vector;
     const e1 = performance.now();
     const notTracked = Object.fromEntries(TRACKING_PARTS.filter((p) => enc.tracking[p] !== 'tracked')

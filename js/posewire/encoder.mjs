@@ -170,6 +170,12 @@ function normalizedAngles(m, maxima) {
   const clamped = Math.abs(n[0]) > limit || Math.abs(n[1]) > limit || Math.abs(n[2]) > limit;
   return [n.map((v) => Math.min(Math.max(v, -1.0), 1.0)), clamped];
 }
+/** Normalized (h_yaw, h_pitch, h_roll) and the clamp of a head rotation given as rows of a
+ * 3×3 matrix in y-up camera axes: the head relative to the camera, for a frame without a body
+ * frame (producers/face.py head_from_face_matrix, spec §4.4). */
+export function headFromRotation(m) {
+  return normalizedAngles(m, HEAD_MAX);
+}
 function spreadAngle(u, offset, side) { // spec §4.1 "Elbow spread"
   let r = reject(ELBOW_REFERENCE, u);
   let n = Math.sqrt(dot(r, r));

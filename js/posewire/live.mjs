@@ -9,8 +9,7 @@
 //   Python estimate undoes the spine's bend), and not the hand depth gain (1);
 // * the One-Euro filter runs per dim with the same parameters; the palm's three dims are
 //   filtered per component (the Python filter slerps the palm rotation);
-// * gaze comes from the blendshapes only (no iris refinement), and the head needs a body
-//   frame (no camera-relative head without shoulders).
+// * gaze comes from the blendshapes only (no iris refinement).
 
 import { POSE_POINTS, FACE_POINTS, N_DIMS } from './encoder.mjs';
 import { REGISTRY, calibrationMeasure } from './codec.mjs';
@@ -36,15 +35,9 @@ export function frameFromResults(holistic, face, width, height) {
   if (world && image) { // visibility is the world landmark's where it has one
     frame.pose_visibility = world.map((p, i) => p.visibility ?? image[i].visibility ?? 0);
   }
-  const m = face?.facialTransformationMatrixes?.[0];
-  if (m && m.data?.length === 16) {
-    const R = (r, c) => m.data[c * 4 + r]; // packed column-major (MatrixData's default layout)
-    // the rotation's X (subject's left) and Y (up) columns, y-up camera axes, made orthonormal
-    const un = (v) => { const n = Math.hypot(...v); return v.map((x) => x / n); };
-    const X = un([R(0, 0), R(1, 0), R(2, 0)]);
-    let Y = [R(0, 1), R(1, 1), R(2, 1)];
-    const k = X[0] * Y[0] + X[1] * Y[1] + X[2] * Y[2];
-    Y = un([Y[0] - k * X[0], Y[1] - k * X[1], Y[2] - k * X[2]]);
+  const rot = faceRotation(face);
+  if (rot !== null) {
+    const X = [rot[0][0], rot[1][0], rot[2][0]]; const Y = [rot[0][1], rot[1][1], rot[2][1]];
     const toMp = (v) => [v[0], -v[1], -v[2]];
     const pts = new Array(478).fill(null);
     pts[FACE_POINTS.eye_outer_l] = toMp(X);
@@ -58,6 +51,23 @@ export function frameFromResults(holistic, face, width, height) {
     frame.blendshapes = cats ? Object.fromEntries(cats.map((c) => [c.categoryName, c.score])) : null;
   }
   return frame;
+}
+
+/** The rotation (rows of a 3×3 matrix, y-up camera axes; columns X = subject's left, Y = up,
+ * Z = forward) of a FaceLandmarker result's facial transformation matrix, made orthonormal
+ * (Gram–Schmidt on X, Y), or null without a face. */
+export function faceRotation(face) {
+  const m = face?.facialTransformationMatrixes?.[0];
+  if (!m || m.data?.length !== 16) return null;
+  const R = (r, c) => m.data[c * 4 + r]; // packed column-major (MatrixData's default layout)
+  const un = (v) => { const n = Math.hypot(...v); return v.map((x) => x / n); };
+  const X = un([R(0, 0), R(1, 0), R(2, 0)]);
+  let Y = [R(0, 1), R(1, 1), R(2, 1)];
+  const k = X[0] * Y[0] + X[1] * Y[1] + X[2] * Y[2];
+  Y = un([Y[0] - k * X[0], Y[1] - k * X[1], Y[2] - k * X[2]]);
+  const Z = [X[1] * Y[2] - X[2] * Y[1], X[2] * Y[0] - X[0] * Y[2], X[0] * Y[1] - X[1] * Y[0]];
+  if (![...X, ...Y].every(Number.isFinite)) return null;
+  return [[X[0], Y[0], Z[0]], [X[1], Y[1], Z[1]], [X[2], Y[2], Z[2]]];
 }
 
 /** Metres per image unit from the shoulder segment (landmarks.image_to_world_scale). */
