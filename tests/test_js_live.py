@@ -63,3 +63,26 @@ def test_js_live_calibration_equals_python_on_the_signer() -> None:
         got = js["current"][key]
         print(f"{key}: JS {got:.4f} m, Python {w:.4f} m ({100 * abs(got - w) / w:.1f} %)")
         assert got is not None and abs(got - w) <= tol * w, (key, got, w)
+
+
+def test_js_one_euro_filter_equals_python_on_the_signer() -> None:
+    """js/posewire/live.mjs VectorFilter is producers/filter.py VectorFilter: per-dim One-Euro,
+    the palm as a rotation (slerp), the thumb's double cover, NaN restarts; equal within 1e-9
+    over the signer recording's encoded vectors at jittered frame times."""
+    from posewire.producers.filter import VectorFilter
+    from posewire.producers.landmarks import landmarks_to_vectors
+
+    vectors = landmarks_to_vectors(read_pose_file(SIGNER).landmarks).vectors
+    rng = np.random.default_rng(5)
+    times = np.cumsum(rng.uniform(0.02, 0.06, len(vectors)))
+    py = VectorFilter()
+    want = np.array([py(float(t), v) for t, v in zip(times, vectors, strict=True)])
+    assert NODE is not None
+    payload = {"times": times.tolist(),
+               "vectors": [[x if math.isfinite(x) else None for x in v] for v in vectors.tolist()]}
+    done = subprocess.run([NODE, str(ROOT / "js" / "test" / "one_euro.mjs")], input=json.dumps(payload),
+                          capture_output=True, text=True, timeout=60, check=True)
+    got = np.array([[np.nan if x is None else x for x in v] for v in json.loads(done.stdout)])
+    assert np.isnan(want).any() and (np.abs(want - vectors) > 1e-3).any()  # NaNs and real smoothing in the test
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-9, equal_nan=True)

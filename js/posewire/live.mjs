@@ -7,8 +7,6 @@
 // * live calibration measures shoulders, torso, arm and hand length like the Python estimate,
 //   in world coordinates rather than the body frame, the torso as the straight chord (the
 //   Python estimate undoes the spine's bend), and not the hand depth gain (1);
-// * the One-Euro filter runs per dim with the same parameters; the palm's three dims are
-//   filtered per component (the Python filter slerps the palm rotation);
 // * gaze comes from the blendshapes only (no iris refinement).
 
 import { POSE_POINTS, FACE_POINTS, N_DIMS } from './encoder.mjs';
@@ -189,36 +187,96 @@ const PARAMS = { // per registry group: min_cutoff Hz, beta, d_cutoff Hz (filter
   fingers: [0.5, 0.1, 1.0], palm: [1.0, 0.3, 1.0], arm: [1.5, 0.5, 1.0], head: [1.5, 0.5, 1.0], body: [1.5, 0.5, 1.0],
   face: [3.0, 1.0, 1.0], mouth: [3.0, 1.0, 1.0],
 };
-const alpha = (fc, dt) => 1.0 / (1.0 + 1.0 / (2 * Math.PI * fc * dt));
+const alpha = (fc, dt) => 1.0 / (1.0 + 1.0 / (2.0 * Math.PI * fc * dt));
+const DIM_INDEX = new Map(REGISTRY.dimensions.map((d) => [d.id, d.index]));
+const PALM = ['l', 'r'].map((s) => ['x', 'y', 'z'].map((a) => DIM_INDEX.get(`w_q${a}_${s}`)));
+const THUMB = ['l', 'r'].map((s) => [DIM_INDEX.get(`g_thumb_roll_${s}`), DIM_INDEX.get(`g_thumb_curl_${s}`)]);
+const dot4 = (a, b) => a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3];
+function slerp(a, b, t) {
+  const theta = Math.acos(Math.min(1.0, Math.max(-1.0, dot4(a, b))));
+  let out;
+  if (theta < 1e-9) out = a.map((x, i) => x + t * (b[i] - x));
+  else {
+    const sa = Math.sin((1.0 - t) * theta); const sb = Math.sin(t * theta); const s = Math.sin(theta);
+    out = a.map((x, i) => (sa * x + sb * b[i]) / s);
+  }
+  const n = Math.sqrt(dot4(out, out));
+  return out.map((x) => x / n);
+}
 
-/** A per-dim One-Euro filter of pose vectors; NaN passes through and restarts that dim. */
+/** The streaming One-Euro filter of producers/filter.py VectorFilter: per dim with the
+ * parameters of its registry group; the palm as a rotation (angular speed, slerp, w ≥ 0); the
+ * thumb's roll on its double cover (spec §4.3); NaN passes through and restarts that dim. */
 export class VectorFilter {
   constructor() {
-    this.params = REGISTRY.dimensions.map((d) => PARAMS[d.group] ?? [1.0, 0.5, 1.0]);
+    const groups = REGISTRY.dimensions.map((d) => d.group);
+    this.scalar = REGISTRY.dimensions.filter((d) => d.group !== 'palm').map((d) => d.index);
+    this.params = groups.map((g) => PARAMS[g]);
     this.x = new Float64Array(N_DIMS).fill(NaN);
     this.dx = new Float64Array(N_DIMS).fill(0);
+    this.q = [[NaN, NaN, NaN, NaN], [NaN, NaN, NaN, NaN]];
+    this.dq = [0, 0];
     this.t = null;
   }
 
-  /** Filter `vector` at time `t` (seconds, increasing); returns a new Float64Array. */
+  /** Filter `vector` at time `t` (seconds, strictly increasing); returns a new Float64Array. */
   apply(t, vector) {
+    const v = Float64Array.from(vector);
     const out = Float64Array.from(vector);
-    const dt = this.t === null ? 0 : t - this.t;
+    if (this.t !== null && !(t > this.t)) throw new Error(`frame times must increase (${t} after ${this.t})`);
+    const dt = this.t === null ? null : t - this.t;
     this.t = t;
-    for (let i = 0; i < N_DIMS; i++) {
-      const v = vector[i];
-      if (!Number.isFinite(v) || !Number.isFinite(this.x[i]) || !(dt > 0)) {
-        this.x[i] = v;
-        this.dx[i] = 0;
-        continue;
+    for (const [ri, ci] of THUMB) { // spec §4.3: the double cover, continuous with the filtered roll
+      const prev = this.x[ri]; const roll = v[ri]; const curl = v[ci];
+      if (Number.isFinite(prev) && Number.isFinite(roll) && Number.isFinite(curl) && roll !== 0.0) {
+        const other = roll - (roll < 0 || Object.is(roll, -0) ? -2.0 : 2.0);
+        if (Math.abs(other - prev) < Math.abs(roll - prev)) { v[ri] = Math.max(-1.0, Math.min(1.0, other)); v[ci] = -curl; }
       }
-      const [minCut, beta, dCut] = this.params[i];
-      const ad = alpha(dCut, dt);
-      this.dx[i] = ad * (v - this.x[i]) / dt + (1 - ad) * this.dx[i];
-      const a = alpha(minCut + beta * Math.abs(this.dx[i]), dt);
-      this.x[i] = a * v + (1 - a) * this.x[i];
+    }
+    for (const i of this.scalar) {
+      const x = v[i]; const prev = this.x[i];
+      const fresh = Number.isFinite(x) && !Number.isFinite(prev);
+      let next;
+      if (dt === null) {
+        next = x;
+        this.dx[i] = 0;
+      } else {
+        const [minCut, beta, dCut] = this.params[i];
+        const dx = fresh ? 0.0 : (x - prev) / dt;
+        const ad = alpha(dCut, dt);
+        this.dx[i] = Number.isFinite(dx) ? ad * dx + (1.0 - ad) * this.dx[i] : 0.0;
+        const a = alpha(minCut + beta * Math.abs(this.dx[i]), dt);
+        next = fresh ? x : a * x + (1.0 - a) * prev;
+      }
+      this.x[i] = Number.isFinite(x) ? next : NaN;
       out[i] = this.x[i];
     }
+    const [pMin, pBeta, pDcut] = PARAMS.palm;
+    PALM.forEach((cols, k) => { // the palms: rotations
+      const p = cols.map((c) => v[c]);
+      if (!p.every(Number.isFinite)) {
+        this.q[k] = [NaN, NaN, NaN, NaN];
+        cols.forEach((c) => { out[c] = NaN; });
+        return;
+      }
+      let q = [Math.sqrt(Math.max(0.0, 1.0 - (p[0] * p[0] + p[1] * p[1] + p[2] * p[2]))), ...p];
+      const n = Math.sqrt(dot4(q, q));
+      q = q.map((x) => x / n);
+      const prev = this.q[k];
+      if (dt === null || !prev.every(Number.isFinite)) {
+        this.q[k] = q; this.dq[k] = 0.0;
+        cols.forEach((c, j) => { out[c] = p[j]; });
+        return;
+      }
+      if (dot4(q, prev) < 0.0) q = q.map((x) => -x);
+      const angle = 2.0 * Math.acos(Math.min(1.0, Math.abs(dot4(q, prev))));
+      const ad = alpha(pDcut, dt);
+      this.dq[k] = ad * angle / dt + (1.0 - ad) * this.dq[k];
+      const a = alpha(pMin + pBeta * this.dq[k], dt);
+      this.q[k] = slerp(prev, q, a);
+      const r = this.q[k][0] >= 0 ? this.q[k] : this.q[k].map((x) => -x);
+      cols.forEach((c, j) => { out[c] = r[j + 1]; });
+    });
     return out;
   }
 }
