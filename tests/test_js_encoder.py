@@ -161,3 +161,39 @@ process.stdout.write(JSON.stringify(out));
     got = json.loads(done.stdout)
     np.testing.assert_allclose([g[0] for g in got], want, rtol=0, atol=1e-9)
     assert [g[1] for g in got] == clamped.tolist() and any(clamped) and not all(clamped)
+
+
+def test_js_iris_gaze_equals_python() -> None:
+    """The browser's gaze from the irises (js/posewire/live.mjs irisGaze) is producers/face.py
+    iris_gaze1 (spec §7.3): equal within 1e-9 on synthetic eyes under random head rotations,
+    clips included."""
+    import subprocess
+
+    from posewire.codec.quaternion import to_matrix
+    from posewire.producers.face import EYE_MESH_INDEX, iris_gaze1
+    from posewire.producers.landmarks import MEDIAPIPE_TO_Y_UP
+
+    rng = np.random.default_rng(45)
+    width, height = 640, 480
+    cases, want = [], []
+    for _ in range(30):
+        mesh = rng.uniform(0.3, 0.7, (478, 3)) * np.array([1.0, 1.0, 0.1])
+        for outer, inner, iris in ((33, 133, 468), (263, 362, 473)):  # an eye 30 px wide, the iris inside
+            mesh[inner] = mesh[outer] + np.array([0.047, 0.0, 0.0]) * (1 if outer == 33 else -1)
+            mesh[iris] = 0.5 * (mesh[outer] + mesh[inner]) + rng.normal(size=3) * np.array([0.01, 0.006, 0.002])
+        q = rng.normal(size=4)
+        rot = to_matrix(q / np.linalg.norm(q))
+        pixels = mesh * np.array([width, height, width])
+        eyes = (pixels[EYE_MESH_INDEX] @ MEDIAPIPE_TO_Y_UP).tolist()
+        want.append(iris_gaze1(eyes, tuple(tuple(r) for r in rot.tolist())))
+        cases.append({"mesh": [{"x": p[0], "y": p[1], "z": p[2]} for p in mesh.tolist()], "rot": rot.tolist()})
+    script = """
+import { irisGaze } from './js/posewire/live.mjs';
+let text = ''; for await (const c of process.stdin) text += c;
+process.stdout.write(JSON.stringify(JSON.parse(text).map((c) => irisGaze(c.mesh, 640, 480, c.rot))));
+"""
+    done = subprocess.run([str(shutil.which("node")), "--input-type=module", "-e", script], cwd=ROOT,
+                          input=json.dumps(cases), capture_output=True, text=True, timeout=60, check=True)
+    got = json.loads(done.stdout)
+    np.testing.assert_allclose([g[0] for g in got], [w[0] for w in want], rtol=0, atol=1e-9)
+    assert [g[1] for g in got] == [w[1] for w in want] and any(w[1] for w in want) and not all(w[1] for w in want)

@@ -13,12 +13,14 @@
 
 import { FilesetResolver, FaceLandmarker } from '/node_modules/@mediapipe/tasks-vision/vision_bundle.mjs';
 import { encodeFrame, makeCalibration, headFromRotation, TRACKING_PARTS } from '/js/posewire/encoder.mjs';
-import { LiveCalibration, VectorFilter, faceRotation, frameFromResults, handScale } from '/js/posewire/live.mjs';
+import { LiveCalibration, VectorFilter, faceRotation, frameFromResults, handScale, irisGaze } from '/js/posewire/live.mjs';
 import { Publisher } from '/js/posewire/client.mjs';
 import { REGISTRY } from '/js/posewire/codec.mjs';
 
 const $ = (id) => document.getElementById(id);
-const HEAD_COLS = ['h_yaw', 'h_pitch', 'h_roll'].map((id) => REGISTRY.dimensions.find((d) => d.id === id).index);
+const col = (id) => REGISTRY.dimensions.find((d) => d.id === id).index;
+const HEAD_COLS = ['h_yaw', 'h_pitch', 'h_roll'].map(col);
+const GAZE_COLS = ['f_gaze_yaw', 'f_gaze_pitch'].map(col);
 const view = $('view');
 const ctx = view.getContext('2d');
 const statusLine = $('status');
@@ -197,6 +199,16 @@ async function start() {
       enc.tracking.head = 'tracked';
     }
     if (enc.tracking.head === 'not_estimated') enc.tracking.head = 'lost'; // the face model ran and saw no face
+    const mesh = face?.faceLandmarks?.[0];
+    if (rot !== null && mesh?.length === 478) { // spec §7.3: the gaze yaw from the irises (producers/live.py)
+      const [[gYaw, gPitch], clipped] = irisGaze(mesh, w, h, rot);
+      const pitchFromBlendshapes = frame.blendshapes != null && Number.isFinite(enc.vector[GAZE_COLS[1]]);
+      if (Number.isFinite(gYaw) && (pitchFromBlendshapes || Number.isFinite(gPitch))) {
+        enc.vector[GAZE_COLS[0]] = gYaw;
+        if (!pitchFromBlendshapes) enc.vector[GAZE_COLS[1]] = gPitch;
+        if (clipped) enc.clamped['f_gaze_* (eye angle beyond max)'] = 1;
+      }
+    }
     const vec = $('smooth').checked ? smoothing.apply(t0 / 1000, enc.vector) : enc.vector;
     const e1 = performance.now();
     const notTracked = Object.fromEntries(TRACKING_PARTS.filter((p) => enc.tracking[p] !== 'tracked')

@@ -3,11 +3,10 @@
 // and producers/live.py build it), the live calibration (spec §4.1, as producers/live.py
 // LiveCalibration) and the One-Euro filter (producers/filter.py).
 //
-// What differs from the Python producer, and why (spec/07-camera.md §7.6):
+// What differs from the Python producer, and why (spec/07-camera.md §7.5):
 // * live calibration measures shoulders, torso, arm and hand length like the Python estimate,
 //   in world coordinates rather than the body frame, the torso as the straight chord (the
 //   Python estimate undoes the spine's bend), and not the hand depth gain (1);
-// * gaze comes from the blendshapes only (no iris refinement).
 
 import { POSE_POINTS, FACE_POINTS, N_DIMS } from './encoder.mjs';
 import { REGISTRY, calibrationMeasure } from './codec.mjs';
@@ -66,6 +65,41 @@ export function faceRotation(face) {
   const Z = [X[1] * Y[2] - X[2] * Y[1], X[2] * Y[0] - X[0] * Y[2], X[0] * Y[1] - X[1] * Y[0]];
   if (![...X, ...Y].every(Number.isFinite)) return null;
   return [[X[0], Y[0], Z[0]], [X[1], Y[1], Z[1]], [X[2], Y[2], Z[2]]];
+}
+
+// spec §7.3: the gaze yaw from the irises (producers/face.py iris_gaze1)
+const EYE_POINTS = [[33, 133, 468, 159, 145], [263, 362, 473, 386, 374]]; // r, l: outer, inner corner, iris, lids
+const EYEBALL_RADIUS_EYE_WIDTHS = 0.4;
+const GAZE_FULL_DEG = 30.0;
+function asinDeg(offset, radius) {
+  let ratio;
+  if (radius === 0.0) ratio = offset === 0.0 || Number.isNaN(offset) ? NaN : (offset < 0 ? -Infinity : Infinity);
+  else ratio = offset / radius;
+  if (ratio > 1.0) ratio = 1.0; else if (ratio < -1.0) ratio = -1.0;
+  return Math.asin(ratio) * (180.0 / Math.PI);
+}
+
+/** `[f_gaze_yaw, f_gaze_pitch]` and the clip flag from a 478-point face mesh (MediaPipe
+ * normalized landmarks of a `width` × `height` image) and the head rotation (rows, y-up
+ * camera axes): producers/face.py iris_gaze1. */
+export function irisGaze(mesh, width, height, rot) {
+  const colX = [rot[0][0], rot[1][0], rot[2][0]]; const colY = [rot[0][1], rot[1][1], rot[2][1]];
+  const at = (i) => [mesh[i].x * width, -(mesh[i].y * height), -(mesh[i].z * width)]; // isotropic, y-up
+  const d3 = (a, b) => 0.0 + a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+  let yaw = 0.0; let pitch = 0.0;
+  for (const [o, n, c, u, l] of EYE_POINTS) {
+    const [po, pn, iris, pu, pl] = [o, n, c, u, l].map(at);
+    const corners = [0.5 * (po[0] + pn[0]), 0.5 * (po[1] + pn[1]), 0.5 * (po[2] + pn[2])];
+    const lids = [0.5 * (pu[0] + pl[0]), 0.5 * (pu[1] + pl[1]), 0.5 * (pu[2] + pl[2])];
+    const w = Math.sqrt((po[0] - pn[0]) ** 2 + (po[1] - pn[1]) ** 2 + (po[2] - pn[2]) ** 2);
+    const radius = EYEBALL_RADIUS_EYE_WIDTHS * (w > 0 ? w : NaN);
+    yaw += asinDeg(d3(colX, [iris[0] - corners[0], iris[1] - corners[1], iris[2] - corners[2]]), radius);
+    pitch += asinDeg(d3(colY, [iris[0] - lids[0], iris[1] - lids[1], iris[2] - lids[2]]), radius);
+  }
+  const nYaw = 0.5 * yaw / GAZE_FULL_DEG; const nPitch = 0.5 * pitch / GAZE_FULL_DEG;
+  const clipped = (Number.isFinite(nYaw) && Math.abs(nYaw) > 1.0) || (Number.isFinite(nPitch) && Math.abs(nPitch) > 1.0);
+  const clip = (x) => (x > 1.0 ? 1.0 : x < -1.0 ? -1.0 : x);
+  return [[clip(nYaw), clip(nPitch)], clipped];
 }
 
 /** Metres per image unit from the shoulder segment (landmarks.image_to_world_scale). */
