@@ -56,6 +56,10 @@ def test_js_live_calibration_equals_python_on_the_signer() -> None:
             first_at = i
     assert py.current is not None and js["current"] is not None
     assert js["first_at"] == first_at == 0  # the first estimate is used (and sent) at once
+    # spec §4.3 "Hand depth gain": the same gain per hand (a grid of 0.05 steps: exact)
+    gain = dict(py.current.hand_depth_gain)
+    assert js["hand_depth_gain"] == gain, (js["hand_depth_gain"], gain)
+    assert js["hand_depth_gain"] != {"l": 1.0, "r": 1.0}  # the recording's hands do need a gain
     want = py.current.calibration
     for key, tol in TOLERANCE.items():
         w = getattr(want, key)

@@ -189,8 +189,15 @@ async function start() {
     const t2 = performance.now();
     const frame = frameFromResults(results, face, w, h);
     const e0 = performance.now();
+    const gainBefore = live.handDepthGain;
     const changed = live.update(frame, handScale(results, w, h));
-    if (changed) { cal = makeCalibration(changed); pub.sendCalibration(changed); state.calibration = changed; }
+    if (changed) { pub.sendCalibration(changed); state.calibration = changed; }
+    if (changed || live.handDepthGain !== gainBefore) {
+      // ?depthgain=off keeps the depth as given (gain 1): a still image gives the rigidity fit
+      // of spec §4.3 nothing but jitter to fit
+      state.handDepthGain = params.get('depthgain') === 'off' ? { l: 1.0, r: 1.0 } : live.handDepthGain;
+      cal = makeCalibration(live.current, state.handDepthGain);
+    }
     const enc = encodeFrame(frame, cal, { visibilityThreshold: 0.5 });
     const rot = faceRotation(face);
     if (rot !== null && enc.tracking.head !== 'tracked') { // no body frame: the head relative to the camera (§4.4)

@@ -6,7 +6,7 @@
 // What differs from the Python producer, and why (spec/07-camera.md §7.5):
 // * live calibration measures shoulders, torso, arm and hand length like the Python estimate,
 //   in world coordinates rather than the body frame, the torso as the straight chord (the
-//   Python estimate undoes the spine's bend), and not the hand depth gain (1);
+//   Python estimate undoes the spine's bend);
 
 import { POSE_POINTS, FACE_POINTS, N_DIMS } from './encoder.mjs';
 import { REGISTRY, calibrationMeasure } from './codec.mjs';
@@ -125,6 +125,48 @@ const yUp = (p) => (p ? [p[0], -p[1], -p[2]] : null);
 const dist = (a, b) => Math.hypot(a[0] - b[0], a[1] - b[1], a[2] - b[2]);
 const okPoint = (p) => p !== null && p.every(Number.isFinite);
 const HAND_LENGTH_RANGE = [0.12, 0.26]; // metres (producers/landmarks.py)
+// spec §4.3 "Hand depth gain" (producers/hand.py): gains 1.00, 1.05 … 5.00 tried on the 20 bones
+const DEPTH_GAINS = Array.from({ length: 81 }, (_, k) => Math.round((1.0 + 0.05 * k) * 100) / 100);
+const DEPTH_GAIN_MIN_FRAMES = 10;
+const HAND_BONES = [[0, 1], [1, 2], [2, 3], [3, 4], [0, 5], [0, 9], [0, 13], [0, 17], [5, 6], [6, 7], [7, 8],
+  [9, 10], [10, 11], [11, 12], [13, 14], [14, 15], [15, 16], [17, 18], [18, 19], [19, 20]];
+/** hand.bone_log_lengths of one frame's hand: per gain, log ℓ of every bone minus the frame's
+ * median over its bones (ℓ = sqrt(Δx² + Δy² + g²·Δz²)); null where not usable. */
+function boneLogLengths(hand) {
+  if (!hand || !hand.every((p) => p && p.every(Number.isFinite))) return null;
+  const across = []; const along = [];
+  for (const [a, b] of HAND_BONES) {
+    const dx = hand[b][0] - hand[a][0]; const dy = hand[b][1] - hand[a][1]; const dz = hand[b][2] - hand[a][2];
+    across.push(dx * dx + dy * dy); along.push(dz * dz);
+    if (!(across.at(-1) + along.at(-1) > 0.0)) return null;
+  }
+  return DEPTH_GAINS.map((g) => {
+    const logs = across.map((c, i) => 0.5 * Math.log(c + g * g * along[i]));
+    const med = median(logs);
+    return logs.map((x) => x - med);
+  });
+}
+/** hand.estimate_depth_gain over frames: the gain with the least mean over bones of the
+ * standard deviation over frames (the first on ties); null with fewer than 10 frames. */
+function estimateDepthGain(frames) {
+  const usable = frames.filter((f) => f !== null);
+  if (usable.length < DEPTH_GAIN_MIN_FRAMES) return null;
+  let best = 0; let bestSpread = Infinity;
+  DEPTH_GAINS.forEach((g, k) => {
+    let total = 0;
+    for (let b = 0; b < HAND_BONES.length; b++) {
+      let mean = 0;
+      for (const f of usable) mean += f[k][b];
+      mean /= usable.length;
+      let v = 0;
+      for (const f of usable) v += (f[k][b] - mean) ** 2;
+      total += Math.sqrt(v / usable.length);
+    }
+    const spread = total / HAND_BONES.length;
+    if (spread < bestSpread) { bestSpread = spread; best = k; }
+  });
+  return DEPTH_GAINS[best];
+}
 
 /** The running robust estimate of the performer's calibration (producers/live.py
  * LiveCalibration): medians over the last `window` frames with a body, re-estimated every
@@ -138,6 +180,7 @@ export class LiveCalibration {
     this.since = 0;
     this.current = null;
     this.updates = 0;
+    this.handDepthGain = { l: 1.0, r: 1.0 }; // spec §4.3: the producer's own, never sent
   }
 
   /** Feed one frame object (and its hand scale, metres per hand unit: handScale());
@@ -148,7 +191,8 @@ export class LiveCalibration {
     const [sl, sr, hl, hr] = ['shoulder_l', 'shoulder_r', 'hip_l', 'hip_r'].map(get);
     if (![sl, sr, hl, hr].every(okPoint)) return null;
     const vis = (k) => frame.pose_visibility[P[k]] ?? 0;
-    const sample = { shoulder: dist(sl, sr), trunk: NaN, arm: NaN, hand: [NaN, NaN] };
+    const sample = { shoulder: dist(sl, sr), trunk: NaN, arm: NaN, hand: [NaN, NaN],
+      bones: [boneLogLengths(frame.right_hand), boneLogLengths(frame.left_hand)] };
     // d_x: the wrist -> middle MCP -> PIP -> DIP -> tip chain × the hand scale, right then left
     ['right_hand', 'left_hand'].forEach((k, column) => {
       const h = frame[k];
@@ -174,6 +218,8 @@ export class LiveCalibration {
     this.since = 0;
     const estimate = this._estimate();
     if (estimate === null) return null;
+    const gains = ['r', 'l'].map((s, column) => estimateDepthGain(this.samples.map((x) => x.bones[column])));
+    this.handDepthGain = { r: gains[0] ?? 1.0, l: gains[1] ?? 1.0 }; // updated even when not sent (as Python)
     this.estimates.push(estimate);
     if (this.estimates.length > this.settle) this.estimates.shift();
     if (this.current === null) return this._use(estimate);

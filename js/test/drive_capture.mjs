@@ -41,6 +41,7 @@ try {
   result = await page.evaluate(() => {
     const s = window.posewireCapture;
     return { frames: s.frames, published: s.published, stats: s.stats, last: s.last, calibration: s.calibration,
+      hand_depth_gain: s.handDepthGain ?? { l: 1, r: 1 },
       status: document.getElementById('status').textContent, capture_errors: s.errors };
   });
 } catch (e) {
