@@ -4,7 +4,8 @@ Sources (exactly one)::
 
     --replay FILE       a posewire recording (JSON lines), replayed with its timing
     --pose-file FILE    a MediaPipe Holistic .pose file (pose-format), encoded
-    --webcam [N]        camera N (default 0), live MediaPipe inference
+    --webcam [N|URL]    camera N (default 0), or a network camera (MJPEG over HTTP, RTSP),
+                        live MediaPipe inference
     --video FILE        a video file, MediaPipe inference on every frame
     --images DIR        the images of a folder, each an independent photo
 
@@ -158,7 +159,7 @@ def _open_live(args: argparse.Namespace) -> tuple[FrameSource, MediaPipeEstimato
     from posewire.producers.filter import VectorFilter
     from posewire.producers.live import LiveEncoder
     from posewire.producers.mediapipe_source import MediaPipeEstimator, load_mediapipe
-    from posewire.producers.sources import ImageFolderSource, VideoSource, WebcamSource
+    from posewire.producers.sources import ImageFolderSource, NetworkCameraSource, VideoSource, WebcamSource
 
     load_mediapipe()  # usage.dependency before a camera is opened
     source: FrameSource
@@ -167,7 +168,8 @@ def _open_live(args: argparse.Namespace) -> tuple[FrameSource, MediaPipeEstimato
     elif args.video is not None:
         source = VideoSource(args.video)
     else:
-        source = WebcamSource(args.webcam)
+        # issue 23: a URL is a network camera (MJPEG over HTTP, RTSP), paced to drop stale frames
+        source = WebcamSource(args.webcam) if isinstance(args.webcam, int) else NetworkCameraSource(args.webcam)
     try:
         estimator = MediaPipeEstimator(mode="image" if args.images is not None else "video", mirrored=args.mirrored,
                                        face=not args.no_face, hands="off" if args.no_hands else "fallback",
@@ -530,6 +532,17 @@ def _cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
+def _camera(text: str) -> int | str:
+    """``--webcam``: a camera index, or a network camera URL (issue 23)."""
+    if text.lower().startswith(("http://", "https://", "rtsp://", "rtsps://")):
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a camera index or an http(s):// or rtsp:// URL, got {text!r}") from None
+
+
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``produce`` and ``models`` sub-commands."""
     from .conventions import add_frames_option, add_speed_option, add_stream_option
@@ -540,7 +553,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--replay", metavar="FILE", help="a recording (JSON lines, see posewire.producers.recording)")
     src.add_argument("--pose-file", metavar="FILE.pose", help="a MediaPipe Holistic .pose file (pose-format)")
-    src.add_argument("--webcam", type=int, nargs="?", const=0, metavar="N", help="camera N (default: 0)")
+    src.add_argument("--webcam", type=_camera, nargs="?", const=0, metavar="N|URL",
+                     help="camera N (default 0), or a network camera URL (MJPEG over http://, or rtsp://)")
     src.add_argument("--video", metavar="FILE", help="a video file")
     src.add_argument("--images", metavar="DIR",
                      help="a folder of photos, each detected afresh (one performer: the calibration pools them); "

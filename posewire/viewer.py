@@ -17,7 +17,13 @@ Routes (GET only; anything else is 404/405):
 * ``/avatar/mannequin.glb`` — the mannequin mesh and skin (:mod:`posewire.consumers.gltf`),
   ``/avatar/skeleton.json`` — its skeleton with canonical ``helix-humanoid@1`` names
   (:func:`avatar_description`), which the page decodes on;
-* ``/config.json`` — relay URL, stream, registry version and hash for the hello.
+* ``/config.json`` — relay URL, stream, registry version and hash for the hello;
+* ``/capture`` — the capture page (``js/capture/``, issue 23): the browser's webcam through
+  MediaPipe (``@mediapipe/holistic`` in a hidden frame, ``@mediapipe/tasks-vision``
+  FaceLandmarker) and ``js/posewire/encoder.mjs`` to the relay as a producer;
+  ``/node_modules/@mediapipe/...`` their wasm, graphs and pose models (pinned by
+  ``js/package-lock.json``); ``/models/face_landmarker.task``, ``/models/hand_landmarker.task``
+  from the sha256-checked model cache (``posewire models fetch``).
 """
 
 from __future__ import annotations
@@ -59,10 +65,15 @@ _SCHEMAS = assets.schemas_root()
 #: Seconds ``posewire view`` tries to reach the relay from here before serving the page.
 RELAY_CHECK_S = 2.0
 #: npm packages the page may load (import map in ``js/viewer/index.html``).
-_PACKAGES = ("three", "@pixiv/three-vrm")
+_PACKAGES = ("three", "@pixiv/three-vrm", "@mediapipe/holistic", "@mediapipe/tasks-vision")
+#: The MediaPipe Tasks models the capture page loads, from the sha256-checked cache
+#: (:func:`posewire.producers.model_files.model_path`; ``posewire models fetch`` fills it).
+_MODELS = {"/models/face_landmarker.task": "face_landmarker", "/models/hand_landmarker.task": "hand_landmarker"}
 _TYPES = {".mjs": "text/javascript", ".js": "text/javascript", ".html": "text/html; charset=utf-8",
           ".css": "text/css", ".json": "application/json", ".glb": "model/gltf-binary",
-          ".png": "image/png"}
+          ".png": "image/png", ".wasm": "application/wasm", ".data": "application/octet-stream",
+          ".binarypb": "application/octet-stream", ".tflite": "application/octet-stream",
+          ".task": "application/octet-stream"}
 
 
 def avatar_description() -> dict[str, Any]:
@@ -164,6 +175,12 @@ class _Server(ThreadingHTTPServer):
     def resolve(self, path: str) -> tuple[bytes, str] | None:
         if path in ("/", "/index.html"):
             return self._file(JS_ROOT / "viewer", "index.html")
+        if path in ("/capture", "/capture.html"):  # issue 23: the browser producer
+            return self._file(JS_ROOT / "capture", "index.html")
+        if path in _MODELS:
+            from posewire.producers.model_files import model_path
+
+            return model_path(_MODELS[path]).read_bytes(), _TYPES[".task"]
         if path == "/config.json":
             return json.dumps(self.config.as_json()).encode(), _TYPES[".json"]
         if path == "/schemas/registry.json":
@@ -291,12 +308,16 @@ def _cmd_view(args: argparse.Namespace) -> int:
         print(f"posewire view: {describe_error(exc)}", file=sys.stderr)
         return 1
     print(f"viewer for stream {args.stream!r} of {args.url}: {server.url}", flush=True)
+    page = server.url
+    if getattr(args, "capture", False):  # issue 23: the browser producer publishes to the same stream
+        page = server.url + "capture"
+        print(f"capture page (webcam -> MediaPipe -> encoder -> {args.url}): {page}", flush=True)
     print("the relay must accept this page's origin: posewire serve "
           + " ".join(f"--allow-origin {o}" for o in server.origins), flush=True)
     if not args.no_browser:
         try:
             webbrowser.get()
-            webbrowser.open(server.url)
+            webbrowser.open(page)
         except webbrowser.Error:
             print("no web browser found here: open the URL above in one", flush=True)
     # SIGINT / SIGTERM end the command: the handler only sets an event, so the signal
@@ -327,4 +348,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--no-relay-check", action="store_true",
                    help="serve the page without first connecting to the relay from here")
     add_client_options(p, check=True)
+    p.add_argument("--capture", action="store_true",
+                   help="open the capture page (/capture): this browser's webcam is the producer of --stream "
+                        "(MediaPipe and the encoder run in the page)")
     p.set_defaults(func=_cmd_view)

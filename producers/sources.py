@@ -13,13 +13,21 @@ it); a folder where no image decodes is ``usage.no_source``. A webcam frame is d
 as the camera sends it: webcams send an un-mirrored image (the mirror of a "selfie" preview is a display choice), so
 ``mirrored`` defaults to False; sources whose frames are mirrored must be declared with
 ``--mirrored`` (spec §2.2) and are flipped before inference.
+
+A network camera (:class:`NetworkCameraSource`: MJPEG over HTTP, as phone webcam apps serve
+it, or RTSP, both through OpenCV's FFmpeg backend) is read by a thread of its own that keeps
+only the newest frame: when inference is slower than the camera, stale frames are dropped
+(counted, and said in its status line) instead of queueing, so the vector never lags behind
+the person.
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +41,7 @@ __all__ = [
     "IMAGE_SUFFIXES",
     "FrameSource",
     "ImageFolderSource",
+    "NetworkCameraSource",
     "SourceFrame",
     "VideoSource",
     "WebcamSource",
@@ -198,3 +207,107 @@ class ImageFolderSource(FrameSource):
         if index == 0:
             raise UsageError("usage.no_source", f"no image in {self.folder} could be decoded "
                              f"({len(self.files)} tried)", path=str(self.folder))
+
+
+#: URL schemes a network camera may use.
+NETWORK_SCHEMES: tuple[str, ...] = ("http://", "https://", "rtsp://", "rtsps://")
+
+
+class NetworkCameraSource(FrameSource):
+    """A camera on the network (``url``: MJPEG over HTTP or RTSP, read by OpenCV), paced to
+    the consumer: a reader thread decodes every frame the camera sends and keeps only the
+    newest; the iterator yields the newest frame not yet given, waiting for one when none is
+    new, so a consumer slower than the camera drops stale frames (:attr:`dropped`) instead of
+    queueing them. Timestamps are the monotonic clock at decode, from the first frame. No
+    frame within ``first_frame_timeout`` seconds is ``usage.no_source``; the stream ending
+    (the camera closed it) ends the iteration. ``on_status`` gets a status line (frames
+    received, fps, dropped) at most every ``status_every`` seconds (default: stderr)."""
+
+    live = True
+
+    def __init__(self, url: str, *, first_frame_timeout: float = 10.0, status_every: float = 5.0,
+                 on_status: Callable[[str], None] | None = None) -> None:
+        if not url.lower().startswith(NETWORK_SCHEMES):
+            raise UsageError("usage.bad_option", f"a network camera URL starts with {', '.join(NETWORK_SCHEMES)}",
+                             path=url)
+        cv2 = _cv2()
+        self._cv2 = cv2
+        self.url = url
+        self._cap = cv2.VideoCapture(url)
+        if not self._cap.isOpened():
+            self._cap.release()
+            raise UsageError("usage.no_source", f"cannot open the network camera {url}", path=url)
+        fps = float(self._cap.get(cv2.CAP_PROP_FPS) or 0.0)
+        self.fps = fps if np.isfinite(fps) and 0 < fps <= 240 else 30.0
+        self.description = f"network camera {url}"
+        self.first_frame_timeout = first_frame_timeout
+        self.status_every = status_every
+        self.on_status = on_status if on_status is not None else (
+            lambda line: print(line, file=sys.stderr, flush=True))
+        self.received = 0  # frames decoded from the camera
+        self.delivered = 0  # frames given to the consumer
+        self.dropped = 0  # frames replaced by a newer one before the consumer took them
+        self._latest: tuple[NDArray[np.uint8], float] | None = None
+        self._fresh = False
+        self._ended = False
+        self._stop = threading.Event()
+        self._cond = threading.Condition()
+        self._start = 0.0
+        self._status_at = 0.0
+        self._thread = threading.Thread(target=self._reader, name="posewire-netcam", daemon=True)
+        self._thread.start()
+
+    def _reader(self) -> None:
+        while not self._stop.is_set():
+            ok, bgr = self._cap.read()
+            if not ok or bgr is None:
+                break
+            rgb: NDArray[np.uint8] = self._cv2.cvtColor(bgr, self._cv2.COLOR_BGR2RGB)
+            now = time.monotonic()
+            with self._cond:
+                if self._fresh:
+                    self.dropped += 1  # the consumer never took the previous one: stale
+                if self.received == 0:
+                    self._start = now
+                self._latest, self._fresh = (rgb, now), True
+                self.received += 1
+                self._cond.notify_all()
+        with self._cond:
+            self._ended = True
+            self._cond.notify_all()
+
+    def status_line(self) -> str:
+        elapsed = time.monotonic() - self._start if self.received else 0.0
+        rate = self.received / elapsed if elapsed > 0 else 0.0
+        return (f"{self.description}: {self.received} frames received ({rate:.1f} fps), {self.delivered} used, "
+                f"{self.dropped} stale dropped")
+
+    def __iter__(self) -> Iterator[SourceFrame]:
+        opened = time.monotonic()
+        while True:
+            with self._cond:
+                while not self._fresh and not self._ended:
+                    if self.received == 0 and time.monotonic() - opened > self.first_frame_timeout:
+                        raise UsageError("usage.no_source", f"{self.description} gives no frames "
+                                         f"within {self.first_frame_timeout:g} s", path=self.url)
+                    self._cond.wait(0.1)
+                if not self._fresh:  # ended, nothing new
+                    if self.received == 0:
+                        raise UsageError("usage.no_source", f"{self.description} gives no frames", path=self.url)
+                    break
+                assert self._latest is not None
+                rgb, at = self._latest
+                self._fresh = False
+                index = self.delivered
+                self.delivered += 1
+            now = time.monotonic()
+            if now - self._status_at >= self.status_every:
+                self._status_at = now
+                self.on_status(self.status_line())
+            yield SourceFrame(index, int((at - self._start) * 1e6), rgb)
+        self.on_status(self.status_line())
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5.0)
+        self._cap.release()

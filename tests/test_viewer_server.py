@@ -85,3 +85,46 @@ def test_only_get(method: str) -> None:
         with pytest.raises(urllib.error.HTTPError) as err:
             urllib.request.urlopen(req, timeout=10)
         assert err.value.code in (405, 501)
+
+
+def test_view_capture_serves_the_capture_page_and_its_pinned_assets() -> None:
+    """Issue 23: ``posewire view --capture`` names the capture page; the page, the MediaPipe
+    wasm and graph (js/node_modules, pinned by js/package-lock.json) and the Tasks model (the
+    sha256-checked cache) all come from the viewer server itself."""
+    import hashlib
+
+    from posewire.producers.model_files import MODELS, model_status
+
+    proc = subprocess.Popen([sys.executable, "-m", "posewire.cli", "view", "--capture", "--stream", "cam", "--url",
+                             "ws://127.0.0.1:9999", "--port", "0", "--no-browser", "--token", "t0k"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        lines = [proc.stdout.readline() for _ in range(3)]
+        capture = next(line for line in lines if line.startswith("capture page"))
+        url = capture.rsplit(" ", 1)[-1].strip()
+        assert url.endswith("/capture"), lines
+        base = url[: -len("capture")]
+        status, body, ctype = get(url)
+        assert status == 200 and ctype.startswith("text/html") and b"start camera" in body
+        assert b"http" not in body.replace(b"http-equiv", b"")  # no absolute URL: nothing from a CDN
+        assert json.loads(get(base + "config.json")[1])["token"] == "t0k"  # the page publishes with it
+        status, body, ctype = get(base + "js/capture/capture.mjs")
+        assert status == 200 and b"encodeFrame" in body
+        status, body, ctype = get(base + "node_modules/@mediapipe/holistic/holistic_solution_simd_wasm_bin.wasm")
+        assert status == 200 and ctype == "application/wasm" and body[:4] == b"\0asm"
+        status, body, ctype = get(base + "node_modules/@mediapipe/tasks-vision/wasm/vision_wasm_internal.wasm")
+        assert status == 200 and ctype == "application/wasm"
+        _, problem = model_status("face_landmarker")
+        if problem is None:  # the model cache is filled by make install
+            status, body, _ = get(base + "models/face_landmarker.task")
+            assert status == 200 and hashlib.sha256(body).hexdigest() == MODELS["face_landmarker"].sha256
+        assert get(base + "models/pose_landmarker.task")[0] == 404
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0

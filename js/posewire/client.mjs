@@ -110,3 +110,112 @@ export class Subscriber {
     }
   }
 }
+
+/**
+ * posewire publisher for browsers: connects as a producer (spec §5.3 hello, role producer,
+ * with the relay's token when it needs one), sends the calibration (§5.6) before the first
+ * frame and again whenever it changes, conditions when they change (§5.5), and frames of
+ * the dims present (§5.4: the mask leaves out what is not sent). Counts the bytes sent.
+ */
+export class Publisher {
+  /** @param {object} opts {registryVersion, registryHash, token, client, onStatus(text), onError(err)} */
+  constructor(url, stream, opts = {}) {
+    this.url = url;
+    this.stream = stream;
+    this.opts = opts;
+    this.ws = null;
+    this.ready = false;
+    this.seq = 0;
+    this.bytes = 0;
+    this.calibration = null;
+    this.lastConditions = null;
+    this.closed = false;
+  }
+
+  /** Resolves once the relay has welcomed this producer (or after `ms`, false). A page that
+   * is about to block its main thread (model warm-up) waits for it: the hello must leave
+   * within the relay's hello deadline (spec §5.8). */
+  whenReady(ms = 15000) {
+    if (this.ready) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), ms);
+      (this.waiters ??= []).push(() => { clearTimeout(timer); resolve(true); });
+    });
+  }
+
+  start() {
+    const ws = new WebSocket(this.url, SUBPROTOCOL);
+    ws.binaryType = 'arraybuffer';
+    this.ws = ws;
+    ws.onopen = () => {
+      this._send({
+        type: 'hello', role: 'producer', stream: this.stream, client: this.opts.client ?? 'posewire-capture',
+        token: this.opts.token ?? null, registry_version: this.opts.registryVersion,
+        registry_hash: this.opts.registryHash,
+      });
+    };
+    ws.onmessage = (ev) => {
+      if (typeof ev.data === 'string') return;
+      let msg;
+      try {
+        msg = decodeMessage(new Uint8Array(ev.data), 1 << 20);
+      } catch (e) {
+        this.opts.onError?.(e);
+        return;
+      }
+      if (msg.type === 'welcome') {
+        this.ready = true;
+        this.lastConditions = null; // a new session: the relay learns the state afresh
+        this.opts.onStatus?.(`publishing to ${this.stream}`);
+        if (this.calibration) this._send({ type: 'cal', ...this.calibration });
+        for (const w of this.waiters?.splice(0) ?? []) w();
+      } else if (msg.type === 'err') {
+        this.opts.onStatus?.(`relay error ${msg.code}: ${msg.message}`);
+        this.opts.onError?.(msg);
+      }
+    };
+    ws.onerror = () => this.opts.onStatus?.(`cannot reach the relay at ${this.url}`);
+    ws.onclose = (ev) => {
+      this.ready = false;
+      if (this.closed) return;
+      this.opts.onStatus?.(`relay closed (${ev.code}${ev.reason ? ' ' + ev.reason : ''}); retrying`);
+      setTimeout(() => { if (!this.closed) this.start(); }, 1000); // frames meanwhile are dropped, never queued
+    };
+    return this;
+  }
+
+  close() {
+    this.closed = true;
+    this.ws?.close(1000);
+  }
+
+  _send(m) {
+    const bytes = mpEncode(encodeMessage(m));
+    this.ws.send(bytes);
+    this.bytes += bytes.length;
+  }
+
+  /** The calibration {hand_length, torso_length, arm_length, shoulder_width} (spec §5.6). */
+  sendCalibration(cal) {
+    this.calibration = cal;
+    if (this.ready) this._send({ type: 'cal', ...cal });
+  }
+
+  /** One frame: `vector` (NaN = not sent) and the tracking conditions {part: state} of the
+   * parts not tracked; returns false while the relay has not welcomed us. */
+  sendFrame(vector, tracking, timestampUs) {
+    if (!this.ready || this.ws.readyState !== WebSocket.OPEN) return false;
+    const values = {};
+    for (let i = 0; i < N; i++) if (Number.isFinite(vector[i])) values[DIM_IDS[i]] = vector[i];
+    const conditions = { tracking };
+    const key = JSON.stringify(conditions);
+    if (key !== this.lastConditions) { // §5.5: conditions only when they change
+      this._send({ type: 'cond', timestamp_us: timestampUs, conditions });
+      this.lastConditions = key;
+    }
+    this._send({ type: 'f', seq: this.seq, timestamp_us: timestampUs, values });
+    this.seq = (this.seq + 1) >>> 0;
+    return true;
+  }
+}
+const DIM_IDS = [...BY_ID.values()].sort((a, b) => a.index - b.index).map((d) => d.id);

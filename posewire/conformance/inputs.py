@@ -199,6 +199,10 @@ INPUTS: dict[str, dict[str, Key]] = {
     "wire.quantize": {"values": _V},
     "wire.encode": {"message": Key("object")},
     "wire.decode": {"hex": Key("string"), "max_size": Key("integer", optional=True, lo=1)},
+    # spec §6.10: each frame object is checked by the op (points may be null: missing)
+    "encoder.landmarks": {"frames": Key("any"), "calibration": Key("object", optional=True, nullable=True),
+                          "mirrored": Key("string", optional=True),
+                          "visibility_threshold": Key("number", optional=True, lo=0.0, hi=1.0)},
 }
 
 #: The calibration object of ``arm.*`` (the four ``calibration.units`` keys).
@@ -229,4 +233,6 @@ def check_input(op: str, inp: object) -> None:
         return
     check_keys(inp, table)
     if op.startswith("arm.") and isinstance(inp, dict):
+        check_keys(inp["calibration"], CALIBRATION_KEYS, "calibration.")
+    if op == "encoder.landmarks" and isinstance(inp, dict) and inp.get("calibration") is not None:
         check_keys(inp["calibration"], CALIBRATION_KEYS, "calibration.")

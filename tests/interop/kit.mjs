@@ -2,7 +2,8 @@
 //
 // The codec itself is the importable ES module js/posewire/codec.mjs, written from spec/
 // and schemas/ alone (no code of the reference implementation was read); this file only
-// speaks the kit's protocol.
+// speaks the kit's protocol. Exception: encoder.landmarks (spec §6.10) runs
+// js/posewire/encoder.mjs, a port of the reference encoder (the browser producer's encoder).
 //
 // Protocol (spec/06-conformance.md §6.4): one JSON object {"op", "input"} per line on
 // stdin; exactly one JSON line per request on stdout:
@@ -18,6 +19,7 @@ import {
   qToNormalized, HEAD_MAX, BODY_MAX, spineRotations, dimsToArkit, arkitToDims, delta,
   mouthingApply, mouthingNormalize, affectApply, wireEncode, wireDecode, wireQuantize,
 } from '../../js/posewire/codec.mjs';
+import { encoderLandmarks } from '../../js/posewire/encoder.mjs';
 
 const usage = (kind, path = '') => new CodecError(`usage.${kind}`, path);
 
@@ -60,6 +62,7 @@ const OPS = {
   'wire.encode': wireEncode,
   'wire.decode': wireDecode,
   'wire.quantize': wireQuantize,
+  'encoder.landmarks': encoderLandmarks, // §6.10: js/posewire/encoder.mjs
 };
 
 /** JSON with BigInt support (integers written exactly) and no -0. */
@@ -79,7 +82,7 @@ function toJSON(x) {
 // usage.bad_option; a number is finite (else usage.not_finite) and inside its stated range
 // (else usage.out_of_range). Kinds: n number, i integer, s string, o object, N numbers,
 // P array of number arrays, S strings, V object of numbers, X object of number arrays,
-// H shares (object of numbers or numbers). '?' = optional, '~' = may be null.
+// H shares (object of numbers or numbers), a any (checked by the op). '?' = optional, '~' = may be null.
 const DIST = 'n?~';
 const INPUTS = {
   'registry.row': { id: 's' },
@@ -111,6 +114,7 @@ const INPUTS = {
   'wire.quantize': { values: 'V' },
   'wire.encode': { message: 'o' },
   'wire.decode': { hex: 's', max_size: ['i?', 1, Infinity] },
+  'encoder.landmarks': { frames: 'a', calibration: 'o?~', mirrored: 's?', visibility_threshold: ['n?', 0, 1] },
 };
 const isObj = (x) => x !== null && typeof x === 'object' && !Array.isArray(x);
 function checkNumber(x, path, range) {
@@ -164,6 +168,7 @@ function checkKeys(inp, table) {
         if (isObj(x)) for (const [j, y] of Object.entries(x)) checkNumber(y, `${k}.${j}`);
         else checkNumbers(x, k);
         break;
+      case 'a': break; // any JSON value: the op checks it
       default: throw new Error(`bad kind ${kind}`);
     }
   }
@@ -184,6 +189,7 @@ function checkResult(x, path) {
 function checkInput(op, inp) {
   checkKeys(inp, INPUTS[op]);
   if (op.startsWith('arm.')) checkKeys(inp.calibration, INPUTS['calibration.units']);
+  if (op === 'encoder.landmarks' && isObj(inp.calibration)) checkKeys(inp.calibration, INPUTS['calibration.units']);
   checkDeepFinite(inp, '');
 }
 

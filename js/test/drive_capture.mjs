@@ -1,0 +1,58 @@
+// Drives the posewire capture page in headless Chromium with a fake camera fed from a file
+// (an .mjpeg of JPEG frames of one size), for tests/test_capture_browser.py.
+//
+// usage: node js/test/drive_capture.mjs URL CLIP FRAMES SCREENSHOT
+// Opens URL (the capture page, autostarted), waits until the page has encoded FRAMES frames
+// (or 240 s), takes a screenshot, and prints one JSON line: {frames, published, stats, last,
+// calibration, status, page_errors, origins}.
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const [url, clip, frames, screenshot] = process.argv.slice(2);
+const executablePath = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const profile = mkdtempSync(join(tmpdir(), 'posewire-chromium-'));
+const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync', '--use-gl=angle',
+  '--use-angle=swiftshader', '--enable-unsafe-swiftshader', '--use-fake-ui-for-media-stream',
+  '--use-fake-device-for-media-stream', `--use-file-for-fake-video-capture=${clip}`];
+
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath, headless: true, args: FLAGS, viewport: { width: 1280, height: 560 },
+});
+const page = context.pages()[0] ?? (await context.newPage());
+const errors = [];
+page.on('pageerror', (e) => errors.push(String(e)));
+page.on('console', (m) => {
+  if (m.type() === 'error') errors.push(m.text());
+  if (process.env.CAPTURE_DEBUG) process.stderr.write(`console ${m.type()}: ${m.text()}\n`);
+});
+const origins = new Set();
+page.on('request', (r) => { if (!r.url().startsWith('blob:') && !r.url().startsWith('data:')) origins.add(new URL(r.url()).origin); });
+page.on('websocket', (ws) => origins.add(new URL(ws.url()).origin));
+let result;
+try {
+  await page.goto(url);
+  await page.waitForFunction((n) => (window.posewireCapture?.frames ?? 0) >= n
+    || (window.posewireCapture?.errors?.length ?? 0) > 0, Number(frames), { timeout: Number(process.env.CAPTURE_TIMEOUT_MS ?? 240000), polling: 250 });
+  if (screenshot) await page.screenshot({ path: screenshot });
+  result = await page.evaluate(() => {
+    const s = window.posewireCapture;
+    return { frames: s.frames, published: s.published, stats: s.stats, last: s.last, calibration: s.calibration,
+      hand_depth_gain: s.handDepthGain ?? { l: 1, r: 1 },
+      status: document.getElementById('status').textContent, capture_errors: s.errors };
+  });
+} catch (e) {
+  result = { error: String(e.message) };
+  try {
+    result.status = await page.evaluate(() => document.getElementById('status').textContent);
+    if (screenshot) await page.screenshot({ path: screenshot });
+  } catch { /* the page is gone */ }
+}
+result.page_errors = errors;
+result.origins = [...origins];
+process.stdout.write(JSON.stringify(result) + '\n');
+await context.close();
+rmSync(profile, { recursive: true, force: true });

@@ -1,0 +1,277 @@
+"""Vectors of the encoder op ``encoder.landmarks`` (spec §6.10): landmarks -> dims, tracking, report.
+
+Inputs are ground-truth frames (known vectors rendered through the reference avatar by
+``posewire.groundtruth.render``), the same with MediaPipe-like noise, real recorded frames
+(``tests/data/holistic_signer.pose``, MediaPipe Holistic on a signer) and one case for each
+failure mode the reference encoder reports (spec §4.1–§4.6 producer checks). Coordinates
+are written with 9 significant digits; the expected results are the reference encoder's
+(``posewire.conformance.ops_encoder``) on exactly the written input.
+
+Tolerance (spec §6.10): 1e-7 on every normalized value. The maths is plain IEEE arithmetic
+plus ``sin``, ``cos``, ``atan2``, ``asin`` and ``sqrt``, whose last-bit differences between
+libraries are amplified at most ~1e3-fold by the torso solve and the finger angles; 1e-7 of
+a dim's range is far below anything visible and far above that.
+
+Run: python spec/conformance/tools/gen_encoder_vectors.py  (rewrites encoder.json)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from posewire.codec.errors import PosewireError
+from posewire.codec.registry import ARKIT_CHANNELS, REGISTRY
+from posewire.conformance.ops_encoder import encode_frames
+from posewire.groundtruth import noise, random_vectors, render
+from posewire.producers.landmarks import POSE_POINTS, HolisticLandmarks, landmarks_to_vectors
+from posewire.producers.poseformat import read_pose_file
+
+OUT = Path(__file__).resolve().parent.parent
+ROOT = OUT.parent.parent
+SIGNER = ROOT / "tests" / "data" / "holistic_signer.pose"
+TOLERANCE = 1e-7
+
+
+def _num(x: float) -> float:
+    return float(f"{x:.9g}")
+
+
+def _pts(a: np.ndarray, keep_z: bool = True) -> list[Any]:
+    out: list[Any] = []
+    for p in a.tolist():
+        if not all(math.isfinite(c) for c in p):
+            out.append(None)
+        else:
+            out.append([_num(c) for c in (p if keep_z else p[:2])])
+    return out
+
+
+def frame(lm: HolisticLandmarks, i: int, *, blendshapes: Any = "absent", image: bool = True) -> dict[str, Any]:
+    """Frame ``i`` of ``lm`` as the op's JSON frame (NaN points -> null)."""
+    hand_l, hand_r = lm.left_hand[i], lm.right_hand[i]
+    out: dict[str, Any] = {
+        "pose_world": _pts(lm.pose_world[i]),
+        "pose_visibility": [_num(v) if math.isfinite(v) else None for v in lm.pose_visibility[i].tolist()],
+        "left_hand": _pts(hand_l) if np.isfinite(hand_l).all() else None,
+        "right_hand": _pts(hand_r) if np.isfinite(hand_r).all() else None,
+    }
+    if image and lm.pose_image is not None:
+        out["pose_image"] = _pts(lm.pose_image[i], keep_z=False)
+    if lm.face is not None:
+        out["face"] = _pts(lm.face[i])
+    if blendshapes != "absent":
+        out["blendshapes"] = blendshapes
+    return out
+
+
+cases: list[dict[str, Any]] = []
+
+
+def case(id_: str, rule: str, inp: dict[str, Any], *, error: str | None = None) -> None:
+    c: dict[str, Any] = {"id": id_, "op": "encoder.landmarks", "rule": rule, "input": inp}
+    try:
+        result = encode_frames(json.loads(json.dumps(inp)))
+    except PosewireError as exc:
+        assert exc.code == error, (id_, exc.code, error)
+        c["expect_error"] = exc.code
+    else:
+        assert error is None, (id_, "expected an error")
+        c["expect"] = result
+        c["tolerance"] = TOLERANCE
+    cases.append(c)
+
+
+def cut(lm: HolisticLandmarks, i: int, **arrays: np.ndarray | None) -> HolisticLandmarks:
+    """Frame ``i`` alone, with any array replaced."""
+    def one(a: np.ndarray | None) -> np.ndarray | None:
+        return None if a is None else a[i:i + 1].copy()
+
+    base = {"pose_world": one(lm.pose_world), "pose_visibility": one(lm.pose_visibility),
+            "left_hand": one(lm.left_hand), "right_hand": one(lm.right_hand), "face": one(lm.face),
+            "hand_scale": one(lm.hand_scale), "pose_image": one(lm.pose_image)}
+    base.update(arrays)
+    return HolisticLandmarks(**base)  # type: ignore[arg-type]
+
+
+def blend(rng: np.random.Generator, n: int = 8) -> dict[str, float]:
+    names = rng.choice([c for c in ARKIT_CHANNELS if c != "tongueOut"], size=n, replace=False)
+    return {str(k): _num(float(w)) for k, w in zip(names, rng.uniform(0.0, 1.0, n), strict=True)}
+
+
+# ---------------------------------------------------------------------------- ground truth
+rng = np.random.default_rng(923)
+vec = random_vectors(rng, 12)
+vec[0] = [d.row.default for d in REGISTRY.dimensions]  # the neutral pose
+zero = [REGISTRY.index(i) for i in ("b_yaw", "b_pitch", "b_roll", "h_yaw", "h_pitch", "h_roll")]
+vec[1, zero] = 0.0
+view = rng.uniform(-40, 40, 12)
+view[:2] = 0.0
+gt = render(vec, view_yaw_deg=view).landmarks
+R_GT = ("§6.10, §4.1–§4.5: ground truth rendered through the reference avatar (posewire.groundtruth): "
+        "arm, palm, fingers, head and body dims and tracking of the reference encoder, reference calibration")
+case("gt-neutral", R_GT, {"frames": [frame(gt, 0)]})
+case("gt-upright-facing", R_GT, {"frames": [frame(gt, 1)]})
+case("gt-random-4", R_GT, {"frames": [frame(gt, i) for i in range(2, 6)]})
+case("gt-random-4-blendshapes", R_GT + "; face and mouth from ARKit blendshapes (§4.6, m_tongue not estimated)",
+     {"frames": [frame(gt, i, blendshapes=blend(rng)) for i in range(6, 10)]})
+case("gt-no-pose-image", R_GT + "; without pose_image the hands are checked against the pose wrists' order",
+     {"frames": [frame(gt, i, image=False) for i in (10, 11)]})
+case("gt-calibrated", R_GT + "; a fixed calibration of another body (§4.1 units L = 2·r·d)",
+     {"frames": [frame(gt, i) for i in (3, 4)],
+      "calibration": {"hand_length": 0.2, "torso_length": 0.5, "arm_length": 0.62, "shoulder_width": 0.4}})
+
+# ---------------------------------------------------------------------------- noisy
+noisy = noise(gt, np.random.default_rng(24), xy=0.002, depth=0.006)
+R_NOISE = "§6.10: ground truth with MediaPipe-like noise (2 mm in the image plane, 6 mm in depth)"
+case("noisy-6", R_NOISE, {"frames": [frame(noisy, i) for i in range(6)]})
+noisier = noise(gt, np.random.default_rng(25), xy=0.006, depth=0.02)
+case("noisy-strong-6", R_NOISE.replace("2 mm", "6 mm").replace("6 mm in depth", "20 mm in depth"),
+     {"frames": [frame(noisier, i) for i in range(6, 12)]})
+
+# ---------------------------------------------------------------------------- real recording
+signer = read_pose_file(SIGNER).landmarks
+cal = landmarks_to_vectors(signer).calibration.calibration
+signer_cal = {k: (None if getattr(cal, k) is None else _num(float(getattr(cal, k))))
+              for k in ("hand_length", "torso_length", "arm_length", "shoulder_width")}
+picks = np.linspace(0, signer.batch - 1, 8).astype(int).tolist()
+R_REAL = ("§6.10: real MediaPipe Holistic frames of a signer (tests/data/holistic_signer.pose, MIT), "
+          "with the calibration estimated from the whole recording")
+case("real-signer-8", R_REAL, {"frames": [frame(signer, i) for i in picks], "calibration": signer_cal})
+case("real-signer-reference-cal", R_REAL.replace("with the calibration estimated from the whole recording",
+                                                 "with the reference calibration"),
+     {"frames": [frame(signer, i) for i in picks[:3]]})
+
+# ---------------------------------------------------------------------------- failure modes
+base = noisy
+P = POSE_POINTS
+
+
+def mutated(i: int, **arrays: np.ndarray | None) -> dict[str, Any]:
+    return frame(cut(base, i, **arrays), 0)
+
+
+flip = np.array([-1.0, 1.0, 1.0])
+# §2.2: a selfie image flipped without swapping labels; reported, or un-mirrored with "flip"
+selfie = cut(base, 2, pose_world=base.pose_world[2:3] * flip, left_hand=base.left_hand[2:3] * flip,
+             right_hand=base.right_hand[2:3] * flip, face=base.face[2:3] * flip,  # type: ignore[index]
+             pose_image=base.pose_image[2:3] * flip)  # type: ignore[index]
+case("fail-mirrored-report", "§2.2: a mirrored image (nose behind the chest) is counted in degenerate.mirrored",
+     {"frames": [frame(selfie, 0)]})
+case("fail-mirrored-flip", "§2.2: mirrored \"flip\" negates x first: the selfie encodes like the unmirrored frame",
+     {"frames": [frame(selfie, 0)], "mirrored": "flip"})
+case("fail-hands-swapped", "§4.3: each hand at the other pose wrist: labels swapped back, degenerate.hands_swapped",
+     {"frames": [mutated(3, left_hand=base.right_hand[3:4], right_hand=base.left_hand[3:4])]})
+case("fail-hands-swapped-no-image", "§4.3: swapped labels seen from the wrists' left-right order (no pose_image)",
+     {"frames": [frame(cut(base, 3, left_hand=base.right_hand[3:4], right_hand=base.left_hand[3:4],
+                           pose_image=None), 0)]})
+hidden = base.pose_visibility[4:5].copy()
+hidden[0, [P["hip_l"], P["hip_r"]]] = 0.2
+case("fail-hips-not-visible", "§4.5: hips below the visibility threshold: body lost, chest upright from the "
+     "shoulders, degenerate.body_hips_not_visible", {"frames": [mutated(4, pose_visibility=hidden)]})
+wrist = base.pose_visibility[5:6].copy()
+wrist[0, P["wrist_r"]] = 0.1
+case("fail-wrist-not-visible", "§4.1: a wrist below the visibility threshold: that arm lost",
+     {"frames": [mutated(5, pose_visibility=wrist)]})
+case("visibility-threshold-option", "§6.10: visibility_threshold moves the wrist/hip visibility cut",
+     {"frames": [mutated(5, pose_visibility=wrist)], "visibility_threshold": 0.05})
+no_pose = np.full((1, 33, 3), np.nan)
+case("fail-hands-only", "§4.2: no body frame: palm in the camera fallback frame (degenerate.palm_camera_frame_*), "
+     "arms and body lost, degenerate.body_frame",
+     {"frames": [mutated(6, pose_world=no_pose, pose_visibility=np.zeros((1, 33)), face=None, pose_image=None)]})
+pose = base.pose_world[7:8].copy()
+pose[0, P["shoulder_l"]] = pose[0, P["shoulder_r"]]
+case("fail-shoulders-together", "§2.3: a degenerate shoulder line: no body frame", {"frames": [mutated(7, pose_world=pose)]})
+pose = base.pose_world[8:9].copy()
+mid = 0.5 * (pose[0, P["hip_l"]] + pose[0, P["hip_r"]])
+turn = np.radians(150.0)
+for k in ("hip_l", "hip_r"):
+    d = pose[0, P[k]] - mid
+    pose[0, P[k]] = mid + np.array([d[0] * np.cos(turn) + d[2] * np.sin(turn), d[1],
+                                    -d[0] * np.sin(turn) + d[2] * np.cos(turn)])
+case("fail-body-implausible", "§4.5: hips turned 150° under the chest: degenerate.body_implausible, body lost",
+     {"frames": [mutated(8, pose_world=pose)]})
+pose = base.pose_world[9:10].copy()
+for s in ("l", "r"):
+    pose[0, P[f"elbow_{s}"]] = 0.5 * (pose[0, P[f"shoulder_{s}"]] + pose[0, P[f"wrist_{s}"]])
+case("fail-straight-arms", "§4.1 elbow spread: a straight arm has spread 0, counted in spread_straight_arm_*",
+     {"frames": [mutated(9, pose_world=pose)]})
+hand = base.left_hand[10:11].copy()
+hand[0] = hand[0, 0]
+case("fail-collapsed-hand", "§4.2: a hand whose points coincide has no palm frame: hand lost, degenerate.palm_*",
+     {"frames": [mutated(10, left_hand=hand)]})
+fist = vec[1].copy()  # a right hand with every finger folded at the knuckles, read backward in depth
+fist[[REGISTRY.index(f"g_{f}_fold_r") for f in ("index", "middle", "ring", "pinky")]] = 1.0
+fisted = render(fist[None]).landmarks
+hand = fisted.right_hand.copy()
+hand[0, :, 2] = 2.0 * hand[0, 0, 2] - hand[0, :, 2]
+case("fail-depth-flipped", "§4.3 producer checks: a hand read backward in depth is taken mirrored "
+     "(degenerate.hand_depth_flipped_*)", {"frames": [frame(cut(fisted, 0, right_hand=hand), 0)]})
+hand = base.left_hand[0:1].copy()
+h = hand[0]
+normal = np.cross(h[5] - h[0], h[17] - h[0])
+axis = normal / np.linalg.norm(normal)
+turn = np.radians(70.0)
+for k in (18, 19, 20):
+    v = h[k] - h[17]
+    h[k] = h[17] + v * np.cos(turn) + np.cross(axis, v) * np.sin(turn) + axis * (axis @ v) * (1 - np.cos(turn))
+case("fail-finger-side-clamped", "§4.3: a finger turned past the side range keeps curl and fold; "
+     "fingers_side_clamped_* counts it", {"frames": [mutated(0, left_hand=hand)]})
+case("fail-thumb-roll-unobservable", "§4.3: a straight thumb shows no roll: g_thumb_roll 0, "
+     "degenerate.thumb_roll_unobservable_*", {"frames": [frame(gt, 0)]})
+far = base.pose_world[1:2].copy()
+far[0, P["wrist_r"]] = far[0, P["shoulder_r"]] + np.array([-1.5, 0.0, 0.0])
+case("fail-arm-clamped", "§3.1: a hand beyond the arm range is clamped and counted per dim id",
+     {"frames": [mutated(1, pose_world=far)]})
+case("fail-calibration-fallback", "§4.1: missing distances fall back to the shoulder width (fallback_axes)",
+     {"frames": [frame(gt, 2)], "calibration": {"hand_length": None, "torso_length": 0.5, "shoulder_width": 0.38}})
+case("fail-blendshapes-clamped", "§4.6: weights outside [0, 1] are clamped and named in clamped",
+     {"frames": [frame(gt, 1, blendshapes={"jawOpen": 1.4, "mouthSmileLeft": -0.2, "eyeBlinkLeft": 0.5})]})
+case("fail-face-lost", "§3.4.2: blendshapes null = the face model found no face: face and mouth lost",
+     {"frames": [frame(gt, 1, blendshapes=None)]})
+no_face = cut(base, 2, face=None)
+case("no-face", "§4.4: without face points the head is not estimated", {"frames": [frame(no_face, 0)]})
+face = base.face[3:4].copy()  # type: ignore[index]
+face[0, 152] = np.nan
+case("fail-face-point-missing", "§4.4: a missing face point of the head frame: head lost",
+     {"frames": [mutated(3, face=face)]})
+pose = base.pose_world[4:5].copy()
+pose[0, P["elbow_l"]] = np.nan
+case("fail-pose-point-missing", "§4.1: a missing elbow: spread not estimated, the hand position still is",
+     {"frames": [mutated(4, pose_world=pose)]})
+
+# ---------------------------------------------------------------------------- input errors (§6.5)
+good = frame(gt, 1)
+R_IN = "§6.5, §6.10: malformed input is a usage error with a stable code"
+case("input-pose-count", R_IN + ": 32 pose points is usage.shape",
+     {"frames": [{**good, "pose_world": good["pose_world"][:32]}]}, error="usage.shape")
+case("input-hand-count", R_IN + ": 20 hand points is usage.shape",
+     {"frames": [{**good, "left_hand": good["pose_world"][:20]}]}, error="usage.shape")
+case("input-point-length", R_IN + ": a point of 4 numbers is usage.shape",
+     {"frames": [{**good, "right_hand": [[0, 0, 0, 0]] * 21}]}, error="usage.shape")
+case("input-no-frames", R_IN + ": no frames is usage.shape", {"frames": []}, error="usage.shape")
+case("input-unknown-frame-key", R_IN + ": an unknown frame key is usage.bad_option",
+     {"frames": [{**good, "hands": None}]}, error="usage.bad_option")
+case("input-missing-visibility", R_IN + ": pose_visibility is required (usage.bad_option)",
+     {"frames": [{k: v for k, v in good.items() if k != "pose_visibility"}]}, error="usage.bad_option")
+case("input-mirrored", R_IN + ": mirrored is \"report\" or \"flip\" (usage.bad_option)",
+     {"frames": [good], "mirrored": "yes"}, error="usage.bad_option")
+case("input-unknown-blendshape", R_IN + ": an unknown ARKit name is usage.unknown_id",
+     {"frames": [{**good, "blendshapes": {"jawOpen": 0.2, "smile": 0.5}}]}, error="usage.unknown_id")
+case("input-calibration-unusable", "§4.1: no valid distance and no shoulder width is usage.calibration",
+     {"frames": [good], "calibration": {"hand_length": None}}, error="usage.calibration")
+
+doc = {
+    "section": "§6.10",
+    "title": "The encoder op: MediaPipe landmarks (and blendshapes) -> dims, tracking states, report counts",
+    "cases": cases,
+}
+# one case per line (the landmark arrays are long)
+lines = ",\n".join("  " + json.dumps(c, separators=(",", ":")) for c in cases)
+(OUT / "encoder.json").write_text(f'{{"section": {json.dumps(doc["section"])}, "title": {json.dumps(doc["title"])},\n'
+                                  f' "cases": [\n{lines}\n ]}}\n')
+print(f"{len(cases)} cases -> {OUT / 'encoder.json'}")
