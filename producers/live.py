@@ -267,6 +267,18 @@ class LiveCalibration:
                 self._job = None
         return out
 
+    def flush(self) -> LandmarkCalibration | None:
+        """Finish a running estimate now (the end of a stream or a recording): the state the
+        frames so far give, as if every estimate took effect when due; returns the new
+        calibration when it changed."""
+        if self._job is None:
+            return None
+        job, self._job = self._job, None
+        try:
+            return self._accept(self._finish(job))
+        except UsageError:  # a degenerate body frame in every buffered frame
+            return None
+
     def _accept(self, estimate: LandmarkCalibration) -> LandmarkCalibration | None:
         """The settle rule (module docstring) for a finished estimate."""
         values = _distances(estimate.calibration)

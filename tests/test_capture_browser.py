@@ -195,6 +195,8 @@ async def test_capture_page_streams_the_python_producers_dims(photo: str, token:
     assert not failed, failed
     # the parts both routes see are the same parts
     for part in ("head", "body", "face", "mouth", "arm_l", "arm_r", "hand_l", "hand_r"):
+        if part == "body" and photo not in HIPS_IN_IMAGE:
+            continue  # hips out of the image: each build guesses them, and their visibility near 0.5
         if want_states.get(part) == "tracked":
             assert states.get(part) == "tracked", (photo, part, want_states, states)
     assert {"face", "mouth"} <= set(compared), compared
