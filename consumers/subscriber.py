@@ -78,7 +78,9 @@ class SubscribedFrame:
     ``calibration``: the latest states (``None`` = never received); ``stale``: the
     sequence went back (another producer on the stream, or a restarted one);
     ``received_at``: local monotonic seconds when the newest frame arrived; ``merged``:
-    how many received frames this item covers (1 when the application keeps up).
+    how many received frames this item covers (1 when the application keeps up);
+    ``wire_bytes``: the size of the newest frame's message as it came over the wire (a frame
+    carries its condition state only when it changed, spec §5.5).
     """
 
     seq: int
@@ -90,6 +92,7 @@ class SubscribedFrame:
     stale: bool = False
     received_at: float = 0.0
     merged: int = 1
+    wire_bytes: int = 0
 
 
 class Subscriber:
@@ -158,6 +161,7 @@ class Subscriber:
         self._wake = asyncio.Event()
         # the newest frame not yet handed out, and what it covers
         self._fresh: NDArray[np.bool_] = np.zeros(N_DIMS, dtype=bool)
+        self._wire_bytes = 0
         self._count = 0
         self._seq = 0
         self._ts = 0
@@ -267,6 +271,7 @@ class Subscriber:
                     self._on_skipped(link)
                 for msg in messages:
                     if isinstance(msg, Frame):
+                        self._wire_bytes = len(data)
                         self._on_frame(msg, link.last_stale)
                     elif isinstance(msg, Calibration):
                         self.calibration = msg
@@ -330,7 +335,7 @@ class Subscriber:
         mask = self._fresh
         values = self.state.copy() if self.merge else np.where(mask, self.state, np.nan)
         out = SubscribedFrame(self._seq, self._ts, values, mask, self.conditions,
-                              self.calibration, self._stale, self._at, self._count)
+                              self.calibration, self._stale, self._at, self._count, self._wire_bytes)
         self._fresh = np.zeros(N_DIMS, dtype=bool)
         self._count = 0
         self.frames_yielded += 1

@@ -213,9 +213,9 @@ def _decode_one(frame: SubscribedFrame, avatar: object, summary: DemoSummary,
                 decode_frame: Callable[..., object]) -> None:
     summary.frames_received += 1
     summary.latency_ms.append(time.time_ns() / 1e6 - frame.timestamp_us / 1e3)
-    # the frame as it travelled: its own dims (mask) and the condition state
-    sent = Frame(frame.seq, frame.timestamp_us, np.where(frame.mask, frame.values, np.nan), frame.conditions)
-    summary.wire_bytes.append(len(encode(sent)))
+    # the frame as it travelled (its condition state only when it changed, spec §5.5)
+    summary.wire_bytes.append(frame.wire_bytes or len(encode(
+        Frame(frame.seq, frame.timestamp_us, np.where(frame.mask, frame.values, np.nan), frame.conditions))))
     began = time.perf_counter()
     mouthing = frame.conditions.mouthing if frame.conditions else None
     # bones, IK and face weights with one validation (posewire.consumers.pose.decode_frame)

@@ -95,10 +95,14 @@ async def test_conditions_ride_only_when_they_change_and_late_joiners_get_them()
     async with Relay("127.0.0.1", port=0) as relay, Publisher(relay.url, "a") as pub, \
             Subscriber(relay.url, "a") as sub:
         await wait_for(lambda: relay.streams.get("a") == (1, 1))
+        sizes = []
         for k, cond in enumerate((lost, lost, lost, Conditions(), Conditions())):
             await pub.send_frame(DEFAULTS, conditions=cond, timestamp_us=k)
             frame = await next_frame(sub)
             assert frame.conditions == cond  # the state each frame stands for
+            sizes.append(frame.wire_bytes)
+        # as it came over the wire: the state rides on frames 0 and 3 only
+        assert sizes[1] == sizes[2] == sizes[4] < sizes[0] and sizes[3] > sizes[4]
         async with Subscriber(relay.url, "a") as late:
             frame = await next_frame(late)
             assert frame.conditions == Conditions() and frame.seq == 4
