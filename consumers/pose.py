@@ -74,7 +74,7 @@ from posewire.codec.quaternion import (
 from posewire.codec.registry import REGISTRY, SPINE_SHARES
 from posewire.codec.vector import ValidationReport
 
-from .face import CAPABILITIES, Capability, FaceWeights, _face_weights, _validate_clamp
+from .face import CAPABILITIES, Capability, FaceWeights, _face_weights, _validate_clamp, _validate_clamp_changed
 from .ik import _LATERAL, IKResult, _pole, _pole1, _solve, _solve1, _unit, two_bone_ik
 from .skeleton import FINGERS, Skeleton, calibration_of
 
@@ -378,8 +378,9 @@ def decode_frame(vectors: ArrayLike, skeleton: Skeleton, *, capability: Capabili
     if capability not in CAPABILITIES:
         raise UsageError("usage.bad_option", f"capability must be one of {CAPABILITIES}, not {capability!r}")
     arr = np.asarray(vectors, dtype=np.float64)
-    vec, validation = _validate_clamp(arr.reshape(-1, arr.shape[-1]) if arr.ndim else arr)
-    return _decode(vec, validation, skeleton, calibration), _face_weights(vec, validation, capability, visemes)
+    vec, validation, changed = _validate_clamp_changed(arr.reshape(-1, arr.shape[-1]) if arr.ndim else arr)
+    return (_decode(vec, validation, skeleton, calibration),
+            _face_weights(vec, validation, capability, visemes, changed))
 
 
 def _decode(vec: F64, validation: ValidationReport, skeleton: Skeleton,
