@@ -80,16 +80,27 @@ def _validate_clamp(arr: F64) -> tuple[F64, ValidationReport]:
 def _validate_clamp_changed(arr: F64) -> tuple[F64, ValidationReport, bool]:
     # _validate_clamp and whether it changed anything (report.ok is False), known without
     # another pass over the masks for all-finite input (nothing replaced there)
+    # (a NaN or ±inf passes the clip as NaN or a bound, so it shows as changed: only then
+    # is finiteness looked at)
     if arr.ndim == 0 or arr.shape[-1] != N_DIMS or not _LOWER_OK:
         out, report = validate(arr, policy="clamp")
         return out, report, not report.ok
-    finite = np.isfinite(arr)
-    if not finite.all():
-        out, report = validate(arr, policy="clamp")
-        return out, report, True
     clipped: F64 = np.minimum(np.maximum(arr, LOWER), UPPER)
     clamped = clipped != arr
-    return clipped, ValidationReport(clamped, ~finite), bool(clamped.any())
+    changed = bool(clamped.any())
+    if changed and not np.isfinite(arr).all():
+        out, report = validate(arr, policy="clamp")
+        return out, report, True
+    none = _NONE_REPLACED.get(arr.shape)
+    if none is None:
+        none = np.zeros(arr.shape, dtype=np.bool_)
+    return clipped, ValidationReport(clamped, none), changed
+
+
+#: All-False ``replaced`` masks of one frame, shared (read-only)
+_NONE_REPLACED = {shape: np.zeros(shape, dtype=np.bool_) for shape in ((N_DIMS,), (1, N_DIMS))}
+for _mask in _NONE_REPLACED.values():
+    _mask.flags.writeable = False
 
 
 _NO_MIX = np.zeros(len(VISEMES))  # no mouthing: an all-zero mix (read-only)
