@@ -486,9 +486,9 @@ def _right_matrix(q: F64) -> F64:
 class _OnePlan:
     angle_matrix: F64  # (U, N): half angle u = Σ gain · n over its dims (entry 0: the constant 0)
     angle_const: F64  # (U,) plus a constant half angle (finger metacarpal, §4.3)
-    factor_at: NDArray[np.intp]  # (K, 2 + 2 + F, 2^K) flat index into [cos(U) | sin(U)] of
-    # factor k of each term: row r (body, head, then the hand rows) = Σ_terms Π_k · coef
-    row_coef: F64  # (2 + 2 + F, 2^K, 4) coefficient of each term, hand rows with mirror, · P⁻¹
+    factor_at: NDArray[np.intp]  # (K, S + 2 + F, 2^K) flat index into [cos(U) | sin(U)] of
+    # factor k of each term: row r (body, head, S − 2 unused, the hand rows) = Σ_terms Π_k · coef
+    row_coef: F64  # (S + 2 + F, 2^K, 4) coefficient of each term, hand rows with mirror, · P⁻¹
     hand_world: NDArray[np.intp]  # (2 + F,) row of the small table holding that side's palm
     rest: F64 | None  # (J, 4, 4): L_rest·W_rest⁻¹ · x · W_rest
     powers: tuple[tuple[int, float], ...]  # (source 0 body / 1 head, share)
@@ -560,7 +560,11 @@ def _row_factors(plan: DecodePlan) -> list[list[tuple[F64, list[tuple[int, float
 def _one_plan(plan: DecodePlan) -> _OnePlan:
     n_rows = plan.hand_side.size
     hand_right = _right_matrix(plan.hand_rest_inv) * plan.hand_mirror[:, None, :]
-    rows = _row_factors(plan)
+    n_small = 1 + plan.power_share.size + 6
+    # table rows: body, head, unused up to n_small (the G slots of the small table are
+    # written there per frame), then the 2 + F hand rows (the layout of local_a/b)
+    by_row = _row_factors(plan)
+    rows = by_row[:2] + [[] for _ in range(n_small - 2)] + by_row[2:]
     n_k = max(1, max(len(r) for r in rows))
     n_terms = 2 ** n_k
     bits = [[(b >> (n_k - 1 - k)) & 1 for k in range(n_k)] for b in range(n_terms)]
@@ -579,14 +583,13 @@ def _one_plan(plan: DecodePlan) -> _OnePlan:
         factor_at[:, r] = np.array(where)[:, None]  # the cos entry; + U below for the sin
     n_angles = len(keys)
     factor_at += np.array(bits).T[:, None, :] * n_angles
-    coef[2:] = coef[2:] @ np.swapaxes(hand_right, -1, -2)  # then mirror, · P⁻¹ (row vectors)
+    coef[n_small:] = coef[n_small:] @ np.swapaxes(hand_right, -1, -2)  # then mirror, · P⁻¹ (row vectors)
     matrix = np.zeros((n_angles, N_DIMS))
     const = np.zeros(n_angles)
     for (terms, c), u in keys.items():
         for dim, gain in terms:
             matrix[u, dim] += gain
         const[u] = c
-    n_small = 1 + plan.power_share.size + 6
     hand_world = np.where(plan.hand_side == 0, n_small - 2, n_small - 1)
     rest = None
     if plan.rest_left is not None and plan.rest_world is not None:
@@ -636,7 +639,7 @@ def _decode_one(vec: F64, validation: ValidationReport, plan: DecodePlan,
     half = one.angle_matrix @ v + one.angle_const
     cs = np.concatenate((np.cos(half), np.sin(half)))
     rows = (cs[one.factor_at].prod(axis=0)[:, None, :] @ one.row_coef)[:, 0]
-    hand_rows = rows[2:]
+    n_small = rows.shape[0] - one.hand_world.size
 
     # spec §4.5 / §4.4 fractional powers, §4.1 arms, §4.2 palms: Python floats
     euler = rows[:2].ravel().tolist()
@@ -691,13 +694,14 @@ def _decode_one(vec: F64, validation: ValidationReport, plan: DecodePlan,
 
     # hands; L_j (module docstring)
     if one.raw_fingers:
-        h = hand_rows[:2].tolist()
+        h = rows[n_small:n_small + 2].tolist()
         hand_g = [multiply1(palms[0], (h[0][0], h[0][1], h[0][2], h[0][3])),
                   multiply1(palms[1], (h[1][0], h[1][1], h[1][2], h[1][3]))]
-        g = np.concatenate([np.array(small + upper + lower + hand_g), hand_rows]).ravel()
+        rows[:n_small] = small + upper + lower + hand_g  # over body, head (read above)
+        g = rows.ravel()
     else:
         g_small = np.array(small + upper + lower + palms)
-        hands = (g_small.ravel()[one.hands_a] * hand_rows.ravel()[one.hands_b]) @ HAMILTON_TABLE
+        hands = (g_small.ravel()[one.hands_a] * rows[n_small:].ravel()[one.hands_b]) @ HAMILTON_TABLE
         g = np.concatenate([g_small[:-2], hands]).ravel()
     local = (g[one.local_a] * g[one.local_b]) @ _QMUL_CONJ_TABLE  # conj(G_parent) · G_j
     if one.rest is not None:
