@@ -459,11 +459,14 @@ def _decode(vec: F64, validation: ValidationReport, skeleton: Skeleton,
 
 # -- one frame (B = 1) ------------------------------------------------------------------
 # The same formulas with fewer array operations: numpy call overhead, not arithmetic,
-# is the cost of a single frame. The 2 + 2 + F elementary-rotation products become one
-# table lookup each (a product of three ``cos + sin·axis`` factors is trilinear in the
-# cosines and sines: 8 terms with fixed quaternion coefficients), finger chains one
-# product per depth, the constant right factors (left-hand mirror, rest hand frame) and
-# the bind-frame products 4×4 matrices; the two arms, palms and fractional powers are
+# is the cost of a single frame. Every row the frame needs (body and head Euler
+# rotations, each hand row composed down its finger chain, then the left-hand mirror and
+# the rest hand frame) is one table product: the chain's ``cos + sin·axis`` factors are
+# listed at plan time, neighbours about the same axis merged (a finger's fold and curls
+# add: rotations about one axis commute), so a row is a sum over at most 2^K products of
+# K cosines/sines with fixed quaternion coefficients (K ≤ 4 on the canonical skeleton);
+# half angles come from one gain matrix, rows from one gather and one matmul. The
+# bind-frame products are 4×4 matrices; the two arms, palms and fractional powers are
 # Python floats (posewire.consumers.ik._solve1). Equal to the batch path to float round-off
 # (tests/test_consumer_speed_equivalence.py).
 
