@@ -42,23 +42,65 @@ VOWEL_FOLD: dict[str, str | None] = {
     "sil": None, "PP": "U", "FF": "I", "TH": "E", "DD": "E", "kk": "aa", "CH": "I",
     "SS": "I", "nn": "E", "RR": "O", "aa": "aa", "E": "E", "I": "I", "O": "O", "U": "U",
 }
-_FOLD = np.zeros((len(VISEMES), len(VOWELS)))
-for _v, _t in VOWEL_FOLD.items():
-    if _t is not None:
-        _FOLD[VISEMES.index(_v), VOWELS.index(_t)] = 1.0
+#: Per vowel, the visemes folding into it, in VISEMES order: a vowel's weight is
+#: ``0.0 + share + share ...`` in that order (stated additions, no matrix product, so one
+#: frame and a batch give the same bits).
+_FOLD_INTO: tuple[tuple[int, ...], ...] = tuple(
+    tuple(i for i, v in enumerate(VISEMES) if VOWEL_FOLD[v] == vowel) for vowel in VOWELS)
+
+
+def _fold(mix: F64) -> F64:
+    # (..., 15) mix -> (..., 5) vowel weights (_FOLD_INTO)
+    out = np.zeros((*mix.shape[:-1], len(VOWELS)))
+    for j, rows in enumerate(_FOLD_INTO):
+        for i in rows:
+            out[..., j] += mix[..., i]
+    return out
+
+
+def _fold1(mix: list[float]) -> list[float]:
+    # _fold of one frame's mix in Python floats (the same additions)
+    out = []
+    for rows in _FOLD_INTO:
+        acc = 0.0
+        for i in rows:
+            acc += mix[i]
+        out.append(acc)
+    return out
 _LOWER_OK = bool((LOWER <= DEFAULTS).all() and (DEFAULTS <= UPPER).all())
 
 
 def _validate_clamp(arr: F64) -> tuple[F64, ValidationReport]:
     # = posewire.codec.vector.validate(arr, policy="clamp"); all-finite input in fewer operations
     # (clamped iff the clip changed it; nothing replaced), anything else via validate
+    out, report, _ = _validate_clamp_changed(arr)
+    return out, report
+
+
+def _validate_clamp_changed(arr: F64) -> tuple[F64, ValidationReport, bool]:
+    # _validate_clamp and whether it changed anything (report.ok is False), known without
+    # another pass over the masks for all-finite input (nothing replaced there)
+    # (a NaN or ±inf passes the clip as NaN or a bound, so it shows as changed: only then
+    # is finiteness looked at)
     if arr.ndim == 0 or arr.shape[-1] != N_DIMS or not _LOWER_OK:
-        return validate(arr, policy="clamp")
-    finite = np.isfinite(arr)
-    if not finite.all():
-        return validate(arr, policy="clamp")
-    out: F64 = np.minimum(np.maximum(arr, LOWER), UPPER)
-    return out, ValidationReport(out != arr, ~finite)
+        out, report = validate(arr, policy="clamp")
+        return out, report, not report.ok
+    clipped: F64 = np.minimum(np.maximum(arr, LOWER), UPPER)
+    clamped = clipped != arr
+    changed = bool(clamped.any())
+    if changed and not np.isfinite(arr).all():
+        out, report = validate(arr, policy="clamp")
+        return out, report, True
+    none = _NONE_REPLACED.get(arr.shape)
+    if none is None:
+        none = np.zeros(arr.shape, dtype=np.bool_)
+    return clipped, ValidationReport(clamped, none), changed
+
+
+#: All-False ``replaced`` masks of one frame, shared (read-only)
+_NONE_REPLACED = {shape: np.zeros(shape, dtype=np.bool_) for shape in ((N_DIMS,), (1, N_DIMS))}
+for _mask in _NONE_REPLACED.values():
+    _mask.flags.writeable = False
 
 
 _NO_MIX = np.zeros(len(VISEMES))  # no mouthing: an all-zero mix (read-only)
@@ -88,19 +130,26 @@ def face_weights(vector: ArrayLike, *, capability: Capability,
     if capability not in CAPABILITIES:
         raise UsageError("usage.bad_option", f"capability must be one of {CAPABILITIES}, "
                          f"not {capability!r}")
-    vec, validation = _validate_clamp(np.asarray(vector, dtype=np.float64))
-    return _face_weights(vec, validation, capability, visemes)
+    vec, validation, changed = _validate_clamp_changed(np.asarray(vector, dtype=np.float64))
+    return _face_weights(vec, validation, capability, visemes, changed)
 
 
 def _face_weights(vec: F64, validation: ValidationReport, capability: Capability,
-                  visemes: ArrayLike | None) -> FaceWeights:
-    # face_weights of a vector already validated (posewire.consumers.pose.decode_frame: once a frame)
+                  visemes: ArrayLike | None, changed: bool | None = None) -> FaceWeights:
+    # face_weights of a vector already validated (posewire.consumers.pose.decode_frame: once a
+    # frame); ``changed``: whether the validation changed anything (None: look at the masks)
     report: dict[str, object] = {}
-    if validation.clamped.any() or validation.replaced.any():
+    if changed is None:
+        changed = not validation.ok
+    if changed:
         report = {k: v for k, v in validation.dims().items() if v}
     if capability == "none":
         report["capability"] = "none: no face morphs played"
         return FaceWeights({}, {}, report)
+    if capability != "jaw" and vec.size == N_DIMS:
+        one = _shares1(visemes, vec.shape[:-1])
+        if one is not None:  # one frame, a valid mix: Python floats, the same values
+            return _face_weights1(vec, one[0], one[1], capability, report)
     shares = _NO_MIX if visemes is None else np.asarray(visemes, dtype=np.float64)
     shares, normalized = normalize_shares(shares)
     if normalized.any():
@@ -109,22 +158,59 @@ def _face_weights(vec: F64, validation: ValidationReport, capability: Capability
         _, effective = apply_mouthing(vec, shares)
         jaw = np.clip(effective[..., REGISTRY.index("m_jaw")], 0.0, 1.0)
         return FaceWeights({"jawOpen": jaw}, {}, report)
-    # = mouthing_to_arkit(vec, shares) for this validated vector and normalized mix
-    if vec.size == N_DIMS and shares.shape[:-1] in ((), vec.shape[:-1]):  # one frame: Python floats, the same values
-        one, over = _valid_mouthing_arkit1(vec.ravel().tolist(), shares.ravel().tolist())
-        weights: F64 = np.array(one).reshape(*vec.shape[:-1], len(ARKIT_CHANNELS))
-        if over:
-            report["clipped"] = True
-    else:
-        weights, clipped = _valid_mouthing_arkit(vec, shares)
-        if clipped.any():
-            report["clipped"] = True
+    # = mouthing_to_arkit(vec, shares) for this validated vector and normalized mix (one
+    # frame with a valid mix took _face_weights1 above)
+    weights, clipped = _valid_mouthing_arkit(vec, shares)
+    if clipped.any():
+        report["clipped"] = True
     arkit = _by_name(ARKIT_CHANNELS, weights)
     mix = np.empty((*weights.shape[:-1], len(VISEMES)))  # the shares, per frame
     mix[...] = shares
     if capability == "viseme15":
         return FaceWeights(arkit, _by_name(VISEMES, mix), report)
-    return FaceWeights(arkit, _by_name(VOWELS, mix @ _FOLD), report)
+    return FaceWeights(arkit, _by_name(VOWELS, _fold(mix)), report)
+
+
+_NO_MIX1 = [0.0] * len(VISEMES)
+if len(VISEMES) != 15:  # _shares1 writes numpy's summation order out for 15 shares
+    raise RuntimeError("_shares1 expects 15 visemes")
+_MAX = float(np.finfo(np.float64).max)
+
+
+def _shares1(visemes: ArrayLike | None, batch: tuple[int, ...]) -> tuple[list[float], bool] | None:
+    # normalize_shares of one frame's mix as Python floats: (mix, normalized), or None when
+    # the mix is not one valid frame's (the array path then raises or broadcasts). The sum
+    # adds in numpy's order for 15 values (its pairwise sum: eight lanes, then the rest in
+    # turn), so the normalized mix is the same, bit for bit.
+    if visemes is None:
+        return _NO_MIX1, False
+    arr = np.asarray(visemes, dtype=np.float64)
+    if arr.shape[:-1] not in ((), batch) or arr.shape[-1:] != (len(VISEMES),):
+        return None
+    s = arr.ravel().tolist()
+    for x in s:
+        if not 0.0 <= x <= _MAX:  # negative, NaN or inf: as_shares raises
+            return None
+    total = (((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
+             + s[8] + s[9] + s[10] + s[11] + s[12] + s[13] + s[14])
+    if total > 1.0:
+        return [x / total for x in s], True
+    return s, False
+
+
+def _face_weights1(vec: F64, shares: list[float], normalized: bool, capability: Capability,
+                   report: dict[str, object]) -> FaceWeights:
+    # the viseme15 / vowel5 rungs of one frame (vec (1, N) or (N,)) and a normalized mix
+    if normalized:
+        report["mix_normalized"] = True
+    one, over = _valid_mouthing_arkit1(vec.ravel().tolist(), shares)
+    if over:
+        report["clipped"] = True
+    shape = vec.shape[:-1]
+    arkit = _by_name(ARKIT_CHANNELS, np.array(one).reshape(*shape, len(ARKIT_CHANNELS)))
+    if capability == "viseme15":
+        return FaceWeights(arkit, _by_name(VISEMES, np.array(shares).reshape(*shape, len(VISEMES))), report)
+    return FaceWeights(arkit, _by_name(VOWELS, np.array(_fold1(shares)).reshape(*shape, len(VOWELS))), report)
 
 
 def _by_name(names: tuple[str, ...], values: F64) -> dict[str, F64]:

@@ -72,9 +72,9 @@ from posewire.codec.quaternion import (
     rotate_unchecked,
 )
 from posewire.codec.registry import REGISTRY, SPINE_SHARES
-from posewire.codec.vector import ValidationReport
+from posewire.codec.vector import N_DIMS, ValidationReport
 
-from .face import CAPABILITIES, Capability, FaceWeights, _face_weights, _validate_clamp
+from .face import CAPABILITIES, Capability, FaceWeights, _face_weights, _validate_clamp, _validate_clamp_changed
 from .ik import _LATERAL, IKResult, _pole, _pole1, _solve, _solve1, _unit, two_bone_ik
 from .skeleton import FINGERS, Skeleton, calibration_of
 
@@ -378,8 +378,9 @@ def decode_frame(vectors: ArrayLike, skeleton: Skeleton, *, capability: Capabili
     if capability not in CAPABILITIES:
         raise UsageError("usage.bad_option", f"capability must be one of {CAPABILITIES}, not {capability!r}")
     arr = np.asarray(vectors, dtype=np.float64)
-    vec, validation = _validate_clamp(arr.reshape(-1, arr.shape[-1]) if arr.ndim else arr)
-    return _decode(vec, validation, skeleton, calibration), _face_weights(vec, validation, capability, visemes)
+    vec, validation, changed = _validate_clamp_changed(arr.reshape(-1, arr.shape[-1]) if arr.ndim else arr)
+    return (_decode(vec, validation, skeleton, calibration),
+            _face_weights(vec, validation, capability, visemes, changed))
 
 
 def _decode(vec: F64, validation: ValidationReport, skeleton: Skeleton,
@@ -458,11 +459,14 @@ def _decode(vec: F64, validation: ValidationReport, skeleton: Skeleton,
 
 # -- one frame (B = 1) ------------------------------------------------------------------
 # The same formulas with fewer array operations: numpy call overhead, not arithmetic,
-# is the cost of a single frame. The 2 + 2 + F elementary-rotation products become one
-# table lookup each (a product of three ``cos + sin·axis`` factors is trilinear in the
-# cosines and sines: 8 terms with fixed quaternion coefficients), finger chains one
-# product per depth, the constant right factors (left-hand mirror, rest hand frame) and
-# the bind-frame products 4×4 matrices; the two arms, palms and fractional powers are
+# is the cost of a single frame. Every row the frame needs (body and head Euler
+# rotations, each hand row composed down its finger chain, then the left-hand mirror and
+# the rest hand frame) is one table product: the chain's ``cos + sin·axis`` factors are
+# listed at plan time, neighbours about the same axis merged (a finger's fold and curls
+# add: rotations about one axis commute), so a row is a sum over at most 2^K products of
+# K cosines/sines with fixed quaternion coefficients (K ≤ 4 on the canonical skeleton);
+# half angles come from one gain matrix, rows from one gather and one matmul. The
+# bind-frame products are 4×4 matrices; the two arms, palms and fractional powers are
 # Python floats (posewire.consumers.ik._solve1). Equal to the batch path to float round-off
 # (tests/test_consumer_speed_equivalence.py).
 
@@ -483,17 +487,11 @@ def _right_matrix(q: F64) -> F64:
 
 @dataclass(frozen=True, eq=False)
 class _OnePlan:
-    rot_dims: NDArray[np.intp]  # (T + 1, 3): plan rows + an identity row
-    rot_gain: F64  # (T + 1, 3)
-    rot_offset: F64  # (T + 1, 3)
-    rot_terms: F64  # (T + 1, 8, 4) coefficient of each cos/sin product
-    angle_dims: NDArray[np.intp]  # (U,) the distinct half angles: registry index,
-    angle_gain: F64  # (U,) gain,
-    angle_offset: F64  # (U,) offset (entry 0: the constant 0)
-    factor_at: tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp]]  # (T + 1, 8) each:
-    # flat index into [cos(U) | sin(U)] of factor k of each of the 8 trilinear terms
-    chain: NDArray[np.intp]  # (D + 1, 2 + F) rows of rot composed left to right
-    hand_right: F64  # (2 + F, 4, 4): mirror, then · P⁻¹ (right factors of a hand row)
+    angle_matrix: F64  # (U, N): half angle u = Σ gain · n over its dims (entry 0: the constant 0)
+    angle_const: F64  # (U,) plus a constant half angle (finger metacarpal, §4.3)
+    factor_at: NDArray[np.intp]  # (K, S + 2 + F, 2^K) flat index into [cos(U) | sin(U)] of
+    # factor k of each term: row r (body, head, S − 2 unused, the hand rows) = Σ_terms Π_k · coef
+    row_coef: F64  # (S + 2 + F, 2^K, 4) coefficient of each term, hand rows with mirror, · P⁻¹
     hand_world: NDArray[np.intp]  # (2 + F,) row of the small table holding that side's palm
     rest: F64 | None  # (J, 4, 4): L_rest·W_rest⁻¹ · x · W_rest
     powers: tuple[tuple[int, float], ...]  # (source 0 body / 1 head, share)
@@ -508,8 +506,6 @@ class _OnePlan:
     local_a: NDArray[np.intp]  # (J, 16) flat gathers for conj(G_parent) · G_j
     raw_fingers: bool  # local_a/b index [small table, hands l r, hand rows] (see _one_plan)
     local_b: NDArray[np.intp]
-    chain_pairs: tuple[tuple[NDArray[np.intp], NDArray[np.intp]], ...]  # flat gathers
-    last_table: F64  # (2 + F, 16, 4): the last chain product, then hand_right, per row
 
 
 #: Flat gather patterns of ``multiply_unchecked`` (``a_i · b_j`` at ``4·i + j``) and the table with
@@ -525,58 +521,86 @@ def _pairs(rows_a: NDArray[np.intp], rows_b: NDArray[np.intp]) -> tuple[NDArray[
     return a, b
 
 
-@functools.lru_cache(maxsize=32)
-def _one_plan(plan: DecodePlan) -> _OnePlan:
-    t = plan.rot_dims.shape[0]
-    dims = np.concatenate([plan.rot_dims, np.zeros((1, 3), dtype=np.intp)])
-    gain = np.concatenate([plan.rot_half_gain, np.zeros((1, 3))])
-    offset = np.concatenate([plan.rot_half_offset, np.zeros((1, 3))])
-    axes = np.concatenate([plan.rot_axes, np.zeros((1, 3, 4))])
-    terms = np.empty((t + 1, 2, 2, 2, 4))
-    for i0 in range(2):
-        for i1 in range(2):
-            for i2 in range(2):
-                f = [_W0 if i == 0 else axes[:, k] for k, i in enumerate((i0, i1, i2))]
-                first = multiply_unchecked(np.broadcast_to(f[0], (t + 1, 4)), f[1])
-                terms[:, i0, i1, i2] = multiply_unchecked(first, f[2])
+def _row_factors(plan: DecodePlan) -> list[list[tuple[F64, list[tuple[int, float]], float]]]:
+    # per row (body, head, then the 2 + F hand rows, each composed down its finger chain):
+    # the elementary rotations cos(h) + sin(h)·axis left to right as (axis, [(dim, gain)],
+    # constant) with h = Σ gain · n + constant; unused ones dropped and neighbours about
+    # the same axis merged (they commute: the angles add)
     n_rows = plan.hand_side.size
-    depth = np.zeros(n_rows, dtype=np.intp)
     parent = np.full(n_rows, -1, dtype=np.intp)
     for rows, parents in plan.chain_levels:
         parent[rows] = parents
-        depth[rows] = depth[parents] + 1
-    width = max(2, int(depth.max()) + 1)  # at least one product (identity row first)
-    chain = np.full((width, n_rows), t, dtype=np.intp)  # t: the identity row
-    for r in range(n_rows):
-        k, row = width - 1, r
-        while row >= 0:
-            chain[k, r] = 2 + row
-            row, k = int(parent[row]), k - 1
+
+    def elements(t: int) -> list[tuple[F64, list[tuple[int, float]], float]]:
+        out = []
+        for k in range(3):
+            g, o = float(plan.rot_half_gain[t, k]), float(plan.rot_half_offset[t, k])
+            if g != 0.0 or o != 0.0:
+                out.append((plan.rot_axes[t, k], [(int(plan.rot_dims[t, k]), g)] if g != 0.0 else [], o))
+        return out
+
+    result = []
+    for r in range(-2, n_rows):
+        if r < 0:
+            seq = elements(2 + r)  # rows 0, 1 of rot: body, head
+        else:
+            chain, row = [], r
+            while row >= 0:
+                chain.append(2 + int(row))
+                row = int(parent[row])
+            seq = [e for t in reversed(chain) for e in elements(t)]
+        merged: list[tuple[F64, list[tuple[int, float]], float]] = []
+        for axis, terms, const in seq:
+            if merged and np.array_equal(merged[-1][0], axis):
+                merged[-1] = (axis, merged[-1][1] + terms, merged[-1][2] + const)
+            else:
+                merged.append((axis, list(terms), const))
+        result.append(merged)
+    return result
+
+
+@functools.lru_cache(maxsize=32)
+def _one_plan(plan: DecodePlan) -> _OnePlan:
+    n_rows = plan.hand_side.size
     hand_right = _right_matrix(plan.hand_rest_inv) * plan.hand_mirror[:, None, :]
     n_small = 1 + plan.power_share.size + 6
+    # table rows: body, head, unused up to n_small (the G slots of the small table are
+    # written there per frame), then the 2 + F hand rows (the layout of local_a/b)
+    by_row = _row_factors(plan)
+    rows = by_row[:2] + [[] for _ in range(n_small - 2)] + by_row[2:]
+    n_k = max(1, max(len(r) for r in rows))
+    n_terms = 2 ** n_k
+    bits = [[(b >> (n_k - 1 - k)) & 1 for k in range(n_k)] for b in range(n_terms)]
+    keys: dict[tuple[tuple[tuple[int, float], ...], float], int] = {((), 0.0): 0}
+    factor_at = np.zeros((n_k, len(rows), n_terms), dtype=np.intp)
+    coef = np.zeros((len(rows), n_terms, 4))
+    for r, factors in enumerate(rows):
+        where = [keys.setdefault((tuple(terms), const), len(keys)) for _, terms, const in factors]
+        where += [0] * (n_k - len(factors))  # padding: cos 0 = 1 (and sin 0 meets a zero axis)
+        axes = [a for a, _, _ in factors] + [np.zeros(4)] * (n_k - len(factors))
+        for b, bk in enumerate(bits):
+            q = _W0
+            for k in range(n_k):
+                q = multiply_unchecked(q, _W0 if bk[k] == 0 else axes[k])
+            coef[r, b] = q
+        factor_at[:, r] = np.array(where)[:, None]  # the cos entry; + U below for the sin
+    n_angles = len(keys)
+    factor_at += np.array(bits).T[:, None, :] * n_angles
+    coef[n_small:] = coef[n_small:] @ np.swapaxes(hand_right, -1, -2)  # then mirror, · P⁻¹ (row vectors)
+    matrix = np.zeros((n_angles, N_DIMS))
+    const = np.zeros(n_angles)
+    for (terms, c), u in keys.items():
+        for dim, gain in terms:
+            matrix[u, dim] += gain
+        const[u] = c
     hand_world = np.where(plan.hand_side == 0, n_small - 2, n_small - 1)
     rest = None
     if plan.rest_left is not None and plan.rest_world is not None:
         rest = _left_matrix(plan.rest_left) @ _right_matrix(plan.rest_world)
+
     def triples(x: F64) -> tuple[tuple[float, float, float], ...]:
         return tuple((float(r[0]), float(r[1]), float(r[2])) for r in x)
 
-    # distinct half angles (unused entries and repeated curls computed once); the 8
-    # terms of row r are Π_k (cos|sin)(half[r, k]) with cos/sin by the term's bit k
-    keys: dict[tuple[int, float, float], int] = {(0, 0.0, 0.0): 0}
-    where = np.empty((t + 1, 3), dtype=np.intp)
-    for r in range(t + 1):
-        for k in range(3):
-            g, o = float(gain[r, k]), float(offset[r, k])
-            key = (int(dims[r, k]), g, o) if (g != 0.0 or o != 0.0) else (0, 0.0, 0.0)
-            where[r, k] = keys.setdefault(key, len(keys))
-    n_angles = len(keys)
-    bits = np.array([(i0, i1, i2) for i0 in range(2) for i1 in range(2) for i2 in range(2)])
-    factor_at = tuple(bits[:, k] * n_angles + where[:, k, None] for k in range(3))
-    angle_dims = np.array([d for d, _, _ in keys], dtype=np.intp)
-    angle_gain = np.array([g for _, g, _ in keys])
-    angle_offset = np.array([o for _, _, o in keys])
-    last_table = HAMILTON_TABLE @ np.swapaxes(hand_right, -1, -2)
     hands_a, hands_b = _pairs(hand_world, np.arange(n_rows))
     # conj(G_p)·G_j is unchanged when both carry the same left factor: a finger whose
     # parent is its hand or a finger takes the hand rows without the palm (the hand
@@ -590,20 +614,15 @@ def _one_plan(plan: DecodePlan) -> _OnePlan:
         parent = np.where(finger, parent + 2, parent)
     local_a, local_b = _pairs(parent, joint)
     one = _OnePlan(
-        rot_dims=dims, rot_gain=gain, rot_offset=offset, rot_terms=terms.reshape(t + 1, 8, 4),
-        angle_dims=angle_dims, angle_gain=angle_gain, angle_offset=angle_offset,
-        factor_at=(factor_at[0], factor_at[1], factor_at[2]), chain=chain,
-        hand_right=hand_right, hand_world=hand_world, rest=rest,
+        angle_matrix=matrix, angle_const=const, factor_at=factor_at, row_coef=coef,
+        hand_world=hand_world, rest=rest,
         powers=tuple(zip(plan.power_source.tolist(), plan.power_share.tolist(), strict=True)),
         shoulder=triples(plan.shoulder), upper_dir=triples(plan.upper_dir),
         lower_dir=triples(plan.lower_dir), upper_len=tuple(plan.upper_len.tolist()),
         lower_len=tuple(plan.lower_len.tolist()), neck=triples(plan.neck[None])[0],
-        hands_a=hands_a, hands_b=hands_b, local_a=local_a, local_b=local_b, raw_fingers=raw, last_table=last_table,
-        chain_pairs=(_pairs(chain[0], chain[1]),
-                     *(_pairs(np.arange(n_rows), chain[k]) for k in range(2, width))))
-    _readonly(dims, gain, offset, one.rot_terms, chain, hand_right, hand_world, one.hands_a,
-              one.hands_b, one.local_a, one.local_b, last_table, angle_dims, angle_gain, angle_offset, *factor_at,
-              *(() if rest is None else (rest,)))
+        hands_a=hands_a, hands_b=hands_b, local_a=local_a, local_b=local_b, raw_fingers=raw)
+    _readonly(matrix, const, factor_at, coef, hand_world, one.hands_a, one.hands_b, one.local_a,
+              one.local_b, *(() if rest is None else (rest,)))
     return one
 
 
@@ -619,24 +638,14 @@ def _decode_one(vec: F64, validation: ValidationReport, plan: DecodePlan,
     one = _one_plan(plan)
     v = vec[0]
     vl = v.tolist()
-    # elementary rotations: rot[r] = Σ (cos|sin)(h0)·(cos|sin)(h1)·(cos|sin)(h2) · term
-    half = v[one.angle_dims] * one.angle_gain + one.angle_offset
-    cs = np.empty(2 * half.size)  # cos | sin of the distinct half angles
-    np.cos(half, out=cs[:half.size])
-    np.sin(half, out=cs[half.size:])
-    f0, f1, f2 = one.factor_at
-    m = cs[f0] * cs[f1] * cs[f2]
-    rot = (m.reshape(-1, 1, 8) @ one.rot_terms).reshape(-1, 4)
-    flat = rot.ravel()
-    # finger chains left to right; the last product and (mirror, then · P⁻¹) in one table
-    pairs = one.chain_pairs
-    x = flat[pairs[0][0]] * flat[pairs[0][1]]
-    for a, b in pairs[1:]:
-        x = (x @ HAMILTON_TABLE).ravel()[a] * flat[b]
-    hand_rows = (x[:, None, :] @ one.last_table)[:, 0]
+    # body, head and hand rows: Σ_terms Π_k (cos|sin)(half angle) · coef (see _row_factors)
+    half = one.angle_matrix @ v + one.angle_const
+    cs = np.concatenate((np.cos(half), np.sin(half)))
+    rows = (cs[one.factor_at].prod(axis=0)[:, None, :] @ one.row_coef)[:, 0]
+    n_small = rows.shape[0] - one.hand_world.size
 
     # spec §4.5 / §4.4 fractional powers, §4.1 arms, §4.2 palms: Python floats
-    euler = flat[:8].tolist()
+    euler = rows[:2].ravel().tolist()
     body: Quat = (euler[0], euler[1], euler[2], euler[3])
     axis_angle = []
     for r in (0, 4):
@@ -688,13 +697,14 @@ def _decode_one(vec: F64, validation: ValidationReport, plan: DecodePlan,
 
     # hands; L_j (module docstring)
     if one.raw_fingers:
-        h = hand_rows[:2].tolist()
+        h = rows[n_small:n_small + 2].tolist()
         hand_g = [multiply1(palms[0], (h[0][0], h[0][1], h[0][2], h[0][3])),
                   multiply1(palms[1], (h[1][0], h[1][1], h[1][2], h[1][3]))]
-        g = np.concatenate([np.array(small + upper + lower + hand_g), hand_rows]).ravel()
+        rows[:n_small] = small + upper + lower + hand_g  # over body, head (read above)
+        g = rows.ravel()
     else:
         g_small = np.array(small + upper + lower + palms)
-        hands = (g_small.ravel()[one.hands_a] * hand_rows.ravel()[one.hands_b]) @ HAMILTON_TABLE
+        hands = (g_small.ravel()[one.hands_a] * rows[n_small:].ravel()[one.hands_b]) @ HAMILTON_TABLE
         g = np.concatenate([g_small[:-2], hands]).ravel()
     local = (g[one.local_a] * g[one.local_b]) @ _QMUL_CONJ_TABLE  # conj(G_parent) · G_j
     if one.rest is not None:

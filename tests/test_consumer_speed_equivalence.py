@@ -15,7 +15,7 @@ from posewire.codec.morph import ARKIT_INDEX
 from posewire.codec.mouthing import _valid_mouthing_arkit, _valid_mouthing_arkit1, mouthing_to_arkit, normalize_shares
 from posewire.codec.registry import VISEMES
 from posewire.codec.vector import LOWER, N_DIMS, validate
-from posewire.consumers.face import _validate_clamp, face_weights
+from posewire.consumers.face import _shares1, _validate_clamp, face_weights
 from posewire.consumers.pose import decode_frame, decode_pose
 from posewire.consumers.skeleton import Skeleton, helix_humanoid
 
@@ -152,3 +152,36 @@ def test_decode_frame_is_decode_pose_and_face_weights(capability: str) -> None:
             np.testing.assert_array_equal(face.arkit[name], ref_face.arkit[name])
         for name in ref_face.visemes:
             np.testing.assert_array_equal(face.visemes[name], ref_face.visemes[name])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_one_frame_mix_is_normalize_shares_bit_for_bit(seed: int) -> None:
+    # issue 22: the single-frame mix sums in numpy's order (pairwise, 15 shares)
+    rng = np.random.default_rng(seed)
+    for _ in range(2000):
+        raw = rng.random(len(VISEMES)) * 10.0 ** rng.uniform(-12, 1.5, size=len(VISEMES))
+        raw[rng.random(raw.shape) < rng.random()] = 0.0
+        ref, normalized = normalize_shares(raw)
+        one = _shares1(raw, ())
+        assert one is not None
+        np.testing.assert_array_equal(np.array(one[0]), ref)
+        assert one[1] == bool(normalized)
+    for bad in (np.full(len(VISEMES), np.nan), -np.ones(len(VISEMES)), np.full(len(VISEMES), np.inf),
+                np.zeros(len(VISEMES) - 1), np.zeros((2, len(VISEMES)))):
+        assert _shares1(bad, ()) is None  # the array path raises or broadcasts
+
+
+@pytest.mark.parametrize("capability", ["viseme15", "vowel5", "jaw", "none"])
+def test_one_frame_face_weights_equal_the_batch_path(capability: str) -> None:
+    # issue 22: face_weights of one frame (Python floats) = row 0 of a batch of 2, bit for bit
+    rng = np.random.default_rng(11)
+    for vec in _vectors(6, 60):
+        mix = rng.random(len(VISEMES)) * rng.choice([0.0, 0.05, 0.3])
+        for shares in (mix, None):
+            one = face_weights(vec[None], capability=capability, visemes=shares)  # type: ignore[arg-type]
+            ref = face_weights(np.stack([vec, vec]), capability=capability,  # type: ignore[arg-type]
+                               visemes=None if shares is None else np.stack([shares, shares]))
+            assert one.report == ref.report and one.arkit.keys() == ref.arkit.keys()
+            for got, want in ((one.arkit, ref.arkit), (one.visemes, ref.visemes)):
+                for name in want:
+                    np.testing.assert_array_equal(got[name], want[name][:1])
