@@ -39,10 +39,15 @@ lint: install
 test: install lint
 	$(BIN)/pytest -q
 
-# the property tests with random seeds and many examples (FUZZ_EXAMPLES, default 1000);
-# each failure found becomes an @example in its test
+# the property tests with random seeds and many examples (FUZZ_EXAMPLES, default 1000, for
+# the tests that do not pin their own count), FUZZ_ROUNDS times with fresh seeds; each
+# failure found becomes an @example in its test
+FUZZ_ROUNDS ?= 1
 fuzz: install
-	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -q -p no:cacheprovider -x $$(grep -l '@given' tests/test_*.py)
+	for round in $$(seq $(FUZZ_ROUNDS)); do \
+	  echo "fuzz round $$round of $(FUZZ_ROUNDS)"; \
+	  HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -q -p no:cacheprovider -x $$(grep -l '@given' tests/test_*.py) || exit 1; \
+	done
 
 generate: install
 	$(BIN)/posewire generate
