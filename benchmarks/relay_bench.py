@@ -709,5 +709,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def self_signed(folder: Path, *, days: float = 30.0, expired: bool = False,
+                san: bool = True, cn: str = "posewire test relay") -> tuple[Path, Path]:
+    """A self-signed certificate (and key) for localhost / 127.0.0.1 in ``folder``
+    (``cert.pem``, ``key.pem``): valid for ``days`` from now (``expired``: it ended a day
+    ago); ``san=False``: no subjectAltName, the host only in the subject's CN. Shared by the
+    TLS benchmarks and tests (needs ``cryptography``, a dev dependency)."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+    now = datetime.datetime.now(datetime.UTC)
+    start = now - datetime.timedelta(days=10 if expired else 0, minutes=5)
+    end = now - datetime.timedelta(days=1) if expired else now + datetime.timedelta(days=days)
+    builder = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+               .public_key(key.public_key()).serial_number(x509.random_serial_number())
+               .not_valid_before(start).not_valid_after(end)
+               .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True))
+    if san:
+        builder = builder.add_extension(x509.SubjectAlternativeName([
+            x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False)
+    cert = builder.sign(key, hashes.SHA256())
+    folder.mkdir(parents=True, exist_ok=True)
+    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_file, key_file
+
 if __name__ == "__main__":
     sys.exit(main())

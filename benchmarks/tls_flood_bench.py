@@ -22,8 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import datetime
-import ipaddress
 import json
 import os
 import re
@@ -39,31 +37,6 @@ from typing import Any
 if str(Path(__file__).resolve().parent) not in sys.path:  # loaded by the tests
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 import relay_bench  # free port, waiting for the relay, stopping it
-
-
-def _certificate(folder: Path) -> tuple[Path, Path]:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "tls flood bench")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=30))
-            .add_extension(x509.SubjectAlternativeName(
-                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
-    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                           serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    return cert_file, key_file
 
 
 def _rss_mib(pid: int) -> float:
@@ -99,7 +72,7 @@ async def _legit(url: str, ca: Path, n: int) -> tuple[int, list[str]]:
 
 
 async def _run(flood: int, nofile: int, legit: int, folder: Path) -> dict[str, Any]:
-    cert, key = _certificate(folder)
+    cert, key = relay_bench.self_signed(folder, cn="tls flood bench")
     port = relay_bench._free_port()
     log_path = folder / "relay.log"
     cmd = (f"ulimit -n {nofile} && exec {shlex.quote(sys.executable)} -m posewire.cli serve "

@@ -35,6 +35,7 @@ from posewire.relay import Relay
 from posewire.transport import RelayError, RelayUrls
 
 cluster_bench = load_benchmark("cluster_bench")
+relay_bench = load_benchmark("relay_bench")
 pytestmark = pytest.mark.skipif(cluster_bench.nats_server_binary() is None,
                                 reason="nats-server is not installed (.ci/run installs it)")
 
@@ -590,30 +591,8 @@ async def test_relays_reach_a_tls_broker_that_their_ca_vouches_for(tmp_path: Pat
     certificate for 127.0.0.1, SAN only) and authenticates over TLS; without the CA the
     start fails with a clear error; a tls:// URL to a broker without TLS is refused
     rather than sending the password in clear text."""
-    import datetime
-    import ipaddress
 
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "posewire test broker")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName(
-                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
-    cert_file, key_file = tmp_path / "nats.pem", tmp_path / "nats.key"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                           serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    cert_file, key_file = relay_bench.self_signed(tmp_path / "nats-tls", days=1.0, cn="posewire test broker")
     conf = (f'tls {{ cert_file: "{cert_file}", key_file: "{key_file}" }}\n'
             'authorization { user: relay, password: tls-pw }\n')
     server = cluster_bench.NatsServer(tmp_path / "nats", config=conf, scheme="tls").start()

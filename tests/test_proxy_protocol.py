@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime
 import ipaddress
 import socket
 import struct
@@ -13,10 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+from benchutil import load_benchmark
 from netutil import TIMEOUT, wait_for
 from websockets.asyncio.client import connect
 from websockets.typing import Subprotocol
@@ -37,6 +33,7 @@ from posewire.transport.proxy_protocol import (
     parse_proxy_header,
 )
 
+relay_bench = load_benchmark("relay_bench")
 
 def v1(src: str, dst: str = "127.0.0.1", sport: int = 40000, dport: int = 443) -> bytes:
     fam = "TCP4" if ipaddress.ip_address(src).version == 4 else "TCP6"
@@ -269,7 +266,7 @@ async def test_tls_behind_a_proxy_protocol_balancer(tmp_path: Path) -> None:
     """The PROXY header and the TLS ClientHello in one segment: the relay reads the header
     only, the handshake gets the rest; a Subscriber and a Publisher meet through it, and
     the relay counts each under its own client address."""
-    cert_file, key_file = _self_signed(tmp_path)
+    cert_file, key_file = relay_bench.self_signed(tmp_path)
     async with Relay("127.0.0.1", 0, tls_cert=cert_file, tls_key=key_file,
                      proxy_protocol=True, trusted_proxies=["127.0.0.0/30"]) as relay, \
             balancer(relay.port, mixed) as port:
@@ -282,22 +279,3 @@ async def test_tls_behind_a_proxy_protocol_balancer(tmp_path: Path) -> None:
             assert got.seq == 0 and abs(got.values[REGISTRY.index("h_yaw")] - 0.25) < 1e-3
             assert relay.connections == 2 and relay.stats.tls_failed == 0
 
-
-def _self_signed(folder: Path) -> tuple[Path, Path]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "posewire test relay")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName(
-                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
-    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                           serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    return cert_file, key_file

@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import datetime
-import ipaddress
 import logging
 import os
 import socket
@@ -18,10 +16,7 @@ from typing import Any
 import msgpack
 import numpy as np
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+from benchutil import load_benchmark
 from netutil import TIMEOUT, open_raw, padded_frame, wait_for
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus
@@ -38,6 +33,8 @@ from posewire.consumers.subscriber import Subscriber
 from posewire.producers.publisher import Publisher
 from posewire.relay import Relay
 from posewire.transport import RelayError, certificate_validity, client_tls_context
+
+relay_bench = load_benchmark("relay_bench")
 
 H_YAW = REGISTRY.index("h_yaw")
 H_PITCH = REGISTRY.index("h_pitch")
@@ -84,25 +81,7 @@ async def closed_within(reader: asyncio.StreamReader, seconds: float) -> bool:
 @pytest.fixture(scope="module")
 def tls_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A self-signed certificate for 127.0.0.1 / localhost, made now."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "posewire test relay")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([
-                x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
-    folder = tmp_path_factory.mktemp("tls")
-    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                           serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    return cert_file, key_file
+    return relay_bench.self_signed(tmp_path_factory.mktemp("tls"), days=1.0)
 
 
 async def test_tls_relay_serves_wss_to_clients_that_trust_its_certificate(
@@ -747,40 +726,12 @@ async def test_two_origin_headers_get_one_400_without_a_traceback(
     assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
 
 
-def self_signed(folder: Path, *, days: float = 30.0, expired: bool = False,
-                san: bool = True, cn: str = "posewire test relay") -> tuple[Path, Path]:
-    """A self-signed certificate (and key) for localhost / 127.0.0.1 in ``folder``:
-    valid for ``days`` from now (``expired``: it ended a day ago); ``san=False``: no
-    subjectAltName, the host only in the subject's CN."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
-    now = datetime.datetime.now(datetime.UTC)
-    start = now - datetime.timedelta(days=10 if expired else 0, minutes=5)
-    end = now - datetime.timedelta(days=1) if expired else now + datetime.timedelta(days=days)
-    builder = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
-               .public_key(key.public_key()).serial_number(x509.random_serial_number())
-               .not_valid_before(start).not_valid_after(end)
-               .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True))
-    if san:
-        builder = builder.add_extension(x509.SubjectAlternativeName([
-            x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False)
-    cert = builder.sign(key, hashes.SHA256())
-    folder.mkdir(parents=True, exist_ok=True)
-    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                           serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    return cert_file, key_file
-
-
 async def test_relay_warns_at_start_about_an_expired_or_soon_expiring_certificate(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger="posewire.relay")
     expected = {"fine": None, "soon": "expires in 2.0 days", "expired": "EXPIRED 1.0 days ago"}
     for label, want in expected.items():
-        cert, key = self_signed(tmp_path / label, days=30.0 if label == "fine" else 2.0,
+        cert, key = relay_bench.self_signed(tmp_path / label, days=30.0 if label == "fine" else 2.0,
                                 expired=label == "expired")
         validity = certificate_validity(cert)
         assert validity is not None and validity[0] < validity[1]
@@ -799,7 +750,7 @@ async def test_certificate_hostname_checks_use_the_subject_alt_name_only(
     """Spec §5.7 rule 10: a certificate that names its host only in the subject's CN is
     refused (Python's ssl falls back to the CN by default); with the host in its SAN the
     same kind of certificate is accepted."""
-    cn_cert, cn_key = self_signed(tmp_path / "cn", san=False, cn="localhost")
+    cn_cert, cn_key = relay_bench.self_signed(tmp_path / "cn", san=False, cn="localhost")
     async with Relay("127.0.0.1", port=0, tls_cert=cn_cert, tls_key=cn_key) as relay:
         url = f"wss://localhost:{relay.port}"
         with pytest.raises(RelayError) as err:
