@@ -111,7 +111,7 @@ async def _legit(port: int, ctx: ssl.SSLContext) -> bool:
 
 
 async def _run(seconds: float, workers: int, folder: Path) -> dict[str, Any]:
-    cert, key = tls_flood_bench._certificate(folder)
+    cert, key = tls_flood_bench.relay_bench.self_signed(folder, cn="hello flood bench")
     ctx = ssl.create_default_context(cafile=str(cert))
     port = relay_bench._free_port()
     log_path = folder / "relay.log"
