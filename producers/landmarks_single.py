@@ -141,7 +141,10 @@ def _points(arr: NDArray[np.float64], x_sign: float) -> list[Vec3]:
 def _hand(arr: NDArray[np.float64], x_sign: float) -> tuple[Points | None, Vec3]:
     """One hand's 21 points when all are present (else None) and its wrist."""
     points = _points(arr, x_sign)
-    return (points if _NAN3 not in points else None), points[0]  # _points' own _NAN3 (identity)
+    for p in points:  # _points makes a point with a non-finite coordinate NaN throughout
+        if p[0] != p[0]:
+            return None, points[0]
+    return points, points[0]
 
 
 # ---------------------------------------------------------------------------- chest (spec §4.5)
