@@ -29,7 +29,8 @@ from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
 #: The modules compiled (installed name -> repository path); posewire/native.py keeps the same list.
-NATIVE = {"posewire.producers.hand_single": "producers/hand_single.py",
+NATIVE = {"posewire.codec.quaternion": "codec/quaternion.py", "posewire.codec.euler": "codec/euler.py",
+          "posewire.codec.elbow": "codec/elbow.py", "posewire.producers.hand_single": "producers/hand_single.py",
           "posewire.producers.landmarks_single": "producers/landmarks_single.py"}
 #: The mypyc group's shared library (posewire.producers._native__mypyc).
 GROUP = "posewire.producers._native"

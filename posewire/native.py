@@ -29,7 +29,8 @@ from types import ModuleType
 __all__ = ["NATIVE", "STATUS", "compiled", "install"]
 
 #: The modules setup.py compiles (its NATIVE keeps the same names).
-NATIVE: tuple[str, ...] = ("posewire.producers.hand_single", "posewire.producers.landmarks_single")
+NATIVE: tuple[str, ...] = ("posewire.codec.quaternion", "posewire.codec.euler", "posewire.codec.elbow",
+                           "posewire.producers.hand_single", "posewire.producers.landmarks_single")
 _STAMP = "_native.json"
 #: "compiled" or "pure Python (why)", set by :func:`install`.
 STATUS = "not decided"
@@ -49,6 +50,16 @@ class _PureFinder(importlib.abc.MetaPathFinder):
         return None
 
 
+def _source(name: str) -> Path | None:
+    """The ``.py`` source of a :data:`NATIVE` module (its package found, not imported)."""
+    package, _, leaf = name.rpartition(".")
+    spec = importlib.util.find_spec(package)
+    for folder in (spec.submodule_search_locations or ()) if spec is not None else ():
+        if (Path(folder) / f"{leaf}.py").is_file():
+            return Path(folder) / f"{leaf}.py"
+    return None
+
+
 def _why_pure() -> str | None:
     if os.environ.get("POSEWIRE_PURE_PYTHON", "") not in ("", "0"):
         return "POSEWIRE_PURE_PYTHON is set"
@@ -62,13 +73,15 @@ def _why_pure() -> str | None:
     except (OSError, ValueError):
         return f"unreadable {stamp}"
     for name in NATIVE:
-        source = stamp.parent / (name.rpartition(".")[2] + ".py")
+        source = _source(name)
+        if source is None:
+            return f"the source of {name} missing"
         try:
             digest = hashlib.sha256(source.read_bytes()).hexdigest()
         except OSError:
             return f"{source} missing"
         if built.get(name) != digest:
-            return f"{source.name} changed since the build (make install compiles it again)"
+            return f"{source} changed since the build (make install compiles it again)"
     return None
 
 
@@ -89,5 +102,5 @@ def install() -> str:
 
 def compiled() -> bool:
     """Whether the :data:`NATIVE` modules in use are the compiled ones."""
-    module = sys.modules.get(NATIVE[0])
+    module = sys.modules.get(NATIVE[-1])
     return module is not None and not str(getattr(module, "__file__", "")).endswith(".py")

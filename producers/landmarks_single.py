@@ -411,11 +411,14 @@ def _head(frame: _Frame, face: list[Vec3]) -> tuple[Vec3, bool] | None:
 
 def encode1(lm: HolisticLandmarks, cal: LandmarkCalibration, *, visibility_threshold: float,
             mirrored: Literal["report", "flip"], frame: _Frame | None = None,
-            chest: RotationFilter | None = None, t: float | None = None) -> LandmarkResult:
+            chest: RotationFilter | None = None, t: float | None = None,
+            face_points: list[Vec3] | None = None) -> LandmarkResult:
     """:func:`posewire.producers.landmarks.landmarks_to_vectors` of a batch of one frame
     with its calibration (module docstring); ``frame``: :func:`prepare1` of ``lm`` already
     taken (``mirrored="report"``, the same threshold); ``chest``/``t``: a time series' chest
-    filter and this frame's time in seconds (spec §7.3 "Smoothing")."""
+    filter and this frame's time in seconds (spec §7.3 "Smoothing"); ``face_points``: the
+    head frame's face points (``eye_outer_l, eye_outer_r, forehead, chin``, y-up, un-mirrored)
+    in place of ``lm.face`` (the live encoder's face transform, spec §4.4)."""
     x_sign = -1.0 if mirrored == "flip" else 1.0  # spec §2.2: un-mirror a selfie image
     if frame is None or mirrored == "flip":
         frame = _prepare(lm, x_sign, visibility_threshold)
@@ -486,8 +489,10 @@ def encode1(lm: HolisticLandmarks, cal: LandmarkCalibration, *, visibility_thres
             _put(row, _HAND_COLS[s], dims.values, clamped_cols)
 
     head = None
-    if lm.face is not None:
-        head = _head(frame, _points(lm.face[0].take(_FACE_AT, axis=0), x_sign))
+    face = [(x_sign * x, y, z) for x, y, z in face_points] if face_points is not None else \
+        None if lm.face is None else _points(lm.face[0].take(_FACE_AT, axis=0), x_sign)
+    if face is not None:
+        head = _head(frame, face)
         tracked["head"] = head is not None
         if head is not None:
             _put(row, _HEAD_COLS, head[0], clamped_cols)

@@ -93,6 +93,13 @@ def _has_body(lm: HolisticLandmarks) -> bool:
     return bool(np.isfinite(pts).all())
 
 
+def _has_body1(frame: _Frame) -> bool:
+    """:func:`_has_body` of the frame :func:`~posewire.producers.landmarks_single.prepare1`
+    took (a point with a non-finite coordinate is NaN throughout there)."""
+    pose = frame.pose
+    return all(p[0] == p[0] for p in (pose["shoulder_l"], pose["shoulder_r"], pose["hip_l"], pose["hip_r"]))
+
+
 def _axes_as_face_points(rotation: F64) -> F64:
     """A ``(1, 478, 3)`` face array (MediaPipe camera axes, NaN elsewhere) whose
     :data:`~posewire.producers.landmarks.FACE_POINTS` span the face frame ``rotation``
@@ -122,14 +129,16 @@ class LiveCalibration:
     Incremental and spread, so that no frame pays for a whole estimate (issue 22): each
     frame's measurements (:func:`~posewire.producers.landmarks_single.samples1`: body-frame
     shoulders, trunk, arm and hand lengths, the single-frame path of
-    :func:`~posewire.producers.landmarks.calibration_samples`) are taken as it arrives and
+    :func:`~posewire.producers.landmarks.calibration_samples`, and both hands' bone measures,
+    :func:`~posewire.producers.hand.bone_log_lengths`) are taken as it arrives and
     kept in a ring of the last ``window`` frames with a body. An estimate (every ``every``
     such frames) is a job of small steps, one a frame from the frame that starts it: the
-    medians (:func:`~posewire.producers.landmarks.body_calibration`), the hands' bone
-    measures of the frames not measured yet
-    (:func:`~posewire.producers.hand.bone_log_lengths`, ``bone_frames`` frames a step), then
-    each hand's depth gain ``gain_chunk`` gains a step (:func:`~posewire.producers.hand.depth_gain_spread`,
-    whose gains are independent, bit for bit). The job reads the rows of the window it
+    medians (:func:`~posewire.producers.landmarks.body_calibration`), the bone measures of
+    any frame not measured yet (``bone_frames`` frames a step; none when every frame was
+    measured on arrival), then each hand's depth gain ``gain_chunk`` gains a step
+    (:func:`~posewire.producers.hand.depth_gain_spread`, whose gains are independent, bit
+    for bit; by default as many as fill the job's ``every − 1`` frames after the medians,
+    so each frame carries one step of about the same size). The job reads the rows of the window it
     started on (the ring holds ``window + every`` rows, so none is overwritten meanwhile); its
     result is the same values as :func:`~posewire.producers.landmarks.estimate_calibration`
     of those frames, taken up to ``every`` frames later (a job still running when the
@@ -137,13 +146,17 @@ class LiveCalibration:
     """
 
     def __init__(self, *, window: int = 150, every: int = 15, settle: int = 3, tolerance: float = 0.03,
-                 visibility_threshold: float = 0.5, bone_frames: int = 3, gain_chunk: int = 21) -> None:
-        if window < 1 or every < 1 or settle < 1 or not 0 < tolerance < 1 or bone_frames < 1 or gain_chunk < 1:
+                 visibility_threshold: float = 0.5, bone_frames: int = 3, gain_chunk: int | None = None) -> None:
+        if window < 1 or every < 1 or settle < 1 or not 0 < tolerance < 1 or bone_frames < 1 or (
+                gain_chunk is not None and gain_chunk < 1):
             raise UsageError("usage.bad_option", "window, every, settle, bone_frames, gain_chunk must be >= 1 "
                              "and 0 < tolerance < 1")
         self.window, self.every, self.settle, self.tolerance = window, every, settle, tolerance
         self.visibility_threshold = visibility_threshold
-        self.bone_frames, self.gain_chunk = bone_frames, gain_chunk
+        # by default the gains of both hands fill the frames of a job after its first (the
+        # medians): every frame carries one step of about the same size (issue 22)
+        self.bone_frames = bone_frames
+        self.gain_chunk = gain_chunk if gain_chunk is not None else -(-2 * DEPTH_GAINS.size // max(every - 1, 1))
         size = window + every  # the rows of a running job's window are kept until it ends
         self._size = size
         self._shoulders = np.full((size, 2, 3), np.nan)
@@ -175,7 +188,13 @@ class LiveCalibration:
         # and a hand with a point missing measures NaN as in the batch path
         self._points[row, 0], self._points[row, 1] = ((lm.left_hand[0], lm.right_hand[0]) if frame.swapped
                                                       else (lm.right_hand[0], lm.left_hand[0]))
-        self._measured[row] = False
+        # the bone measures of this frame at once (one call, both hands; none without a hand),
+        # so that a job's steps are its medians and its gains only (issue 22)
+        if got.right is None and got.left is None:
+            self._bones[row] = np.nan
+        else:
+            self._bones[row] = bone_log_lengths(self._points[row]).reshape(2, DEPTH_GAINS.size, len(HAND_BONES))
+        self._measured[row] = True
         self._count += 1
 
     def _steps(self) -> Generator[None, None, LandmarkCalibration]:
@@ -231,7 +250,7 @@ class LiveCalibration:
         """Feed one frame; returns the new calibration when it changed (to be sent).
         ``frame``: :func:`~posewire.producers.landmarks_single.prepare1` of ``lm`` at this
         threshold, without ``pose_image`` (taken here when None)."""
-        if not _has_body(lm):
+        if not (_has_body(lm) if frame is None else _has_body1(frame)):
             return None
         if frame is None:  # the hands' swap check by the pose wrists' order, as estimate_calibration
             frame = prepare1(HolisticLandmarks(lm.pose_world, lm.pose_visibility, lm.left_hand, lm.right_hand, None,
@@ -351,6 +370,8 @@ class LiveEncoder:
         self.face_expected = face_expected
         self.visibility_threshold = visibility_threshold
         self.report = LiveReport()
+        self._untracked: tuple[tuple[str, str], ...] | None = None
+        self._conditions = Conditions()
 
     @property
     def calibration(self) -> LandmarkCalibration | None:
@@ -374,20 +395,25 @@ class LiveEncoder:
         # one frame: the face path's float kernels (producers.face *1, pinned to the batch
         # functions by tests/test_face_single_frame.py)
         face_rot1 = None if obs.face_matrix is None else rotation_part1(obs.face_matrix)
-        face_rot = None if face_rot1 is None else np.array(face_rot1)
-        if face_rot is not None:
+        face_points = None
+        if face_rot1 is not None:
             # head from the face transform, through the landmark encoder's own head maths
             # and body frame (spec §4.4): its face frame is X = eye_outer_l − eye_outer_r,
             # Y = chin → forehead, so these four points carry exactly the transform's rotation
-            lm = HolisticLandmarks(lm.pose_world, lm.pose_visibility, lm.left_hand, lm.right_hand,
-                                   _axes_as_face_points(face_rot), lm.hand_scale)
+            if frame is None:  # the batch path: as a face array
+                lm = HolisticLandmarks(lm.pose_world, lm.pose_visibility, lm.left_hand, lm.right_hand,
+                                       _axes_as_face_points(np.array(face_rot1)), lm.hand_scale)
+            else:  # the single-frame path: the same points (y-up; zeros +0.0 as _axes_as_face_points')
+                (x0, y0, _), (x1, y1, _), (x2, y2, _) = face_rot1
+                face_points = [(x0 + 0.0, x1 + 0.0, x2 + 0.0), (-x0 + 0.0, -x1 + 0.0, -x2 + 0.0),
+                               (y0 + 0.0, y1 + 0.0, y2 + 0.0), (-y0 + 0.0, -y1 + 0.0, -y2 + 0.0)]
         lm_start = time.perf_counter()
         t_s = None if t_us is None or self.chest is None else t_us / 1e6
         result = landmarks_to_vectors(lm, calibration=cal, visibility_threshold=self.visibility_threshold,
                                       chest_filter=None if t_s is None else self.chest,
                                       times=None if t_s is None else [t_s]) \
             if frame is None else encode1(lm, cal, visibility_threshold=self.visibility_threshold, mirrored="report",
-                                          frame=frame, chest=self.chest, t=t_s)
+                                          frame=frame, chest=self.chest, t=t_s, face_points=face_points)
         landmarks_us = (time.perf_counter() - lm_start) * 1e6
         vec = result.vectors[0].copy()
         states = {part: str(s[0]) for part, s in result.tracking.items()}
@@ -446,7 +472,10 @@ class LiveEncoder:
         if self.smoothing is not None and t_us is not None:
             vec = self.smoothing(t_us / 1e6, vec)
         tracked = tuple(p for p, s in states.items() if s == "tracked")
-        conditions = Conditions(tracking={p: s for p, s in states.items() if s != "tracked"})
+        untracked = tuple((p, s) for p, s in states.items() if s != "tracked")
+        if untracked != self._untracked:  # the same states as the last frame: its (immutable) conditions
+            self._untracked, self._conditions = untracked, Conditions(tracking=dict(untracked))
+        conditions = self._conditions
         self.report.frames += 1
         self.report.tracked.update(tracked)
         if changed is not None:
