@@ -5,11 +5,21 @@ BIN := $(VENV)/bin
 
 .PHONY: install system-deps run test fuzz lint generate bench clean
 
-$(BIN)/posewire: pyproject.toml
+# the editable install also compiles the live encoder's float kernels with mypyc where a C
+# compiler and the Python headers are there (setup.py; pure Python where not, never a failure)
+$(BIN)/posewire: pyproject.toml setup.py
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(BIN)/posewire
+	mkdir -p build && touch build/native.stamp
+
+# a compiled kernel older than its source is never used (posewire/native.py): compile again
+NATIVE_SOURCES := codec/quaternion.py codec/euler.py codec/elbow.py producers/hand_single.py \
+	producers/landmarks_single.py
+build/native.stamp: $(BIN)/posewire $(NATIVE_SOURCES)
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
+	touch build/native.stamp
 
 # the real Khronos glTF validator, pinned by the committed lock file
 tests/gltf/node_modules/.package-lock.json: tests/gltf/package.json tests/gltf/package-lock.json
@@ -24,7 +34,7 @@ js/node_modules/.package-lock.json: js/package.json js/package-lock.json
 system-deps:
 	tools/system-deps.sh
 
-install: $(BIN)/posewire tests/gltf/node_modules/.package-lock.json js/node_modules/.package-lock.json system-deps
+install: $(BIN)/posewire build/native.stamp tests/gltf/node_modules/.package-lock.json js/node_modules/.package-lock.json system-deps
 	@# the pinned MediaPipe Tasks models (sha256-checked; a no-op when cached)
 	$(BIN)/posewire models fetch
 

@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+import posewire.native
 from posewire.codec.calibration import units
 from posewire.codec.morph import N_ARKIT
 from posewire.codec.registry import REGISTRY
@@ -461,6 +462,8 @@ def live_encode_speed(rounds: int, passes: int) -> None:
     frame against kalidokit (Face + Pose + 2 Hands, Node) on the same frames, interleaved
     round by round in one run; CPU µs per frame (this thread's; Node's process.cpuUsage)."""
     print("## Live encode against kalidokit (one frame: both hands, the face; CPU µs per frame)\n")
+    # issue 22: the float kernels compiled (mypyc) or pure Python (POSEWIRE_PURE_PYTHON=1)
+    print(f"Float kernels: {posewire.native.STATUS}.\n")
     pf = read_pose_file(RECORDINGS[0])
     mesh = pf.landmarks.face if pf.landmarks.face is not None else np.full((1, 478, 3), np.nan)
     rng = np.random.default_rng(1)
