@@ -31,7 +31,9 @@ HERE = Path(__file__).resolve().parent
 #: The modules compiled (installed name -> repository path); posewire/native.py keeps the same list.
 NATIVE = {"posewire.codec.quaternion": "codec/quaternion.py", "posewire.codec.euler": "codec/euler.py",
           "posewire.codec.elbow": "codec/elbow.py", "posewire.producers.hand_single": "producers/hand_single.py",
-          "posewire.producers.landmarks_single": "producers/landmarks_single.py"}
+          "posewire.producers.landmarks_single": "producers/landmarks_single.py",
+          "posewire.codec.ieee": "codec/ieee.py", "posewire.codec.morph": "codec/morph.py",
+          "posewire.producers.face": "producers/face.py"}
 #: The mypyc group's shared library (posewire.producers._native__mypyc).
 GROUP = "posewire.producers._native"
 #: The build-time record of the compiled sources (posewire/native.py reads it).

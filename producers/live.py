@@ -450,7 +450,9 @@ class LiveEncoder:
             if obs.face_mesh is not None and obs.face_mesh.shape[0] == 478:
                 if obs.face_mesh.shape != (478, 3):
                     raise UsageError("usage.shape", f"expected a (478, 3) mesh with irises, got {obs.face_mesh.shape}")
-                eyes = (obs.face_mesh[EYE_MESH_INDEX] @ MEDIAPIPE_TO_Y_UP).tolist()
+                # y-up (MEDIAPIPE_TO_Y_UP, a sign per axis; zeros +0.0 as its product's sums)
+                it = iter(obs.face_mesh[EYE_MESH_INDEX].ravel().tolist())
+                eyes = [(x + 0.0, -y + 0.0, -z + 0.0) for x, y, z in zip(it, it, it, strict=True)]
                 gaze, gaze_clipped = iris_gaze1(eyes, face_rot1)
                 # spec §7.3: the iris gives the yaw; the pitch comes from the blendshapes when
                 # there are any (the iris's vertical reference is the lids, which move with a blink)
