@@ -129,16 +129,14 @@ class LiveCalibration:
     Incremental and spread, so that no frame pays for a whole estimate (issue 22): each
     frame's measurements (:func:`~posewire.producers.landmarks_single.samples1`: body-frame
     shoulders, trunk, arm and hand lengths, the single-frame path of
-    :func:`~posewire.producers.landmarks.calibration_samples`, and both hands' bone measures,
-    :func:`~posewire.producers.hand.bone_log_lengths`) are taken as it arrives and
+    :func:`~posewire.producers.landmarks.calibration_samples`) are taken as it arrives and
     kept in a ring of the last ``window`` frames with a body. An estimate (every ``every``
     such frames) is a job of small steps, one a frame from the frame that starts it: the
-    medians (:func:`~posewire.producers.landmarks.body_calibration`), the bone measures of
-    any frame not measured yet (``bone_frames`` frames a step; none when every frame was
-    measured on arrival), then each hand's depth gain ``gain_chunk`` gains a step
-    (:func:`~posewire.producers.hand.depth_gain_spread`, whose gains are independent, bit
-    for bit; by default as many as fill the job's ``every − 1`` frames after the medians,
-    so each frame carries one step of about the same size). The job reads the rows of the window it
+    medians (:func:`~posewire.producers.landmarks.body_calibration`), the hands' bone
+    measures of the frames not measured yet
+    (:func:`~posewire.producers.hand.bone_log_lengths`, ``bone_frames`` frames a step), then
+    each hand's depth gain ``gain_chunk`` gains a step (:func:`~posewire.producers.hand.depth_gain_spread`,
+    whose gains are independent, bit for bit). The job reads the rows of the window it
     started on (the ring holds ``window + every`` rows, so none is overwritten meanwhile); its
     result is the same values as :func:`~posewire.producers.landmarks.estimate_calibration`
     of those frames, taken up to ``every`` frames later (a job still running when the
@@ -146,17 +144,13 @@ class LiveCalibration:
     """
 
     def __init__(self, *, window: int = 150, every: int = 15, settle: int = 3, tolerance: float = 0.03,
-                 visibility_threshold: float = 0.5, bone_frames: int = 3, gain_chunk: int | None = None) -> None:
-        if window < 1 or every < 1 or settle < 1 or not 0 < tolerance < 1 or bone_frames < 1 or (
-                gain_chunk is not None and gain_chunk < 1):
+                 visibility_threshold: float = 0.5, bone_frames: int = 3, gain_chunk: int = 21) -> None:
+        if window < 1 or every < 1 or settle < 1 or not 0 < tolerance < 1 or bone_frames < 1 or gain_chunk < 1:
             raise UsageError("usage.bad_option", "window, every, settle, bone_frames, gain_chunk must be >= 1 "
                              "and 0 < tolerance < 1")
         self.window, self.every, self.settle, self.tolerance = window, every, settle, tolerance
         self.visibility_threshold = visibility_threshold
-        # by default the gains of both hands fill the frames of a job after its first (the
-        # medians): every frame carries one step of about the same size (issue 22)
-        self.bone_frames = bone_frames
-        self.gain_chunk = gain_chunk if gain_chunk is not None else -(-2 * DEPTH_GAINS.size // max(every - 1, 1))
+        self.bone_frames, self.gain_chunk = bone_frames, gain_chunk
         size = window + every  # the rows of a running job's window are kept until it ends
         self._size = size
         self._shoulders = np.full((size, 2, 3), np.nan)
@@ -188,13 +182,7 @@ class LiveCalibration:
         # and a hand with a point missing measures NaN as in the batch path
         self._points[row, 0], self._points[row, 1] = ((lm.left_hand[0], lm.right_hand[0]) if frame.swapped
                                                       else (lm.right_hand[0], lm.left_hand[0]))
-        # the bone measures of this frame at once (one call, both hands; none without a hand),
-        # so that a job's steps are its medians and its gains only (issue 22)
-        if got.right is None and got.left is None:
-            self._bones[row] = np.nan
-        else:
-            self._bones[row] = bone_log_lengths(self._points[row]).reshape(2, DEPTH_GAINS.size, len(HAND_BONES))
-        self._measured[row] = True
+        self._measured[row] = False
         self._count += 1
 
     def _steps(self) -> Generator[None, None, LandmarkCalibration]:
