@@ -162,7 +162,11 @@ def test_arms_and_a_profile_head_from_a_photographer(seen: dict[str, Observation
     assert yaw > 40.0, yaw
     frame = LiveEncoder().encode(obs)
     assert {"arm_l", "arm_r", "head", "face", "mouth"} <= set(frame.tracked)
-    assert _value(frame.vector, "a_y_l") > 0.0 and _value(frame.vector, "a_z_l") > 0.0  # raised, forward
+    # his torso reads as bent ~40° toward the camera, beyond the plausible range (hips taken
+    # as misplaced, spec §4.5), so the chest is upright on the camera's up: both wrists at
+    # about shoulder height (a hanging arm reads a_y ≈ −0.6) and well forward, at the camera
+    for side in ("l", "r"):
+        assert -0.3 < _value(frame.vector, f"a_y_{side}") < 0.1 and _value(frame.vector, f"a_z_{side}") > 0.3
 
 
 def test_a_full_body_photo_gives_every_dim_group(seen: dict[str, Observation]) -> None:
