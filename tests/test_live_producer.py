@@ -558,3 +558,35 @@ async def test_produce_video_through_a_loopback_relay_to_a_consumer(tmp_path: Pa
     assert min(smile) > 0.5  # a smiling face in every frame, streamed
     assert all(np.isfinite(f.values[REGISTRY.index("h_yaw")]) for f in got)
     assert "8 frames" in err.decode()
+
+
+def test_produce_calibrate_face_recentres_on_the_first_seconds(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    # spec §7.3 "Neutral face": --calibrate-face SECONDS measures the neutral over the first
+    # SECONDS of frames (0.2 s at the clip's 10 fps: 2 frames; the first sent as measured, the
+    # one that completes it re-centred), then sends the face re-centred on it; the astronaut
+    # smiles alike in every frame of the pan
+    from posewire.cli import main
+    from posewire.producers.recording import read_recording
+
+    video = _video(tmp_path / "pan.avi", frames=5)
+    plain, calibrated = tmp_path / "plain.jsonl", tmp_path / "calibrated.jsonl"
+    assert main(["produce", "--video", str(video), "--record", str(plain), "--no-filter", "--verbose"]) == 0
+    assert main(["produce", "--video", str(video), "--record", str(calibrated), "--calibrate-face", "0.2",
+                 "--no-filter", "--verbose"]) == 0
+    err = capsys.readouterr().err
+    assert "face neutral measured over 2 frames: m_smile_r +0.9" in err
+    smile_before = [f.values["m_smile_r"] for f in read_recording(plain)[1]]
+    smile_after = [f.values["m_smile_r"] for f in read_recording(calibrated)[1]]
+    assert min(smile_before) > 0.9 and smile_after[0] == smile_before[0]
+    # n' = (n − b)/(1 − b), b limited to 0.9: the smile held throughout reads near the neutral
+    assert smile_after[1:] == pytest.approx([(n - 0.9) / 0.1 for n in smile_before[1:]], abs=0.02)
+    assert max(smile_after[1:]) < 0.5
+
+
+def test_produce_calibrate_face_rejects_a_bad_duration(capsys: pytest.CaptureFixture[str]) -> None:
+    from posewire.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["produce", "--video", "x.mp4", "--record", "o.jsonl", "--calibrate-face", "nan"])
+    assert exit_.value.code == 2 and "expected seconds" in capsys.readouterr().err
