@@ -415,7 +415,7 @@ class _Tty(io.StringIO):
 
 
 def test_status_line_and_progress_bar() -> None:
-    from posewire.produce_cli import Progress
+    from posewire.cli.produce import Progress
 
     out = _Tty()
     status = Progress(None, live=True, stream=out, every=0.0)
@@ -493,8 +493,8 @@ def test_a_bad_image_is_skipped_named_and_the_recording_written(tmp_path: Path,
     # of each note, and the exit status says some images were skipped
     import shutil
 
-    from posewire.cli import main
-    from posewire.produce_cli import EXIT_SKIPPED
+    from posewire.cli.command import main
+    from posewire.cli.produce import EXIT_SKIPPED
     from posewire.producers.recording import read_recording
 
     folder = tmp_path / "photos"
@@ -522,7 +522,7 @@ def test_a_bad_image_is_skipped_named_and_the_recording_written(tmp_path: Path,
 
 
 def test_produce_video_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from posewire.cli import main
+    from posewire.cli.command import main
     from posewire.producers.recording import read_recording
 
     out = tmp_path / "out.jsonl"
@@ -566,7 +566,7 @@ def test_produce_calibrate_face_recentres_on_the_first_seconds(tmp_path: Path,
     # SECONDS of frames (0.2 s at the clip's 10 fps: 2 frames; the first sent as measured, the
     # one that completes it re-centred), then sends the face re-centred on it; the astronaut
     # smiles alike in every frame of the pan
-    from posewire.cli import main
+    from posewire.cli.command import main
     from posewire.producers.recording import read_recording
 
     video = _video(tmp_path / "pan.avi", frames=5)
@@ -585,7 +585,7 @@ def test_produce_calibrate_face_recentres_on_the_first_seconds(tmp_path: Path,
 
 
 def test_produce_calibrate_face_rejects_a_bad_duration(capsys: pytest.CaptureFixture[str]) -> None:
-    from posewire.cli import main
+    from posewire.cli.command import main
 
     with pytest.raises(SystemExit) as exit_:
         main(["produce", "--video", "x.mp4", "--record", "o.jsonl", "--calibrate-face", "nan"])
