@@ -6,8 +6,10 @@ copy nothing: the page is served from the checkout.
 
 The live encoder's typed float kernels (:data:`NATIVE`, issue 22) are also compiled with
 mypyc where it can be done: mypyc (the build requirement ``mypy``) and a C compiler with
-the Python headers. Anything missing or failing leaves the pure-Python modules, which are
-always installed and stay the reference (:mod:`posewire.native`: ``POSEWIRE_PURE_PYTHON=1``
+the Python headers; by the editable install of the checkout (``make install``), and for a
+wheel only with ``POSEWIRE_NATIVE=1`` (the default wheel stays pure Python, py3-none-any).
+Anything missing or failing leaves the pure-Python modules, which are always installed
+and stay the reference (:mod:`posewire.native`: ``POSEWIRE_PURE_PYTHON=1``
 selects them, and a compiled module older than its source is never used). Everything else
 is in pyproject.toml.
 """
@@ -136,6 +138,8 @@ class OptionalBuildExt(build_ext):  # type: ignore[misc]
 
 
 kwargs: dict[str, Any] = {"cmdclass": {"build_py": BuildWithWeb, "build_ext": OptionalBuildExt}}
-if not {"egg_info", "dist_info", "sdist", "clean"} & set(sys.argv[1:2]):
+# compiled in the checkout's editable install (make install) and by build_ext; a wheel stays
+# pure Python (py3-none-any: one wheel for every platform) unless POSEWIRE_NATIVE=1
+if {"editable_wheel", "build_ext", "develop"} & set(sys.argv[1:2]) or os.environ.get("POSEWIRE_NATIVE") == "1":
     kwargs["ext_modules"] = _native_extensions()
 setup(**kwargs)
