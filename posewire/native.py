@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["NATIVE", "STATUS", "compiled", "install"]
+__all__ = ["NATIVE", "STATUS", "compiled", "install", "source_of"]
 
 #: The modules setup.py compiles (its NATIVE keeps the same names).
 NATIVE: tuple[str, ...] = ("posewire.codec.quaternion", "posewire.codec.euler", "posewire.codec.elbow",
@@ -51,7 +51,7 @@ class _PureFinder(importlib.abc.MetaPathFinder):
         return None
 
 
-def _source(name: str) -> Path | None:
+def source_of(name: str) -> Path | None:
     """The ``.py`` source of a :data:`NATIVE` module (its package found, not imported)."""
     package, _, leaf = name.rpartition(".")
     spec = importlib.util.find_spec(package)
@@ -74,7 +74,7 @@ def _why_pure() -> str | None:
     except (OSError, ValueError):
         return f"unreadable {stamp}"
     for name in NATIVE:
-        source = _source(name)
+        source = source_of(name)
         if source is None:
             return f"the source of {name} missing"
         try:
@@ -102,6 +102,6 @@ def install() -> str:
 
 
 def compiled() -> bool:
-    """Whether the :data:`NATIVE` modules in use are the compiled ones."""
-    module = sys.modules.get(NATIVE[-1])
-    return module is not None and not str(getattr(module, "__file__", "")).endswith(".py")
+    """Whether the :data:`NATIVE` modules in use are the compiled ones (imports one to see)."""
+    module = importlib.import_module(NATIVE[0])
+    return not str(getattr(module, "__file__", "")).endswith(".py")
