@@ -57,7 +57,6 @@ from posewire.producers.hand import (
     DEPTH_GAINS,
     HAND_BONES,
     bone_log_lengths,
-    depth_gain_spread,
 )
 from posewire.producers.landmarks import (
     FACE_POINTS,
@@ -135,22 +134,35 @@ class LiveCalibration:
     medians (:func:`~posewire.producers.landmarks.body_calibration`), the hands' bone
     measures of the frames not measured yet
     (:func:`~posewire.producers.hand.bone_log_lengths`, ``bone_frames`` frames a step), then
-    each hand's depth gain ``gain_chunk`` gains a step (:func:`~posewire.producers.hand.depth_gain_spread`,
-    whose gains are independent, bit for bit). The job reads the rows of the window it
-    started on (the ring holds ``window + every`` rows, so none is overwritten meanwhile); its
-    result is the same values as :func:`~posewire.producers.landmarks.estimate_calibration`
-    of those frames, taken up to ``every`` frames later (a job still running when the
-    next is due is finished first). The first estimate is taken at once.
+    both hands' depth gains in one step from running sums (below). The job reads the rows
+    of the window it started on (the ring holds ``window + every`` rows, so none is
+    overwritten meanwhile); its result is the same values as
+    :func:`~posewire.producers.landmarks.estimate_calibration` of those frames (the depth
+    gain: the same grid gain, its measure to round-off), taken up to ``every`` frames later
+    (a job still running when the next is due is finished first). The first estimate is
+    taken at once.
+
+    Depth gain (spec §4.3 "Hand depth gain", :func:`~posewire.producers.hand.estimate_depth_gain`:
+    the gain whose bones vary least over the window's frames, the mean over bones of the
+    standard deviation over frames): the count, sum and sum of squares over frames of every
+    (hand, gain, bone) log length are kept for the rows in the last estimate's window, each
+    taken from a fixed reference (the hand's first usable row) so that no cancellation
+    occurs; an estimate adds the rows that entered the window and removes those that left
+    (about ``every`` each), instead of reducing the whole window again (issue 22: that
+    reduction, 2 × 81 × 20 values over 150 frames per estimate, was most of the live
+    encoder's time). The standard deviation is ``sqrt(Σd²/n − (Σd/n)²)``, equal to the
+    window's two-pass value to round-off (~1e-13 of it), so the least one is the same gain
+    but for ties within round-off.
     """
 
     def __init__(self, *, window: int = 150, every: int = 15, settle: int = 3, tolerance: float = 0.03,
-                 visibility_threshold: float = 0.5, bone_frames: int = 3, gain_chunk: int = 21) -> None:
-        if window < 1 or every < 1 or settle < 1 or not 0 < tolerance < 1 or bone_frames < 1 or gain_chunk < 1:
-            raise UsageError("usage.bad_option", "window, every, settle, bone_frames, gain_chunk must be >= 1 "
+                 visibility_threshold: float = 0.5, bone_frames: int = 3) -> None:
+        if window < 1 or every < 1 or settle < 1 or not 0 < tolerance < 1 or bone_frames < 1:
+            raise UsageError("usage.bad_option", "window, every, settle, bone_frames must be >= 1 "
                              "and 0 < tolerance < 1")
         self.window, self.every, self.settle, self.tolerance = window, every, settle, tolerance
         self.visibility_threshold = visibility_threshold
-        self.bone_frames, self.gain_chunk = bone_frames, gain_chunk
+        self.bone_frames = bone_frames
         size = window + every  # the rows of a running job's window are kept until it ends
         self._size = size
         self._shoulders = np.full((size, 2, 3), np.nan)
@@ -161,6 +173,13 @@ class LiveCalibration:
         self._points = np.full((size, 2, 21, 3), np.nan)  # right, left hand (y-up, after the swap check)
         self._bones = np.full((size, 2, DEPTH_GAINS.size, len(HAND_BONES)), np.nan)
         self._measured = np.zeros(size, dtype=bool)  # the row's bones are measured
+        # the depth gains' running sums (class docstring): rows summed, per hand the count,
+        # Σd and Σd² of d = log length − the hand's reference row
+        self._summed = np.zeros(size, dtype=bool)
+        self._reference = np.full((2, DEPTH_GAINS.size, len(HAND_BONES)), np.nan)
+        self._n = np.zeros(2)
+        self._s1 = np.zeros((2, DEPTH_GAINS.size, len(HAND_BONES)))
+        self._s2 = np.zeros((2, DEPTH_GAINS.size, len(HAND_BONES)))
         self._count = 0  # frames with a body so far (the ring's next row: _count % size)
         self._job: Generator[None, None, LandmarkCalibration] | None = None
         self._estimates: deque[F64] = deque(maxlen=settle)
@@ -172,6 +191,8 @@ class LiveCalibration:
         """One frame's measurements into the ring (spec §4.1)."""
         hand_scale = math.nan if lm.hand_scale is None else float(lm.hand_scale[0])
         row = self._count % self._size
+        if self._summed[row]:  # the row is taken for a new frame: out of the sums first
+            self._accumulate(np.array([row]), -1.0)
         got = samples1(frame, visibility_threshold=self.visibility_threshold, hand_scale=hand_scale)
         self._shoulders[row] = got.shoulders
         self._valid[row] = got.valid
@@ -206,18 +227,48 @@ class LiveCalibration:
                     len(chunk), 2, DEPTH_GAINS.size, len(HAND_BONES))
                 self._measured[chunk] = True
                 yield
+        right, left = self._depth_gains(rows)
+        return with_depth_gains(cal, notes, (right, left))
+
+    def _accumulate(self, rows: NDArray[np.intp], sign: float) -> None:
+        """Add (``sign`` 1) or remove (−1) measured ``rows`` to or from the running sums."""
+        block = self._bones[rows]  # (k, 2, G, 20); a hand's row is finite throughout or NaN
+        usable = np.isfinite(block[:, :, 0, 0])
+        for column in (0, 1):
+            if np.isnan(self._reference[column, 0, 0]) and usable[:, column].any():
+                self._reference[column] = block[int(np.argmax(usable[:, column])), column]
+        d = np.where(usable[:, :, None, None], block - self._reference, 0.0)
+        self._n += sign * usable.sum(axis=0)
+        self._s1 += sign * d.sum(axis=0)
+        self._s2 += sign * (d * d).sum(axis=0)
+        self._summed[rows] = sign > 0
+
+    def _depth_gains(self, rows: NDArray[np.intp]) -> tuple[float | None, float | None]:
+        """hand.estimate_depth_gain of each hand over ``rows`` (measured), from the running
+        sums brought to these rows (class docstring)."""
+        window = np.zeros(self._size, dtype=bool)
+        window[rows] = True
+        leaving, entering = np.flatnonzero(self._summed & ~window), np.flatnonzero(window & ~self._summed)
+        if leaving.size:
+            self._accumulate(leaving, -1.0)
+        if entering.size:
+            self._accumulate(entering, 1.0)
         found: list[float | None] = []
-        for column in (0, 1):  # right, left: hand.estimate_depth_gain of the window, gains a step apart
-            usable = rows[np.isfinite(self._bones[rows, column, 0, 0])]
-            if usable.size < DEPTH_GAIN_MIN_FRAMES:
-                found.append(None)
-                continue
-            spread = []
-            for g in range(0, DEPTH_GAINS.size, self.gain_chunk):
-                spread.append(depth_gain_spread(self._bones[usable, column, g:g + self.gain_chunk]))
-                yield
-            found.append(float(DEPTH_GAINS[int(np.argmin(np.concatenate(spread)))]))
-        return with_depth_gains(cal, notes, (found[0], found[1]))
+        for column in (0, 1):  # right, left
+            spread = self._spread(column)
+            # the first on ties, as the batch
+            found.append(None if spread is None else float(DEPTH_GAINS[int(np.argmin(spread))]))
+        return found[0], found[1]
+
+    def _spread(self, column: int) -> F64 | None:
+        """hand.depth_gain_spread ``(G,)`` of one hand (0 right, 1 left) over the rows summed;
+        None with fewer than DEPTH_GAIN_MIN_FRAMES usable ones."""
+        n = float(self._n[column])
+        if n < DEPTH_GAIN_MIN_FRAMES:
+            return None
+        mean = self._s1[column] / n
+        out: F64 = np.sqrt(np.maximum(self._s2[column] / n - mean * mean, 0.0)).mean(axis=-1)
+        return out
 
     @staticmethod
     def _finish(job: Generator[None, None, LandmarkCalibration]) -> LandmarkCalibration:
