@@ -177,6 +177,9 @@ class LiveCalibration:
         # Σd and Σd² of d = log length − the hand's reference row
         self._summed = np.zeros(size, dtype=bool)
         self._reference = np.full((2, DEPTH_GAINS.size, len(HAND_BONES)), np.nan)
+        self._usable = np.zeros((size, 2), dtype=bool)  # per row and hand: its bones are finite
+        self._d = np.zeros((size, 2, DEPTH_GAINS.size, len(HAND_BONES)))  # d (0 where not usable)
+        self._d2 = np.zeros((size, 2, DEPTH_GAINS.size, len(HAND_BONES)))  # d²
         self._n = np.zeros(2)
         self._s1 = np.zeros((2, DEPTH_GAINS.size, len(HAND_BONES)))
         self._s2 = np.zeros((2, DEPTH_GAINS.size, len(HAND_BONES)))
@@ -206,6 +209,19 @@ class LiveCalibration:
         self._measured[row] = False
         self._count += 1
 
+    def _measure(self, rows: list[int]) -> None:
+        """The bone measures of ``rows`` and their terms of the running sums."""
+        bones = bone_log_lengths(self._points[rows].reshape(-1, 21, 3)).reshape(
+            len(rows), 2, DEPTH_GAINS.size, len(HAND_BONES))
+        self._bones[rows] = bones
+        usable = np.isfinite(bones[:, :, 0, 0])  # a hand's row is finite throughout or NaN
+        for column in (0, 1):
+            if np.isnan(self._reference[column, 0, 0]) and usable[:, column].any():
+                self._reference[column] = bones[int(np.argmax(usable[:, column])), column]
+        d = np.where(usable[:, :, None, None], bones - self._reference, 0.0)
+        self._usable[rows], self._d[rows], self._d2[rows] = usable, d, d * d
+        self._measured[rows] = True
+
     def _steps(self) -> Generator[None, None, LandmarkCalibration]:
         """One estimate of the last ``window`` frames (taken now), a step per ``next``
         (class docstring)."""
@@ -215,32 +231,35 @@ class LiveCalibration:
 
     def _run(self, rows: NDArray[np.intp], todo: list[int]) -> Generator[None, None, LandmarkCalibration]:
         # each step one piece of work, then yield: the medians (the frame that starts the job
-        # takes this step), the bones a few frames a step, each hand's gains a slice a step
+        # takes this step), the bones a few frames a step (each step also brings the running
+        # sums toward this window: the rows it measured in, as many of the rows that left
+        # out), then both depth gains
         samples = CalibrationSamples(self._shoulders[rows], self._valid[rows], self._trunk[rows], self._arm[rows],
                                      self._hand[rows], self._bones[:0])
+        window = np.zeros(self._size, dtype=bool)
+        window[rows] = True
+        leaving = np.flatnonzero(self._summed & ~window)
         cal, notes = body_calibration(samples)  # usage.calibration: no body frame in the window
         yield
         for k in range(0, len(todo), self.bone_frames):
             chunk = [row for row in todo[k:k + self.bone_frames] if not self._measured[row]]  # not by another job
+            out = leaving[k:k + self.bone_frames]
+            out = out[self._summed[out]]
+            if out.size:
+                self._accumulate(out, -1.0)
             if chunk:
-                self._bones[chunk] = bone_log_lengths(self._points[chunk].reshape(-1, 21, 3)).reshape(
-                    len(chunk), 2, DEPTH_GAINS.size, len(HAND_BONES))
-                self._measured[chunk] = True
+                self._measure(chunk)
+                self._accumulate(np.array(chunk), 1.0)
+            if chunk or out.size:
                 yield
         right, left = self._depth_gains(rows)
         return with_depth_gains(cal, notes, (right, left))
 
     def _accumulate(self, rows: NDArray[np.intp], sign: float) -> None:
         """Add (``sign`` 1) or remove (−1) measured ``rows`` to or from the running sums."""
-        block = self._bones[rows]  # (k, 2, G, 20); a hand's row is finite throughout or NaN
-        usable = np.isfinite(block[:, :, 0, 0])
-        for column in (0, 1):
-            if np.isnan(self._reference[column, 0, 0]) and usable[:, column].any():
-                self._reference[column] = block[int(np.argmax(usable[:, column])), column]
-        d = np.where(usable[:, :, None, None], block - self._reference, 0.0)
-        self._n += sign * usable.sum(axis=0)
-        self._s1 += sign * d.sum(axis=0)
-        self._s2 += sign * (d * d).sum(axis=0)
+        self._n += sign * self._usable[rows].sum(axis=0)
+        self._s1 += sign * self._d[rows].sum(axis=0)
+        self._s2 += sign * self._d2[rows].sum(axis=0)
         self._summed[rows] = sign > 0
 
     def _depth_gains(self, rows: NDArray[np.intp]) -> tuple[float | None, float | None]:
