@@ -156,8 +156,9 @@ class LiveCalibration:
     """
 
     def __init__(self, *, window: int = 150, every: int = 15, settle: int = 3, tolerance: float = 0.03,
-                 visibility_threshold: float = 0.5, bone_frames: int = 3) -> None:
-        if window < 1 or every < 1 or settle < 1 or not 0 < tolerance < 1 or bone_frames < 1:
+                 visibility_threshold: float = 0.5, bone_frames: int | None = None) -> None:
+        if window < 1 or every < 1 or settle < 1 or not 0 < tolerance < 1 or (bone_frames is not None
+                                                                               and bone_frames < 1):
             raise UsageError("usage.bad_option", "window, every, settle, bone_frames must be >= 1 "
                              "and 0 < tolerance < 1")
         self.window, self.every, self.settle, self.tolerance = window, every, settle, tolerance
@@ -177,6 +178,7 @@ class LiveCalibration:
         # Σd and Σd² of d = log length − the hand's reference row
         self._summed = np.zeros(size, dtype=bool)
         self._reference = np.full((2, DEPTH_GAINS.size, len(HAND_BONES)), np.nan)
+        self._referenced = False  # both hands' reference rows are set
         self._usable = np.zeros((size, 2), dtype=bool)  # per row and hand: its bones are finite
         self._d = np.zeros((size, 2, DEPTH_GAINS.size, len(HAND_BONES)))  # d (0 where not usable)
         self._d2 = np.zeros((size, 2, DEPTH_GAINS.size, len(HAND_BONES)))  # d²
@@ -211,16 +213,26 @@ class LiveCalibration:
 
     def _measure(self, rows: list[int]) -> None:
         """The bone measures of ``rows`` and their terms of the running sums."""
-        bones = bone_log_lengths(self._points[rows].reshape(-1, 21, 3)).reshape(
+        one = slice(rows[0], rows[0] + 1) if len(rows) == 1 else rows  # one row: views, not copies
+        bones = bone_log_lengths(self._points[one].reshape(-1, 21, 3)).reshape(
             len(rows), 2, DEPTH_GAINS.size, len(HAND_BONES))
-        self._bones[rows] = bones
+        self._bones[one] = bones
         usable = np.isfinite(bones[:, :, 0, 0])  # a hand's row is finite throughout or NaN
-        for column in (0, 1):
-            if np.isnan(self._reference[column, 0, 0]) and usable[:, column].any():
-                self._reference[column] = bones[int(np.argmax(usable[:, column])), column]
-        d = np.where(usable[:, :, None, None], bones - self._reference, 0.0)
-        self._usable[rows], self._d[rows], self._d2[rows] = usable, d, d * d
-        self._measured[rows] = True
+        if not self._referenced:
+            for column in (0, 1):
+                if np.isnan(self._reference[column, 0, 0]) and usable[:, column].any():
+                    self._reference[column] = bones[int(np.argmax(usable[:, column])), column]
+            self._referenced = not np.isnan(self._reference[:, 0, 0]).any()
+        d = bones - self._reference if usable.all() else np.where(usable[:, :, None, None], bones - self._reference,
+                                                                    0.0)
+        d2 = d * d
+        self._usable[one], self._d[one], self._d2[one] = usable, d, d2
+        self._measured[one] = True
+        # into the running sums at once (a job's window holds the rows it measures)
+        self._n += usable.sum(axis=0)
+        self._s1 += d.sum(axis=0)
+        self._s2 += d2.sum(axis=0)
+        self._summed[one] = True
 
     def _steps(self) -> Generator[None, None, LandmarkCalibration]:
         """One estimate of the last ``window`` frames (taken now), a step per ``next``
@@ -231,9 +243,11 @@ class LiveCalibration:
 
     def _run(self, rows: NDArray[np.intp], todo: list[int]) -> Generator[None, None, LandmarkCalibration]:
         # each step one piece of work, then yield: the medians (the frame that starts the job
-        # takes this step), the bones a few frames a step (each step also brings the running
-        # sums toward this window: the rows it measured in, as many of the rows that left
-        # out), then both depth gains
+        # takes this step, alone), the bones a few frames a step (each step also brings the
+        # running sums toward this window: the rows it measured in, as many of the rows that
+        # left out), both depth gains with the last of them. By default as many frames a
+        # step as spread the bones over the job's other ``every − 1`` frames: every frame
+        # carries about the same work, the medians' frame no other (issue 22: p99 ≤ 2 × median)
         samples = CalibrationSamples(self._shoulders[rows], self._valid[rows], self._trunk[rows], self._arm[rows],
                                      self._hand[rows], self._bones[:0])
         window = np.zeros(self._size, dtype=bool)
@@ -241,22 +255,31 @@ class LiveCalibration:
         leaving = np.flatnonzero(self._summed & ~window)
         cal, notes = body_calibration(samples)  # usage.calibration: no body frame in the window
         yield
-        for k in range(0, len(todo), self.bone_frames):
-            chunk = [row for row in todo[k:k + self.bone_frames] if not self._measured[row]]  # not by another job
-            out = leaving[k:k + self.bone_frames]
+        size = self.bone_frames or max(1, -(-len(todo) // max(self.every - 1, 1)))
+        steps = -(-len(todo) // size)
+        out_size = -(-leaving.size // max(steps, 1))
+        for step, k in enumerate(range(0, len(todo), size)):
+            chunk = [row for row in todo[k:k + size] if not self._measured[row]]  # not by another job
+            out = leaving[step * out_size:(step + 1) * out_size]
             out = out[self._summed[out]]
             if out.size:
                 self._accumulate(out, -1.0)
             if chunk:
                 self._measure(chunk)
-                self._accumulate(np.array(chunk), 1.0)
-            if chunk or out.size:
+            if (chunk or out.size) and step < steps - 1:
                 yield
         right, left = self._depth_gains(rows)
         return with_depth_gains(cal, notes, (right, left))
 
     def _accumulate(self, rows: NDArray[np.intp], sign: float) -> None:
         """Add (``sign`` 1) or remove (−1) measured ``rows`` to or from the running sums."""
+        if rows.size == 1:  # one row: views, not copies
+            row = int(rows[0])
+            self._n += sign * self._usable[row]
+            self._s1 += sign * self._d[row]
+            self._s2 += sign * self._d2[row]
+            self._summed[row] = sign > 0
+            return
         self._n += sign * self._usable[rows].sum(axis=0)
         self._s1 += sign * self._d[rows].sum(axis=0)
         self._s2 += sign * self._d2[rows].sum(axis=0)
