@@ -901,6 +901,8 @@ def _encode_batch(lm: HolisticLandmarks, calibration: LandmarkCalibration | None
             degenerate[f"hand_depth_flipped_{s}"] = int(dims.depth_flipped.sum())
         if dims.fingers_side_clamped is not None and dims.fingers_side_clamped.any():
             degenerate[f"fingers_side_clamped_{s}"] = int(dims.fingers_side_clamped.sum())
+        if dims.fingers_depth_repaired is not None and dims.fingers_depth_repaired.any():
+            degenerate[f"fingers_depth_repaired_{s}"] = int(dims.fingers_depth_repaired.sum())
         fallback = dims.tracked & ~prep.valid
         if fallback.any():
             degenerate[f"palm_camera_frame_{s}"] = int(fallback.sum())
