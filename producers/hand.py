@@ -253,7 +253,8 @@ def _lateral_side(lateral: F64, meta: F64) -> tuple[F64, F64]:
     direction ``d = Z × ℓ`` from its metacarpal ``meta`` (spec §4.3); NaN where ``lateral``
     is NaN."""
     lateral = lateral * _XY
-    lateral = lateral / np.sqrt((lateral * lateral).sum(-1, keepdims=True))
+    norm = np.sqrt((lateral * lateral).sum(-1, keepdims=True))
+    lateral = lateral / np.where(norm > 0.0, norm, np.nan)
     turn = np.arctan2(lateral[..., 1], lateral[..., 0]) - np.arctan2(-meta[..., 0], meta[..., 1])
     return lateral, np.degrees(np.mod(turn + np.pi, 2.0 * np.pi) - np.pi)
 
@@ -299,7 +300,8 @@ def _finger_reading(meta: F64, b1: F64, b2: F64, b3: F64) -> tuple[F64, F64, F64
     bend = bend * np.where(_dot(bend, lateral_pca) < 0.0, -1.0, 1.0)[..., None]
     weight = spread / length
     tip = b1 + b2 + b3
-    tip_unit = tip / np.sqrt((tip * tip).sum(-1, keepdims=True))
+    tip_norm = np.sqrt((tip * tip).sum(-1, keepdims=True))
+    tip_unit = tip / np.where(tip_norm > 0.0, tip_norm, np.nan)
     tip_lateral = np.stack([tip_unit[..., 1], -tip_unit[..., 0], np.zeros_like(length)], axis=-1)
     tip_lateral = tip_lateral * np.where(_dot(tip_lateral, lateral_pca) < 0.0, -1.0, 1.0)[..., None]
     combined = (bend + (2.0 * weight)[..., None] * lateral_pca) * _XY

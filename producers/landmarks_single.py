@@ -475,6 +475,8 @@ def encode1(lm: HolisticLandmarks, cal: LandmarkCalibration, *, visibility_thres
                 degenerate[f"hand_depth_flipped_{s}"] = 1
             if dims.fingers_side_clamped:
                 degenerate[f"fingers_side_clamped_{s}"] = dims.fingers_side_clamped
+            if dims.fingers_depth_repaired:
+                degenerate[f"fingers_depth_repaired_{s}"] = dims.fingers_depth_repaired
             if not valid:
                 degenerate[f"palm_camera_frame_{s}"] = 1
             if dims.roll_unobservable:

@@ -28,6 +28,7 @@ from posewire.producers.hand import (
     bone_log_lengths,
     estimate_depth_gain,
     finger_angles,
+    hand_dims,
     with_depth_gain,
 )
 from posewire.producers.landmarks import HolisticLandmarks, landmarks_to_vectors
@@ -140,13 +141,25 @@ def test_a_finger_turned_past_its_side_range_is_clamped_not_dropped() -> None:
     angles = finger_angles(hand, side="r")
     past = np.abs(angles["g_index_side"] - 20.0) > 30.0  # beyond the ±30° side range
     assert past.sum() >= batch // 2
-    assert bent.report.degenerate["fingers_side_clamped_r"] == int(past.sum())
+    # metric joints (VR: no depth ambiguity): every such finger is clamped and counted
+    metric = hand_dims(hand, np.broadcast_to(np.eye(3), (batch, 3, 3)), np.ones(batch, dtype=bool), side="r")
+    assert metric.fingers_side_clamped is not None
+    np.testing.assert_array_equal(metric.fingers_side_clamped, past.astype(int))
+    # a camera (monocular depth) may read it in range with its depth rescaled (spec §4.3 "Depth
+    # repair"), counted; the others are clamped and counted; none is dropped
     side = bent.vectors[:, REGISTRY.index("g_index_side_r")]
+    on_rail = past & (np.abs(side) == 1.0)
+    repaired = bent.report.degenerate.get("fingers_depth_repaired_r", 0)
+    assert bent.report.degenerate.get("fingers_side_clamped_r", 0) == int(on_rail.sum())
+    assert repaired == int((past & ~on_rail).sum())
+    assert on_rail.sum() >= 1
     # the side on its rail, with the sign of the turn; fold and curl as measured, never absent
-    np.testing.assert_array_equal(side[past], np.sign(angles["g_index_side"][past] - 20.0))
+    np.testing.assert_array_equal(side[on_rail], np.sign(angles["g_index_side"][on_rail] - 20.0))
     for kind in ("fold", "curl"):
         measured = np.clip(angles[f"g_index_{kind}"] / REGISTRY.by_id[f"g_index_{kind}_r"].row.angle_deg, -1, 1)
-        np.testing.assert_allclose(bent.vectors[:, REGISTRY.index(f"g_index_{kind}_r")], measured, atol=1e-9)
+        got = bent.vectors[:, REGISTRY.index(f"g_index_{kind}_r")]
+        np.testing.assert_allclose(got[on_rail], measured[on_rail], atol=1e-9)
+        assert np.isfinite(got).all()
     _assert_hand_dims_equal(bent.vectors, vec, skip=index_dims)
 
 
