@@ -329,29 +329,33 @@ def _finger_reading(meta: F64, b1: F64, b2: F64, b3: F64) -> tuple[F64, F64, F64
         side_deg = np.where(flat, 0.0, side_deg)
     d = np.stack([-lateral[..., 1], lateral[..., 0], np.zeros_like(length)], axis=-1)  # Z × lateral
     fold = _signed_angle(d, b1, lateral)
-    curl = 0.5 * (_signed_angle(b1, b2, lateral) + _signed_angle(b2, b3, lateral))
-    curl = _tip_curl(_signed_angle(d, tip, lateral) - fold, curl, n1, n2, n3)
+    first, second = _signed_angle(b1, b2, lateral), _signed_angle(b2, b3, lateral)
+    curl = _tip_curl(_signed_angle(d, tip, lateral) - fold, first, second, n1, n2, n3)
     fold_deg = np.degrees(fold)
     ok = (any_within | flat) & (np.abs(fold_deg) <= _FOLD_RANGE_DEG)
     return side_deg, fold_deg, np.degrees(curl), ok
 
 
-def _tip_curl(psi: F64, curl: F64, n1: F64, n2: F64, n3: F64) -> F64:
-    """The curl ``c`` (radians, within ±90°) that turns the tip ``psi`` (radians) from the
-    proximal phalanx in the finger's plane, given its phalanx lengths (spec §4.3): the root of
-    ``g(c) = n1·sin(−ψ) + n2·sin(c − ψ) + n3·sin(2c − ψ)`` (the tip ``n1 + n2·e^{ic} +
-    n3·e^{2ic}`` along ``e^{iψ}``) by :data:`TIP_CURL_STEPS` Newton steps from ``curl`` (the
-    mean distal bend, exact on the consumer's finger), each clamped to ±90°; a step is taken
+def _tip_curl(psi: F64, first: F64, second: F64, n1: F64, n2: F64, n3: F64) -> F64:
+    """The curl ``c`` (radians) that turns the tip ``psi`` (radians) from the proximal phalanx
+    in the finger's plane, given the two distal bends ``first``, ``second`` and the phalanx
+    lengths (spec §4.3 "tip curl"): the root of ``g(c) = n1·sin(−ψ) + n2·sin(c − ψ) +
+    n3·sin(2c − ψ)`` (the tip ``n1 + n2·e^{ic} + n3·e^{2ic}`` along ``e^{iψ}``) by
+    :data:`TIP_CURL_STEPS` Newton steps from the mean bend (exact on the consumer's finger),
+    each kept between the two bends (where the root lies) and within ±90°; a step is taken
     only where ``g′`` exceeds :data:`_TIP_CURL_MIN_SLOPE` of the finger's length."""
+    curl = 0.5 * (first + second)
     psi = np.mod(psi + np.pi, 2.0 * np.pi) - np.pi
-    c = np.clip(curl, -0.5 * np.pi, 0.5 * np.pi)
+    low = np.clip(np.minimum(first, second), -0.5 * np.pi, 0.5 * np.pi)
+    high = np.clip(np.maximum(first, second), -0.5 * np.pi, 0.5 * np.pi)
+    c = np.clip(curl, low, high)
     floor = _TIP_CURL_MIN_SLOPE * (n1 + n2 + n3)
     base = n1 * np.sin(-psi)
     for _ in range(TIP_CURL_STEPS):
         g = base + n2 * np.sin(c - psi) + n3 * np.sin(2.0 * c - psi)
         slope = n2 * np.cos(c - psi) + 2.0 * n3 * np.cos(2.0 * c - psi)
         step = slope > floor  # NaN (a missing joint) compares False: the mean bend stays
-        c = np.where(step, np.clip(c - g / np.where(step, slope, 1.0), -0.5 * np.pi, 0.5 * np.pi), c)
+        c = np.where(step, np.clip(c - g / np.where(step, slope, 1.0), low, high), c)
     out: F64 = np.where(np.isfinite(c), c, curl)
     return out
 

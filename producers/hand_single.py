@@ -168,17 +168,20 @@ def _lateral_side(lx: float, ly: float, meta_turn: float) -> tuple[float, float,
     return lx, ly, ((turn + math.pi) % (2.0 * math.pi) - math.pi) * _DEG
 
 
-def _tip_curl(psi: float, curl: float, n1: float, n2: float, n3: float) -> float:
+def _tip_curl(psi: float, first: float, second: float, n1: float, n2: float, n3: float) -> float:
     """hand._tip_curl of one finger (radians)."""
+    curl = 0.5 * (first + second)
     psi = (psi + math.pi) % (2.0 * math.pi) - math.pi
-    c = min(max(curl, -0.5 * math.pi), 0.5 * math.pi)
+    low = min(max(min(first, second), -0.5 * math.pi), 0.5 * math.pi)
+    high = min(max(max(first, second), -0.5 * math.pi), 0.5 * math.pi)
+    c = min(max(curl, low), high)
     floor = _TIP_CURL_MIN_SLOPE * (n1 + n2 + n3)
     base = n1 * sin(-psi)
     for _ in range(TIP_CURL_STEPS):
         g = base + n2 * sin(c - psi) + n3 * sin(2.0 * c - psi)
         slope = n2 * cos(c - psi) + 2.0 * n3 * cos(2.0 * c - psi)
         if slope > floor:
-            c = min(max(c - g / slope, -0.5 * math.pi), 0.5 * math.pi)
+            c = min(max(c - g / slope, low), high)
     return c if isfinite(c) else curl
 
 
@@ -246,8 +249,7 @@ def _reading(m: Vec3, b1: Vec3, b2: Vec3, b3: Vec3, splay: float) -> tuple[float
         side = 0.0
     d = (-lateral[1], lateral[0], 0.0)  # Z × lateral
     fold = _signed(d, b1, lateral)
-    curl = 0.5 * (_signed(b1, b2, lateral) + _signed(b2, b3, lateral))
-    curl = _tip_curl(_signed(d, tip, lateral) - fold, curl, n1, n2, n3)
+    curl = _tip_curl(_signed(d, tip, lateral) - fold, _signed(b1, b2, lateral), _signed(b2, b3, lateral), n1, n2, n3)
     fold_deg = fold * _DEG
     return curl * _DEG, fold_deg, side, (within or pick < 0) and abs(fold_deg) <= _FOLD_RANGE_DEG
 

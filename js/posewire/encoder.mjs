@@ -400,17 +400,20 @@ function lateralSide(lx, ly, metaTurn) { // hand._lateral_side: unit lateral axi
   return [ux, uy, (pymod(turn + Math.PI, 2.0 * Math.PI) - Math.PI) * DEG];
 }
 
-function tipCurl(psi0, curl, n1, n2, n3) { // hand._tip_curl (radians)
+function tipCurl(psi0, first, second, n1, n2, n3) { // hand._tip_curl (radians)
+  const curl = 0.5 * (first + second);
   const psi = pymod(psi0 + Math.PI, 2.0 * Math.PI) - Math.PI;
   const half = 0.5 * Math.PI;
-  let c = Math.min(Math.max(curl, -half), half);
-  if (curl !== curl) c = NaN;
+  const clip = (x, lo, hi) => (x !== x ? NaN : Math.min(Math.max(x, lo), hi));
+  const low = clip(Math.min(first, second), -half, half);
+  const high = clip(Math.max(first, second), -half, half);
+  let c = clip(curl, low, high);
   const floor = TIP_CURL_MIN_SLOPE * (n1 + n2 + n3);
   const base = n1 * Math.sin(-psi);
   for (let i = 0; i < TIP_CURL_STEPS; i++) {
     const g = base + n2 * Math.sin(c - psi) + n3 * Math.sin(2.0 * c - psi);
     const slope = n2 * Math.cos(c - psi) + 2.0 * n3 * Math.cos(2.0 * c - psi);
-    if (slope > floor) c = Math.min(Math.max(c - g / slope, -half), half);
+    if (slope > floor) c = clip(c - g / slope, low, high);
   }
   return Number.isFinite(c) ? c : curl;
 }
@@ -468,8 +471,8 @@ function fingerReading(m, b1, b2, b3, splay) { // hand._finger_reading: [curl, f
   }
   const d = [-lateral[1], lateral[0], 0.0]; // Z × lateral
   const fold = signedAngle(d, b1, lateral);
-  let curl = 0.5 * (signedAngle(b1, b2, lateral) + signedAngle(b2, b3, lateral));
-  curl = tipCurl(signedAngle(d, tip, lateral) - fold, curl, n1, n2, n3);
+  const curl = tipCurl(signedAngle(d, tip, lateral) - fold, signedAngle(b1, b2, lateral),
+    signedAngle(b2, b3, lateral), n1, n2, n3);
   const foldDeg = fold * DEG;
   return [curl * DEG, foldDeg, side, (within || pick < 0) && Math.abs(foldDeg) <= FOLD_RANGE_DEG];
 }
