@@ -322,7 +322,7 @@ def _finger_reading(meta: F64, b1: F64, b2: F64, b3: F64) -> tuple[F64, F64, F64
     lateral = np.take_along_axis(np.stack(laterals), pick[None, ..., None], axis=0)[0]
     side_deg = np.take_along_axis(side_all, pick[None], axis=0)[0]
     # a straight finger along the palm normal shows no direction: side 0 (its metacarpal)
-    flat = ~valid.any(0)
+    flat: Bool = np.logical_not(valid.any(axis=0))
     if flat.any():
         lateral = np.where(flat[..., None], _unit(np.stack([meta[..., 1], -meta[..., 0], np.zeros_like(length)],
                                                            axis=-1)), lateral)
@@ -410,8 +410,8 @@ def _finger_angles(hand: F64, side: Side, depth_ambiguous: bool) -> tuple[dict[s
             rows = np.flatnonzero(~ok.all(-1))
             if not rows.size:
                 break
-            k = depth[rows, None, :]
-            scaled = [b[rows] + (scale - 1.0) * _dot(b[rows], k)[..., None] * k for b in (b1, b2, b3)]
+            axis = depth[rows, None, :]
+            scaled = [b[rows] + (scale - 1.0) * _dot(b[rows], axis)[..., None] * axis for b in (b1, b2, b3)]
             s2, f2, c2, ok2 = _finger_reading(meta[rows], *scaled)
             use = ok2 & ~ok[rows]
             side_deg[rows] = np.where(use, s2, side_deg[rows])

@@ -268,11 +268,9 @@ def _finger(local: Points, chain: tuple[int, int, int, int], splay: float,
     kx, ky, kz = depth
     for scale in DEPTH_REPAIR_SCALES:  # spec §4.3 "Depth repair"
         f = scale - 1.0
-        scaled = []
-        for bx, by, bz in bones:
-            a = f * (0.0 + bx * kx + by * ky + bz * kz)
-            scaled.append((bx + a * kx, by + a * ky, bz + a * kz))
-        c2, f2, s2, ok2 = _reading(local[m], *scaled, splay)
+        s1, s2_, s3 = ((bx + a * kx, by + a * ky, bz + a * kz)
+                       for bx, by, bz in bones for a in (f * (0.0 + bx * kx + by * ky + bz * kz),))
+        c2, f2, s2, ok2 = _reading(local[m], s1, s2_, s3, splay)
         if ok2:
             return c2, f2, s2, True
     return curl, fold, side, False

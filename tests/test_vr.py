@@ -218,7 +218,8 @@ def _tip_curl_deg(pip: float, dip: float) -> float:
     lengths = np.array(PHALANGES)
 
     def tip_angle(first: float, second: float) -> float:
-        return float(np.angle(lengths[0] + lengths[1] * np.exp(1j * first) + lengths[2] * np.exp(1j * (first + second))))
+        tip = lengths[0] + lengths[1] * np.exp(1j * first) + lengths[2] * np.exp(1j * (first + second))
+        return float(np.angle(tip))
 
     target = tip_angle(np.radians(pip), np.radians(dip))
     lo, hi = -np.pi / 2, np.pi / 2
