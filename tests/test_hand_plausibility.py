@@ -31,6 +31,7 @@ from posewire.producers.hand import (
     hand_dims,
     with_depth_gain,
 )
+from posewire.producers.hand_single import finger_angles1, hand_dims1
 from posewire.producers.landmarks import HolisticLandmarks, landmarks_to_vectors
 from posewire.producers.live import LiveCalibration
 from posewire.producers.poseformat import read_pose_file
@@ -323,3 +324,67 @@ def test_bone_log_lengths_median_is_numpys(seed: int) -> None:
             expected = np.where(usable[:, None, None], log_length - np.median(log_length, axis=-1, keepdims=True),
                                 np.nan)
             np.testing.assert_array_equal(bone_log_lengths(hands, bones=bones), expected)
+
+
+def _worked_hand(bones: dict[int, list[tuple[float, float, float]]]) -> F64:
+    """The spec's worked hands (§4.3): right hand in its own canonical frame (knuckles of
+    helix-humanoid@1, the fingers not given straight along their metacarpals, the thumb at rest)."""
+    hand = np.zeros((1, 21, 3))
+    for mcp, (x, y) in {5: (0.022, 0.090), 9: (0.0, 0.092), 13: (-0.02, 0.088), 17: (-0.038, 0.080)}.items():
+        hand[0, mcp] = (x, y, 0.0)
+        for k in range(3):
+            step = bones[mcp][k] if mcp in bones else 0.03 * hand[0, mcp] / np.linalg.norm(hand[0, mcp])
+            hand[0, mcp + 1 + k] = hand[0, mcp + k] + np.array(step)
+    hand[0, 1] = (0.02, 0.02, 0.0)
+    for k in (2, 3, 4):
+        hand[0, k] = hand[0, k - 1] + 0.035 * np.array([0.6, 0.8, 0.0])
+    return hand
+
+
+def test_spec_worked_tip_curl_example() -> None:
+    # spec §4.3 "tip curl": the right index at side 0.5, fold 30°, its distal joints bent 60°
+    # and 20°, phalanges 0.045, 0.028, 0.022 m -> (0.5, 0.25, 0.557073), in both paths
+    alpha, sigma = np.arctan2(-0.022, 0.090), np.radians(20.0 + 15.0)
+    d = np.array([-np.sin(alpha + sigma), np.cos(alpha + sigma), 0.0])
+    z = np.array([0.0, 0.0, 1.0])
+    bones = [length * (np.cos(a) * d + np.sin(a) * z)
+             for length, a in zip((0.045, 0.028, 0.022), np.radians([30.0, 90.0, 110.0]), strict=True)]
+    hand = _worked_hand({5: [tuple(b) for b in bones]})
+    angles = finger_angles(hand, side="r")
+    assert (angles["g_index_side"][0] - 20.0) / 30.0 == pytest.approx(0.5, abs=1e-9)
+    assert angles["g_index_fold"][0] / 120.0 == pytest.approx(0.25, abs=1e-9)
+    assert angles["g_index_curl"][0] / 90.0 == pytest.approx(0.557073, abs=1e-6)
+    single = finger_angles1([tuple(p) for p in hand[0]], side="r")
+    assert single[3] == pytest.approx(angles["g_index_curl"][0], abs=1e-9)
+
+
+def test_spec_worked_depth_repair_example() -> None:
+    # spec §4.3 "Depth repair": a right middle finger seen along the hand's X (the camera's
+    # depth), its depth misread: measured 70.55° beyond its splay; with the depth of its
+    # bones halved it reads (−0.617051, 0.537106, 0.748068), counted once; VR (metric) keeps it
+    bones = [(-0.044407, 0.022158, 0.038971), (-0.022075, -0.017725, 0.021449), (-0.015980, -0.021666, 0.0)]
+    local = _worked_hand({9: bones})
+    world = local[..., [1, 2, 0]]  # the hand's X along the camera's depth (the third axis)
+    seen = finger_angles(world, side="r")
+    assert seen["g_middle_side"][0] - 10.0 == pytest.approx(70.55, abs=0.01)
+    assert seen["g_middle_fold"][0] == pytest.approx(39.40, abs=0.01)
+    assert seen["g_middle_curl"][0] == pytest.approx(-2.56, abs=0.01)
+    repaired = finger_angles(world, side="r", depth_ambiguous=True)
+    assert (repaired["g_middle_side"][0] - 10.0) / 30.0 == pytest.approx(-0.617051, abs=1e-6)
+    assert repaired["g_middle_fold"][0] / 120.0 == pytest.approx(0.537106, abs=1e-6)
+    assert repaired["g_middle_curl"][0] / 90.0 == pytest.approx(0.748068, abs=1e-6)
+    for other in ("index", "ring", "pinky"):  # in range as measured: never changed
+        for kind in ("side", "fold", "curl"):
+            key = f"g_{other}_{kind}"
+            assert repaired[key][0] == seen[key][0]
+    axes = np.eye(3)[None]
+    dims = hand_dims(world, axes, np.ones(1, dtype=bool), side="r", depth_ambiguous=True)
+    assert dims.fingers_depth_repaired is not None and int(dims.fingers_depth_repaired[0]) == 1
+    assert dims.fingers_side_clamped is not None and int(dims.fingers_side_clamped[0]) == 0
+    one = hand_dims1([tuple(p) for p in world[0]], ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)), side="r",
+                     depth_ambiguous=True)
+    assert one is not None and one.fingers_depth_repaired == 1 and one.fingers_side_clamped == 0
+    for k, d in enumerate(dims.values):
+        assert one.values[k] == pytest.approx(float(dims.values[d][0]), abs=1e-9), d
+    metric = hand_dims(world, axes, np.ones(1, dtype=bool), side="r")
+    assert metric.fingers_side_clamped is not None and int(metric.fingers_side_clamped[0]) == 1
