@@ -277,12 +277,12 @@ def _finger_reading(meta: F64, b1: F64, b2: F64, b3: F64) -> tuple[F64, F64, F64
     """Side, fold, curl (degrees, ``(B, 4)``) of index…pinky from their canonical metacarpals
     and phalanges ``(B, 4, 3)``, and whether the reading is in range (spec §4.3 "Finger
     geometry"): the finger's plane is read five ways, each exact on the consumer's finger —
-    (0) the bend axis of the two distal joints plus ``d_pca × Z`` weighted by how far the
-    finger spreads in the palm plane, (1) ``d_pca × Z`` of the phalanges, (2) of the joints
-    (PIP, DIP, TIP relative to the knuckle), (3) the bend axis, (4) the knuckle → tip
-    direction — and the one taken is the tip's (4) when its side lies within ±30° of the
-    relaxed splay, else the reading within that range nearest to the tip's, else (none in
-    range) the one nearest the splay; the fold about it as measured, the curl the equal bend
+    (0) the knuckle → tip direction, (1) the bend axis of the two distal joints plus
+    ``d_pca × Z`` weighted by how far the finger spreads in the palm plane, (2) ``d_pca × Z``
+    of the phalanges, (3) of the joints (PIP, DIP, TIP relative to the knuckle), (4) the bend
+    axis — and the one taken is the tip's (0) when its side lies within ±30° of the relaxed
+    splay, else the reading within that range nearest to the tip's (the first on ties), else
+    (none in range) the one nearest the splay; the fold about it as measured, the curl the equal bend
     of the two distal joints that puts the fingertip where it was seen (:func:`_tip_curl`)."""
     # a missing distal joint (VR) leaves the finger's direction to the joints present
     segs = np.nan_to_num(np.stack([b1, b2, b3], axis=2))  # (B, 4, 3, 3)
@@ -305,16 +305,18 @@ def _finger_reading(meta: F64, b1: F64, b2: F64, b3: F64) -> tuple[F64, F64, F64
     tip_lateral = np.stack([tip_unit[..., 1], -tip_unit[..., 0], np.zeros_like(length)], axis=-1)
     tip_lateral = tip_lateral * np.where(_dot(tip_lateral, lateral_pca) < 0.0, -1.0, 1.0)[..., None]
     combined = (bend + (2.0 * weight)[..., None] * lateral_pca) * _XY
-    readings = (combined, lateral_pca, lateral_pts, bend * _XY, tip_lateral)
-    seen = ((combined * combined).sum(-1), weight * weight, (spread_pts / length) ** 2,
-            (bend[..., :2] ** 2).sum(-1), (tip_lateral[..., :2] ** 2).sum(-1))
+    # the tip first: taken whenever within range (so a single frame reads the others only
+    # when it is not, hand_single._reading)
+    readings = (tip_lateral, combined, lateral_pca, lateral_pts, bend * _XY)
+    seen = ((tip_lateral[..., :2] ** 2).sum(-1), (combined * combined).sum(-1), weight * weight,
+            (spread_pts / length) ** 2, (bend[..., :2] ** 2).sum(-1))
     laterals, sides = zip(*(_lateral_side(r, meta) for r in readings), strict=True)
     side_all = np.stack(sides)  # (5, B, 4)
     valid = np.stack(seen) >= _FLAT_LATERAL  # NaN compares False
     within = valid & (np.abs(side_all - _SPLAY) <= _SIDE_RANGE_DEG)
-    target = side_all[-1]
-    distance = np.abs(side_all - np.where(valid[-1], target, 0.0))
-    distance = np.where(valid[-1], distance, 0.0)  # no tip direction: the first in range
+    target = side_all[0]
+    distance = np.abs(side_all - np.where(valid[0], target, 0.0))
+    distance = np.where(valid[0], distance, 0.0)  # no tip direction: the first in range
     pick = np.argmin(np.where(within, distance, np.inf), axis=0)
     nearest = np.argmin(np.where(valid, np.abs(side_all - _SPLAY), np.inf), axis=0)
     any_within = within.any(0)

@@ -132,14 +132,18 @@ def _local(points: Points, fingers: Vec3, normal: Vec3, side: Side) -> Points | 
     return out
 
 
-def _signed(u: Vec3, v: Vec3, axis: Vec3) -> float:
-    """hand._signed_angle of one pair: from ``u`` to ``v`` about the unit ``axis``, both
-    projected off it (right-hand rule)."""
+def _project(v: Vec3, axis: Vec3) -> Vec3:
+    """``v`` with its component along the unit ``axis`` removed (hand._signed_angle's step)."""
     ax, ay, az = axis
-    k = 0.0 + u[0] * ax + u[1] * ay + u[2] * az
-    p0, p1, p2 = u[0] - k * ax, u[1] - k * ay, u[2] - k * az
     k = 0.0 + v[0] * ax + v[1] * ay + v[2] * az
-    q0, q1, q2 = v[0] - k * ax, v[1] - k * ay, v[2] - k * az
+    return v[0] - k * ax, v[1] - k * ay, v[2] - k * az
+
+
+def _angle_about(p: Vec3, q: Vec3, axis: Vec3) -> float:
+    """hand._signed_angle from ``p`` to ``q`` (both already projected off the unit ``axis``)."""
+    p0, p1, p2 = p
+    q0, q1, q2 = q
+    ax, ay, az = axis
     return atan2(0.0 + (p1 * q2 - p2 * q1) * ax + (p2 * q0 - p0 * q2) * ay + (p0 * q1 - p1 * q0) * az,
                  0.0 + p0 * q0 + p1 * q1 + p2 * q2)
 
@@ -187,15 +191,67 @@ def _tip_curl(psi: float, first: float, second: float, n1: float, n2: float, n3:
 
 def _reading(m: Vec3, b1: Vec3, b2: Vec3, b3: Vec3, splay: float) -> tuple[float, float, float, bool]:
     """``(curl, fold, side)`` degrees of one of index…pinky and whether it is in range (spec
-    §4.3 "Finger geometry", :func:`posewire.producers.hand._finger_reading`)."""
+    §4.3 "Finger geometry", :func:`posewire.producers.hand._finger_reading`): the tip's
+    reading first, the other four only when it is not within range (it is then taken)."""
     mx, my = m[0], m[1]
     lpx, lpy, spread = _pca_lateral(b1, b2, b3, mx, my)
     p2 = (b1[0] + b2[0], b1[1] + b2[1], b1[2] + b2[2])
     tip = (p2[0] + b3[0], p2[1] + b3[1], p2[2] + b3[2])
-    ptx, pty, spread_pts = _pca_lateral(b1, p2, tip, mx, my)
     n1 = sqrt(b1[0] * b1[0] + b1[1] * b1[1] + b1[2] * b1[2])
     n2 = sqrt(b2[0] * b2[0] + b2[1] * b2[1] + b2[2] * b2[2])
     n3 = sqrt(b3[0] * b3[0] + b3[1] * b3[1] + b3[2] * b3[2])
+    meta_turn = atan2(-mx, my)
+    tn = sqrt(tip[0] * tip[0] + tip[1] * tip[1] + tip[2] * tip[2])
+    if tn > 0.0:
+        tlx, tly = tip[1] / tn, -(tip[0] / tn)
+        if tlx * lpx + tly * lpy < 0.0:
+            tlx, tly = -tlx, -tly
+    else:
+        tlx = tly = math.nan
+    tip_reading = (*_lateral_side(tlx, tly, meta_turn), tlx * tlx + tly * tly >= _FLAT_LATERAL)
+    pick = -1
+    if tip_reading[3] and abs(tip_reading[2] - splay) <= _SIDE_RANGE_DEG:
+        pick, sides = 0, [tip_reading]
+    else:
+        sides = [tip_reading, *_other_readings(b1, b2, b3, p2, tip, (n1, n2, n3), (lpx, lpy, spread), mx, my,
+                                               meta_turn)]
+        tip_side, tip_valid = tip_reading[2], tip_reading[3]
+        best = math.inf
+        for k, (_, _, side_k, valid) in enumerate(sides):
+            if valid and abs(side_k - splay) <= _SIDE_RANGE_DEG:
+                distance = abs(side_k - tip_side) if tip_valid else 0.0
+                if distance < best or pick < 0:
+                    pick, best = k, distance
+    within = pick >= 0
+    if not within:
+        best = math.inf
+        for k, (_, _, side_k, valid) in enumerate(sides):
+            if valid and (abs(side_k - splay) < best or pick < 0):
+                pick, best = k, abs(side_k - splay)
+    if pick >= 0:
+        lx, ly, side, _ = sides[pick]
+        lateral: Vec3 = (lx, ly, 0.0)
+    else:  # a straight finger along the palm normal shows no direction: side 0 (its metacarpal)
+        lateral = unit1((my, -mx, 0.0), _EPS)
+        side = 0.0
+    d = (-lateral[1], lateral[0], 0.0)  # Z × lateral
+    # hand._signed_angle of (d, b1), (d, tip), (b1, b2), (b2, b3) about the lateral axis, each
+    # vector projected off it once
+    pd, p1, pt, p2_, p3 = (_project(v, lateral) for v in (d, b1, tip, b2, b3))
+    fold = _angle_about(pd, p1, lateral)
+    curl = _tip_curl(_angle_about(pd, pt, lateral) - fold, _angle_about(p1, p2_, lateral),
+                     _angle_about(p2_, p3, lateral), n1, n2, n3)
+    fold_deg = fold * _DEG
+    return curl * _DEG, fold_deg, side, (within or pick < 0) and abs(fold_deg) <= _FOLD_RANGE_DEG
+
+
+def _other_readings(b1: Vec3, b2: Vec3, b3: Vec3, p2: Vec3, tip: Vec3, lengths: Vec3, pca: Vec3, mx: float,
+                    my: float, meta_turn: float) -> list[tuple[float, float, float, bool]]:
+    """Readings (1)–(4) of hand._finger_reading: ``(ℓx, ℓy, side, valid)`` of the bend axis
+    plus spread, the phalanges' spread, the joints' spread and the bend axis."""
+    n1, n2, n3 = lengths
+    lpx, lpy, spread = pca
+    ptx, pty, spread_pts = _pca_lateral(b1, p2, tip, mx, my)
     length = n1 + n2 + n3
     if not length > _EPS:
         length = math.nan
@@ -213,45 +269,12 @@ def _reading(m: Vec3, b1: Vec3, b2: Vec3, b3: Vec3, splay: float) -> tuple[float
     if bx * lpx + by * lpy < 0.0:  # bend · (d_pca × Z), Z-term 0
         bx, by = -bx, -by
     w2 = 2.0 * (spread / length)
-    tn = sqrt(tip[0] * tip[0] + tip[1] * tip[1] + tip[2] * tip[2])
-    if tn > 0.0:
-        tlx, tly = tip[1] / tn, -(tip[0] / tn)
-        if tlx * lpx + tly * lpy < 0.0:
-            tlx, tly = -tlx, -tly
-    else:
-        tlx = tly = math.nan
     cx, cy = bx + w2 * lpx, by + w2 * lpy
     weight = spread / length
     pts_weight = spread_pts / length
     readings = ((cx, cy, 0.0 + cx * cx + cy * cy), (lpx, lpy, weight * weight),
-                (ptx, pty, pts_weight * pts_weight), (bx, by, bx * bx + by * by), (tlx, tly, tlx * tlx + tly * tly))
-    meta_turn = atan2(-mx, my)
-    sides = [(*_lateral_side(lx, ly, meta_turn), seen >= _FLAT_LATERAL) for lx, ly, seen in readings]
-    tip_side, tip_valid = sides[-1][2], sides[-1][3]
-    pick = -1
-    best = math.inf
-    for k, (_, _, side_k, valid) in enumerate(sides):
-        if valid and abs(side_k - splay) <= _SIDE_RANGE_DEG:
-            distance = abs(side_k - tip_side) if tip_valid else 0.0
-            if distance < best or pick < 0:
-                pick, best = k, distance
-    within = pick >= 0
-    if not within:
-        best = math.inf
-        for k, (_, _, side_k, valid) in enumerate(sides):
-            if valid and (abs(side_k - splay) < best or pick < 0):
-                pick, best = k, abs(side_k - splay)
-    if pick >= 0:
-        lx, ly, side, _ = sides[pick]
-        lateral: Vec3 = (lx, ly, 0.0)
-    else:  # a straight finger along the palm normal shows no direction: side 0 (its metacarpal)
-        lateral = unit1((my, -mx, 0.0), _EPS)
-        side = 0.0
-    d = (-lateral[1], lateral[0], 0.0)  # Z × lateral
-    fold = _signed(d, b1, lateral)
-    curl = _tip_curl(_signed(d, tip, lateral) - fold, _signed(b1, b2, lateral), _signed(b2, b3, lateral), n1, n2, n3)
-    fold_deg = fold * _DEG
-    return curl * _DEG, fold_deg, side, (within or pick < 0) and abs(fold_deg) <= _FOLD_RANGE_DEG
+                (ptx, pty, pts_weight * pts_weight), (bx, by, bx * bx + by * by))
+    return [(*_lateral_side(lx, ly, meta_turn), seen >= _FLAT_LATERAL) for lx, ly, seen in readings]
 
 
 def _finger(local: Points, chain: tuple[int, int, int, int], splay: float,

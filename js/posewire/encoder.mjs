@@ -425,13 +425,9 @@ function tipCurl(psi0, first, second, n1, n2, n3) { // hand._tip_curl (radians)
   return Number.isFinite(c) ? c : curl;
 }
 
-function fingerReading(m, b1, b2, b3, splay) { // hand._finger_reading: [curl, fold, side] degrees, in range
-  const [mx, my] = m;
-  const [lpx, lpy, spread] = pcaLateral(b1, b2, b3, mx, my);
-  const p2 = [b1[0] + b2[0], b1[1] + b2[1], b1[2] + b2[2]];
-  const tip = [p2[0] + b3[0], p2[1] + b3[1], p2[2] + b3[2]];
+function otherReadings(b1, b2, b3, p2, tip, n1, n2, n3, lpx, lpy, spread, mx, my, metaTurn) {
+  // readings (1)–(4) of hand._finger_reading: bend axis + spread, phalanges' spread, joints' spread, bend axis
   const [ptx, pty, spreadPts] = pcaLateral(b1, p2, tip, mx, my);
-  const n1 = norm(b1); const n2 = norm(b2); const n3 = norm(b3);
   let length = n1 + n2 + n3;
   if (!(length > EPS)) length = NaN;
   let c12 = [0, 0, 0]; let c23 = [0, 0, 0];
@@ -443,26 +439,40 @@ function fingerReading(m, b1, b2, b3, splay) { // hand._finger_reading: [curl, f
   let bx = c12[0] + c23[0]; let by = c12[1] + c23[1];
   if (bx * lpx + by * lpy < 0.0) { bx = -bx; by = -by; }
   const w2 = 2.0 * (spread / length);
+  const cx = bx + w2 * lpx; const cy = by + w2 * lpy;
+  const weight = spread / length; const ptsWeight = spreadPts / length;
+  return [[cx, cy, 0.0 + cx * cx + cy * cy], [lpx, lpy, weight * weight],
+    [ptx, pty, ptsWeight * ptsWeight], [bx, by, bx * bx + by * by]]
+    .map(([lx, ly, seen]) => [...lateralSide(lx, ly, metaTurn), seen >= FLAT_LATERAL]);
+}
+
+function fingerReading(m, b1, b2, b3, splay) { // hand._finger_reading: [curl, fold, side] degrees, in range
+  const [mx, my] = m;
+  const [lpx, lpy, spread] = pcaLateral(b1, b2, b3, mx, my);
+  const p2 = [b1[0] + b2[0], b1[1] + b2[1], b1[2] + b2[2]];
+  const tip = [p2[0] + b3[0], p2[1] + b3[1], p2[2] + b3[2]];
+  const n1 = norm(b1); const n2 = norm(b2); const n3 = norm(b3);
+  const metaTurn = Math.atan2(-mx, my);
   const tn = norm(tip);
   let tlx = NaN; let tly = NaN;
   if (tn > 0.0) {
     tlx = tip[1] / tn; tly = -(tip[0] / tn);
     if (tlx * lpx + tly * lpy < 0.0) { tlx = -tlx; tly = -tly; }
   }
-  const cx = bx + w2 * lpx; const cy = by + w2 * lpy;
-  const weight = spread / length; const ptsWeight = spreadPts / length;
-  const readings = [[cx, cy, 0.0 + cx * cx + cy * cy], [lpx, lpy, weight * weight],
-    [ptx, pty, ptsWeight * ptsWeight], [bx, by, bx * bx + by * by], [tlx, tly, tlx * tlx + tly * tly]];
-  const metaTurn = Math.atan2(-mx, my);
-  const sides = readings.map(([lx, ly, seen]) => [...lateralSide(lx, ly, metaTurn), seen >= FLAT_LATERAL]);
-  const [, , tipSide, tipValid] = sides[sides.length - 1];
-  let pick = -1; let best = Infinity;
-  sides.forEach(([, , sideK, valid], k) => {
-    if (valid && Math.abs(sideK - splay) <= SIDE_RANGE_DEG) {
-      const distance = tipValid ? Math.abs(sideK - tipSide) : 0.0;
-      if (distance < best || pick < 0) { pick = k; best = distance; }
-    }
-  });
+  const tipReading = [...lateralSide(tlx, tly, metaTurn), tlx * tlx + tly * tly >= FLAT_LATERAL];
+  let pick = -1; let best = Infinity; let sides;
+  if (tipReading[3] && Math.abs(tipReading[2] - splay) <= SIDE_RANGE_DEG) { // the tip, within range
+    pick = 0; sides = [tipReading];
+  } else {
+    sides = [tipReading, ...otherReadings(b1, b2, b3, p2, tip, n1, n2, n3, lpx, lpy, spread, mx, my, metaTurn)];
+    const [, , tipSide, tipValid] = tipReading;
+    sides.forEach(([, , sideK, valid], k) => {
+      if (valid && Math.abs(sideK - splay) <= SIDE_RANGE_DEG) {
+        const distance = tipValid ? Math.abs(sideK - tipSide) : 0.0;
+        if (distance < best || pick < 0) { pick = k; best = distance; }
+      }
+    });
+  }
   const within = pick >= 0;
   if (!within) {
     best = Infinity;
