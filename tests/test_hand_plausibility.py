@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 from posewire.codec.registry import REGISTRY
 from posewire.codec.vector import DEFAULTS
 from posewire.groundtruth import noise, random_vectors, render
+from posewire.producers import hand as hand_maths
 from posewire.producers.hand import (
     DEPTH_FLIP_FOLD_DEG,
     DEPTH_GAIN_MIN_FRAMES,
@@ -388,3 +389,61 @@ def test_spec_worked_depth_repair_example() -> None:
         assert one.values[k] == pytest.approx(float(dims.values[d][0]), abs=1e-9), d
     metric = hand_dims(world, axes, np.ones(1, dtype=bool), side="r")
     assert metric.fingers_side_clamped is not None and int(metric.fingers_side_clamped[0]) == 1
+
+
+@settings(max_examples=10)
+@given(st.integers(0, 2**32 - 1))
+def test_depth_repair_changes_only_fingers_out_of_range(seed: int) -> None:
+    # law (spec §4.3 "Depth repair"): a finger read in range (side within ±30° of its splay,
+    # fold within ±120°) is sent as read; one out of range is either left as read or replaced by
+    # a reading in range; the repaired count is the number replaced
+    rng = np.random.default_rng(seed)
+    gt = render(random_vectors(rng, 16), view_yaw_deg=rng.uniform(-60, 60, 16))
+    noisy = noise(gt.landmarks, rng, xy=0.004, depth=0.02)
+    for side in SIDES:
+        hand = _hand(noisy, side)
+        plain = finger_angles(hand, side=side)  # type: ignore[arg-type]
+        dims = hand_dims(hand, np.broadcast_to(np.eye(3), (16, 3, 3)), np.ones(16, dtype=bool),
+                         side=side, depth_ambiguous=True)  # type: ignore[arg-type]
+        repaired = finger_angles(hand, side=side, depth_ambiguous=True)  # type: ignore[arg-type]
+        changed = np.zeros(16, dtype=int)
+        for finger, splay in zip(FINGER_CHAINS, (20.0, 10.0, 10.0, 5.0), strict=True):
+            keys = [f"g_{finger}_{k}" for k in ("side", "fold", "curl")]
+            inside = (np.abs(plain[keys[0]] - splay) <= 30.0) & (np.abs(plain[keys[1]]) <= 120.0)
+            same = np.all([repaired[k] == plain[k] for k in keys], axis=0)
+            assert same[inside].all(), (side, finger)
+            fixed = ~same
+            assert (np.abs(repaired[keys[0]][fixed] - splay) <= 30.0).all()
+            assert (np.abs(repaired[keys[1]][fixed]) <= 120.0).all()
+            changed += fixed
+        assert dims.fingers_depth_repaired is not None
+        flipped = dims.depth_flipped if dims.depth_flipped is not None else np.zeros(16, dtype=bool)
+        np.testing.assert_array_equal(dims.fingers_depth_repaired[~flipped], changed[~flipped])
+
+
+@settings(max_examples=10)
+@given(st.integers(0, 2**32 - 1))
+def test_tip_curl_lies_between_the_two_distal_bends(seed: int) -> None:
+    # law (spec §4.3 "tip curl"): the sent curl is within the two measured distal bends (and
+    # ±90°), and equals them where they are equal (ground truth)
+    rng = np.random.default_rng(seed)
+    gt = render(random_vectors(rng, 16), view_yaw_deg=rng.uniform(-60, 60, 16))
+    exact = finger_angles(_hand(gt.landmarks, "r"), side="r")
+    vec = random_vectors(np.random.default_rng(seed), 16)
+    for finger in FINGER_CHAINS:
+        want = vec[:, REGISTRY.index(f"g_{finger}_curl_r")] * 90.0
+        np.testing.assert_allclose(exact[f"g_{finger}_curl"], want, atol=1e-6)
+    hand = _hand(noise(gt.landmarks, rng, xy=0.003, depth=0.01), "r")
+    basis = hand_maths._local_basis(hand, "r")
+    local = hand_maths._to_canonical(basis, hand - hand[:, :1], "r")
+    angles = finger_angles(hand, side="r")
+    for k, (finger, chain) in enumerate(FINGER_CHAINS.items()):
+        mcp, pip, dip, tip = (local[:, j] for j in chain)
+        side = np.radians(angles[f"g_{finger}_side"]) + np.arctan2(-mcp[:, 0], mcp[:, 1])
+        lateral = np.stack([np.cos(side), np.sin(side), np.zeros(16)], axis=-1)
+        first = np.degrees(hand_maths._signed_angle(pip - mcp, dip - pip, lateral))
+        second = np.degrees(hand_maths._signed_angle(dip - pip, tip - dip, lateral))
+        low = np.clip(np.minimum(first, second), -90.0, 90.0) - 1e-9
+        high = np.clip(np.maximum(first, second), -90.0, 90.0) + 1e-9
+        curl = angles[f"g_{finger}_curl"]
+        assert ((curl >= low) & (curl <= high)).all(), (finger, k)
