@@ -189,10 +189,16 @@ def _tip_curl(psi: float, first: float, second: float, n1: float, n2: float, n3:
     return c if isfinite(c) else curl
 
 
-def _reading(m: Vec3, b1: Vec3, b2: Vec3, b3: Vec3, splay: float) -> tuple[float, float, float, bool]:
-    """``(curl, fold, side)`` degrees of one of index…pinky and whether it is in range (spec
-    §4.3 "Finger geometry", :func:`posewire.producers.hand._finger_reading`): the tip's
-    reading first, the other four only when it is not within range (it is then taken)."""
+#: a reading's plane, for its curl (_curl): lateral axis, d and b1 projected off it, fold
+#: (radians), the tip and the phalanx lengths
+_Plane = tuple[Vec3, Vec3, Vec3, float, Vec3, Vec3]
+
+
+def _reading(m: Vec3, b1: Vec3, b2: Vec3, b3: Vec3, splay: float) -> tuple[_Plane, float, float, bool]:
+    """``(plane, fold, side)`` (degrees) of one of index…pinky and whether it is in range
+    (spec §4.3 "Finger geometry", :func:`posewire.producers.hand._finger_reading`; the curl
+    from ``plane`` by :func:`_curl`, for the reading sent only): the tip's reading first, the
+    other four only when it is not within range (it is then taken)."""
     mx, my = m[0], m[1]
     lpx, lpy, spread = _pca_lateral(b1, b2, b3, mx, my)
     p2 = (b1[0] + b2[0], b1[1] + b2[1], b1[2] + b2[2])
@@ -235,14 +241,23 @@ def _reading(m: Vec3, b1: Vec3, b2: Vec3, b3: Vec3, splay: float) -> tuple[float
         lateral = unit1((my, -mx, 0.0), _EPS)
         side = 0.0
     d = (-lateral[1], lateral[0], 0.0)  # Z × lateral
-    # hand._signed_angle of (d, b1), (d, tip), (b1, b2), (b2, b3) about the lateral axis, each
-    # vector projected off it once
-    pd, p1, pt, p2_, p3 = (_project(v, lateral) for v in (d, b1, tip, b2, b3))
+    # hand._signed_angle of (d, b1) about the lateral axis; the curl's angles only for the
+    # reading sent (_curl)
+    pd, p1 = _project(d, lateral), _project(b1, lateral)
     fold = _angle_about(pd, p1, lateral)
-    curl = _tip_curl(_angle_about(pd, pt, lateral) - fold, _angle_about(p1, p2_, lateral),
-                     _angle_about(p2_, p3, lateral), n1, n2, n3)
     fold_deg = fold * _DEG
-    return curl * _DEG, fold_deg, side, (within or pick < 0) and abs(fold_deg) <= _FOLD_RANGE_DEG
+    return (lateral, pd, p1, fold, tip, (n1, n2, n3)), fold_deg, side, \
+        (within or pick < 0) and abs(fold_deg) <= _FOLD_RANGE_DEG
+
+
+def _curl(plane: _Plane, b2: Vec3, b3: Vec3) -> float:
+    """The tip curl in degrees of a reading of :func:`_reading` (hand._finger_reading): the
+    signed angles of (d, tip), (b1, b2), (b2, b3) about its lateral axis, each vector
+    projected off it once, then :func:`_tip_curl`."""
+    lateral, pd, p1, fold, tip, (n1, n2, n3) = plane
+    pt, p2, p3 = _project(tip, lateral), _project(b2, lateral), _project(b3, lateral)
+    return _tip_curl(_angle_about(pd, pt, lateral) - fold, _angle_about(p1, p2, lateral),
+                     _angle_about(p2, p3, lateral), n1, n2, n3) * _DEG
 
 
 def _other_readings(b1: Vec3, b2: Vec3, b3: Vec3, p2: Vec3, tip: Vec3, lengths: Vec3, pca: Vec3, mx: float,
@@ -285,18 +300,18 @@ def _finger(local: Points, chain: tuple[int, int, int, int], splay: float,
     m, p, q, t = chain
     (mx, my, mz), (px, py, pz), (qx, qy, qz), (tx, ty, tz) = local[m], local[p], local[q], local[t]
     bones = ((px - mx, py - my, pz - mz), (qx - px, qy - py, qz - pz), (tx - qx, ty - qy, tz - qz))
-    curl, fold, side, ok = _reading(local[m], *bones, splay)
+    plane, fold, side, ok = _reading(local[m], *bones, splay)
     if ok or depth is None:
-        return curl, fold, side, False
+        return _curl(plane, bones[1], bones[2]), fold, side, False
     kx, ky, kz = depth
     for scale in DEPTH_REPAIR_SCALES:  # spec §4.3 "Depth repair"
         f = scale - 1.0
         s1, s2_, s3 = ((bx + a * kx, by + a * ky, bz + a * kz)
                        for bx, by, bz in bones for a in (f * (0.0 + bx * kx + by * ky + bz * kz),))
-        c2, f2, s2, ok2 = _reading(local[m], s1, s2_, s3, splay)
+        plane2, f2, s2, ok2 = _reading(local[m], s1, s2_, s3, splay)
         if ok2:
-            return c2, f2, s2, True
-    return curl, fold, side, False
+            return _curl(plane2, s2_, s3), f2, s2, True
+    return _curl(plane, bones[1], bones[2]), fold, side, False
 
 
 def _thumb(local: Points) -> tuple[float, float, float, float]:
