@@ -65,6 +65,7 @@ __all__ = [
     "HAND_BONES",
     "HAND_POINTS",
     "N_HAND_POINTS",
+    "PHALANGES",
     "THUMB_CHAIN",
     "THUMB_REST",
     "THUMB_ROLL_MIN_CURL_DEG",
@@ -159,6 +160,12 @@ _FOLD_RANGE_DEG = _ANGLE_DEG["g_index_fold_r"]
 #: Newton's step is taken only where the tip's turn per unit curl exceeds this fraction of
 #: the finger's length (spec §4.3 "tip curl")
 _TIP_CURL_MIN_SLOPE = 1e-3
+#: Phalanx lengths (proximal, middle, distal; metres, only their ratios matter) of index…pinky
+#: of the reference hand, helix-humanoid@1 (spec §4.3 "tip curl", §4.10): the tip curl points
+#: this hand's fingertip where the person's points (a camera's own phalanx lengths change
+#: by 2× from frame to frame with its depth); pinned to the skeleton by the tests
+PHALANGES: F64 = np.array([[0.042, 0.025, 0.022], [0.045, 0.028, 0.022], [0.042, 0.026, 0.022],
+                           [0.032, 0.020, 0.020]])
 
 
 def _unit(v: F64) -> F64:
@@ -282,8 +289,9 @@ def _finger_reading(meta: F64, b1: F64, b2: F64, b3: F64) -> tuple[F64, F64, F64
     of the phalanges, (3) of the joints (PIP, DIP, TIP relative to the knuckle), (4) the bend
     axis — and the one taken is the tip's (0) when its side lies within ±30° of the relaxed
     splay, else the reading within that range nearest to the tip's (the first on ties), else
-    (none in range) the one nearest the splay; the fold about it as measured, the curl the equal bend
-    of the two distal joints that puts the fingertip where it was seen (:func:`_tip_curl`)."""
+    (none in range) the one nearest the splay; the fold about it as measured, the curl the equal
+    bend of the two distal joints that points the reference hand's fingertip (:data:`PHALANGES`)
+    where the seen one points (:func:`_tip_curl`)."""
     # a missing distal joint (VR) leaves the finger's direction to the joints present
     segs = np.nan_to_num(np.stack([b1, b2, b3], axis=2))  # (B, 4, 3, 3)
     lateral_pca, spread = _pca_lateral(segs[..., :2], meta)
@@ -332,7 +340,7 @@ def _finger_reading(meta: F64, b1: F64, b2: F64, b3: F64) -> tuple[F64, F64, F64
     d = np.stack([-lateral[..., 1], lateral[..., 0], np.zeros_like(length)], axis=-1)  # Z × lateral
     fold = _signed_angle(d, b1, lateral)
     first, second = _signed_angle(b1, b2, lateral), _signed_angle(b2, b3, lateral)
-    curl = _tip_curl(_signed_angle(d, tip, lateral) - fold, first, second, n1, n2, n3)
+    curl = _tip_curl(_signed_angle(d, tip, lateral) - fold, first, second, *PHALANGES.T)
     fold_deg = np.degrees(fold)
     ok = (any_within | flat) & (np.abs(fold_deg) <= _FOLD_RANGE_DEG)
     return side_deg, fold_deg, np.degrees(curl), ok
@@ -341,8 +349,9 @@ def _finger_reading(meta: F64, b1: F64, b2: F64, b3: F64) -> tuple[F64, F64, F64
 def _tip_curl(psi: F64, first: F64, second: F64, n1: F64, n2: F64, n3: F64) -> F64:
     """The curl ``c`` (radians) that turns the tip ``psi`` (radians) from the proximal phalanx
     in the finger's plane, given the two distal bends ``first``, ``second`` and the phalanx
-    lengths (spec §4.3 "tip curl"): the root of ``g(c) = n1·sin(−ψ) + n2·sin(c − ψ) +
-    n3·sin(2c − ψ)`` (the tip ``n1 + n2·e^{ic} + n3·e^{2ic}`` along ``e^{iψ}``) by
+    lengths of the reference hand (:data:`PHALANGES`; spec §4.3 "tip curl"): the root of
+    ``g(c) = n1·sin(−ψ) + n2·sin(c − ψ) + n3·sin(2c − ψ)`` (the tip ``n1 + n2·e^{ic} +
+    n3·e^{2ic}`` along ``e^{iψ}``) by
     :data:`TIP_CURL_STEPS` Newton steps from the mean bend (exact on the consumer's finger),
     each kept between the two bends (where the root lies) and within ±90°; a step is taken
     only where ``g′`` exceeds :data:`_TIP_CURL_MIN_SLOPE` of the finger's length."""

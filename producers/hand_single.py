@@ -54,6 +54,7 @@ from posewire.producers.hand import (
     DEPTH_REPAIR_SCALES,
     FINGER_CHAINS,
     HAND_POINTS,
+    PHALANGES,
     THUMB_CHAIN,
     THUMB_REST,
     THUMB_SIDE_AXIS,
@@ -75,6 +76,8 @@ _FINGER_NEUTRAL1 = {s: tuple(v.tolist()) for s, v in _FINGER_NEUTRAL.items()}
 _FOLDS = tuple(_FOLD_COLUMNS.tolist())
 #: index…pinky relaxed splay σ (degrees)
 _SPLAY1 = tuple(_SPLAY.tolist())
+#: index…pinky phalanx lengths of the reference hand (the tip curl)
+_PHALANGES1: tuple[tuple[float, float, float], ...] = tuple((a, b, c) for a, b, c in PHALANGES.tolist())
 #: index…pinky: the side slots (the side-range count of spec §4.3)
 _SIDE_SLOTS = tuple(_SIDE_COLUMNS.tolist())
 _ROW = {row: k for k, row in enumerate(_FINGER_ROWS)}
@@ -194,7 +197,8 @@ def _tip_curl(psi: float, first: float, second: float, n1: float, n2: float, n3:
 _Plane = tuple[Vec3, Vec3, Vec3, float, Vec3, Vec3]
 
 
-def _reading(m: Vec3, b1: Vec3, b2: Vec3, b3: Vec3, splay: float) -> tuple[_Plane, float, float, bool]:
+def _reading(m: Vec3, b1: Vec3, b2: Vec3, b3: Vec3, splay: float,
+             phalanges: Vec3) -> tuple[_Plane, float, float, bool]:
     """``(plane, fold, side)`` (degrees) of one of index…pinky and whether it is in range
     (spec §4.3 "Finger geometry", :func:`posewire.producers.hand._finger_reading`; the curl
     from ``plane`` by :func:`_curl`, for the reading sent only): the tip's reading first, the
@@ -246,7 +250,7 @@ def _reading(m: Vec3, b1: Vec3, b2: Vec3, b3: Vec3, splay: float) -> tuple[_Plan
     pd, p1 = _project(d, lateral), _project(b1, lateral)
     fold = _angle_about(pd, p1, lateral)
     fold_deg = fold * _DEG
-    return (lateral, pd, p1, fold, tip, (n1, n2, n3)), fold_deg, side, \
+    return (lateral, pd, p1, fold, tip, phalanges), fold_deg, side, \
         (within or pick < 0) and abs(fold_deg) <= _FOLD_RANGE_DEG
 
 
@@ -254,7 +258,7 @@ def _curl(plane: _Plane, b2: Vec3, b3: Vec3) -> float:
     """The tip curl in degrees of a reading of :func:`_reading` (hand._finger_reading): the
     signed angles of (d, tip), (b1, b2), (b2, b3) about its lateral axis, each vector
     projected off it once, then :func:`_tip_curl`."""
-    lateral, pd, p1, fold, tip, (n1, n2, n3) = plane
+    lateral, pd, p1, fold, tip, (n1, n2, n3) = plane  # the reference hand's phalanges
     pt, p2, p3 = _project(tip, lateral), _project(b2, lateral), _project(b3, lateral)
     return _tip_curl(_angle_about(pd, pt, lateral) - fold, _angle_about(p1, p2, lateral),
                      _angle_about(p2, p3, lateral), n1, n2, n3) * _DEG
@@ -292,7 +296,7 @@ def _other_readings(b1: Vec3, b2: Vec3, b3: Vec3, p2: Vec3, tip: Vec3, lengths: 
     return [(*_lateral_side(lx, ly, meta_turn), seen >= _FLAT_LATERAL) for lx, ly, seen in readings]
 
 
-def _finger(local: Points, chain: tuple[int, int, int, int], splay: float,
+def _finger(local: Points, chain: tuple[int, int, int, int], splay: float, phalanges: Vec3,
             depth: Vec3 | None) -> tuple[float, float, float, bool]:
     """``(curl, fold, side)`` degrees of one of index…pinky (spec §4.3 "Finger geometry",
     :func:`posewire.producers.hand.finger_angles`) and whether it was depth-repaired (with
@@ -300,7 +304,7 @@ def _finger(local: Points, chain: tuple[int, int, int, int], splay: float,
     m, p, q, t = chain
     (mx, my, mz), (px, py, pz), (qx, qy, qz), (tx, ty, tz) = local[m], local[p], local[q], local[t]
     bones = ((px - mx, py - my, pz - mz), (qx - px, qy - py, qz - pz), (tx - qx, ty - qy, tz - qz))
-    plane, fold, side, ok = _reading(local[m], *bones, splay)
+    plane, fold, side, ok = _reading(local[m], *bones, splay, phalanges)
     if ok or depth is None:
         return _curl(plane, bones[1], bones[2]), fold, side, False
     kx, ky, kz = depth
@@ -308,7 +312,7 @@ def _finger(local: Points, chain: tuple[int, int, int, int], splay: float,
         f = scale - 1.0
         s1, s2_, s3 = ((bx + a * kx, by + a * ky, bz + a * kz)
                        for bx, by, bz in bones for a in (f * (0.0 + bx * kx + by * ky + bz * kz),))
-        plane2, f2, s2, ok2 = _reading(local[m], s1, s2_, s3, splay)
+        plane2, f2, s2, ok2 = _reading(local[m], s1, s2_, s3, splay, phalanges)
         if ok2:
             return _curl(plane2, s2_, s3), f2, s2, True
     return _curl(plane, bones[1], bones[2]), fold, side, False
@@ -362,8 +366,8 @@ def _angles(points: Points, fingers: Vec3, normal: Vec3, side: Side,
     out[curl], out[fold], out[side_k], out[roll] = _thumb(local)
     depth = _depth_axis(fingers, normal, side) if depth_ambiguous else None
     repaired = 0
-    for (curl, fold, side_k), chain, splay in zip(_SLOTS[1:], _CHAINS, _SPLAY1, strict=True):
-        out[curl], out[fold], out[side_k], fixed = _finger(local, chain, splay, depth)
+    for (curl, fold, side_k), chain, splay, phalanges in zip(_SLOTS[1:], _CHAINS, _SPLAY1, _PHALANGES1, strict=True):
+        out[curl], out[fold], out[side_k], fixed = _finger(local, chain, splay, phalanges, depth)
         repaired += fixed
     return out, repaired
 

@@ -344,17 +344,17 @@ def _worked_hand(bones: dict[int, list[tuple[float, float, float]]]) -> F64:
 
 def test_spec_worked_tip_curl_example() -> None:
     # spec §4.3 "tip curl": the right index at side 0.5, fold 30°, its distal joints bent 60°
-    # and 20°, phalanges 0.045, 0.028, 0.022 m -> (0.5, 0.25, 0.557073), in both paths
+    # and 20°, phalanges 0.042, 0.025, 0.022 m -> (0.5, 0.25, 0.549527), in both paths
     alpha, sigma = np.arctan2(-0.022, 0.090), np.radians(20.0 + 15.0)
     d = np.array([-np.sin(alpha + sigma), np.cos(alpha + sigma), 0.0])
     z = np.array([0.0, 0.0, 1.0])
     bones = [length * (np.cos(a) * d + np.sin(a) * z)
-             for length, a in zip((0.045, 0.028, 0.022), np.radians([30.0, 90.0, 110.0]), strict=True)]
+             for length, a in zip((0.042, 0.025, 0.022), np.radians([30.0, 90.0, 110.0]), strict=True)]
     hand = _worked_hand({5: [tuple(b) for b in bones]})
     angles = finger_angles(hand, side="r")
     assert (angles["g_index_side"][0] - 20.0) / 30.0 == pytest.approx(0.5, abs=1e-9)
     assert angles["g_index_fold"][0] / 120.0 == pytest.approx(0.25, abs=1e-9)
-    assert angles["g_index_curl"][0] / 90.0 == pytest.approx(0.557073, abs=1e-6)
+    assert angles["g_index_curl"][0] / 90.0 == pytest.approx(0.549527, abs=1e-6)
     single = finger_angles1([tuple(p) for p in hand[0]], side="r")
     assert single[3] == pytest.approx(angles["g_index_curl"][0], abs=1e-9)
 
@@ -369,7 +369,7 @@ def test_spec_worked_depth_repair_example() -> None:
     seen = finger_angles(world, side="r")
     assert seen["g_middle_side"][0] - 10.0 == pytest.approx(70.55, abs=0.01)
     assert seen["g_middle_fold"][0] == pytest.approx(39.40, abs=0.01)
-    assert seen["g_middle_curl"][0] == pytest.approx(-2.56, abs=0.01)
+    assert seen["g_middle_curl"][0] == pytest.approx(-2.40, abs=0.01)
     repaired = finger_angles(world, side="r", depth_ambiguous=True)
     assert (repaired["g_middle_side"][0] - 10.0) / 30.0 == pytest.approx(-0.617051, abs=1e-6)
     assert repaired["g_middle_fold"][0] / 120.0 == pytest.approx(0.537106, abs=1e-6)
@@ -447,3 +447,11 @@ def test_tip_curl_lies_between_the_two_distal_bends(seed: int) -> None:
         high = np.clip(np.maximum(first, second), -90.0, 90.0) + 1e-9
         curl = angles[f"g_{finger}_curl"]
         assert ((curl >= low) & (curl <= high)).all(), (finger, k)
+
+
+def test_tip_curl_reference_phalanges_are_the_skeletons() -> None:
+    # spec §4.3 "tip curl": the reference hand's phalanx lengths are helix-humanoid@1's (§4.10)
+    from posewire.consumers.skeleton import _HAND_LAYOUT
+    from posewire.producers.hand import PHALANGES
+    for k, finger in enumerate(FINGER_CHAINS):
+        assert tuple(PHALANGES[k].tolist()) == _HAND_LAYOUT[finger][1], finger

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fingerutil import tip_curl_deg
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
@@ -11,6 +12,7 @@ from numpy.typing import NDArray
 from posewire.codec.calibration import REFERENCE_CALIBRATION, units
 from posewire.codec.registry import REGISTRY
 from posewire.codec.vector import LOWER, UPPER, mirror
+from posewire.producers.hand import PHALANGES
 from posewire.producers.landmarks import (
     MEDIAPIPE_TO_Y_UP,
     HolisticLandmarks,
@@ -144,12 +146,14 @@ def test_fist_curls_and_folds_high() -> None:
     hand = right_hand(fold=80.0, pip=95.0, dip=65.0)
     vec = landmarks_to_vectors(make(body_points(), mirrored_hand(hand), hand), calibration=REF).vectors
     assert v("g_middle_fold_r", vec) == pytest.approx(80 / 120, abs=1e-9)  # metacarpal along +Y; fold +1 = 120°
-    for finger in ("index", "middle", "ring", "pinky"):
+    for k, finger in enumerate(("index", "middle", "ring", "pinky")):
         # the other metacarpals fan out from the wrist by up to 23°: fold is measured from them
         assert v(f"g_{finger}_fold_r", vec) == pytest.approx(80 / 120, abs=0.01)
-        # spec §4.3 "tip curl": the equal distal bend that puts the tip where 95° + 65° put it
-        # needs more than the 90° of curl +1 (the mean bend, 80°, falls short): on the rail
-        assert v(f"g_{finger}_curl_r", vec) == 1.0
+        # spec §4.3 "tip curl": the equal distal bend pointing the reference hand's fingertip
+        # where 95° + 65° point this one (the mean bend, 80°, falls short), at most the rail
+        want = tip_curl_deg(95.0, 65.0, (0.045, 0.028, 0.022), tuple(PHALANGES[k].tolist()))
+        assert 80.0 < want <= 90.0
+        assert v(f"g_{finger}_curl_r", vec) == pytest.approx(want / 90, abs=1e-6)
         assert v(f"g_{finger}_side_r", vec) == pytest.approx(0.0, abs=1e-6)
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pytest
+from fingerutil import tip_curl_deg
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
@@ -16,6 +17,7 @@ from posewire.codec.calibration import REFERENCE_CALIBRATION, BodyFrame, units
 from posewire.codec.errors import UsageError
 from posewire.codec.quaternion import from_axis_angle, from_matrix, rotate
 from posewire.codec.registry import REGISTRY
+from posewire.producers.hand import PHALANGES as REFERENCE_PHALANGES
 from posewire.producers.landmarks import MEDIAPIPE_TO_Y_UP, HolisticLandmarks, LandmarkCalibration, landmarks_to_vectors
 from posewire.producers.vr import (
     OPENXR_BODY_ROTATION,
@@ -212,32 +214,15 @@ def test_vr_and_webcam_give_the_same_hand_dims_for_the_same_pose() -> None:
         assert np.abs(vr[0, cols] - webcam[0, cols]).max() < 1e-12  # measured: ~1e-15 (rounding only)
 
 
-def _tip_curl_deg(pip: float, dip: float) -> float:
-    """Spec §4.3 "tip curl", independently: the equal bend c of both distal joints whose tip
-    (phalanges PHALANGES) lies in the direction of the tip bent pip, dip (bisection)."""
-    lengths = np.array(PHALANGES)
-
-    def tip_angle(first: float, second: float) -> float:
-        tip = lengths[0] + lengths[1] * np.exp(1j * first) + lengths[2] * np.exp(1j * (first + second))
-        return float(np.angle(tip))
-
-    target = tip_angle(np.radians(pip), np.radians(dip))
-    lo, hi = -np.pi / 2, np.pi / 2
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if tip_angle(mid, mid) < target else (lo, mid)
-    return float(np.degrees(0.5 * (lo + hi)))
-
-
 def test_known_angles_come_back() -> None:
     vec = vr_vec(POSE, "r")
     for k, finger in enumerate(FINGERS[1:]):
         assert vec[0, col(f"g_{finger}_fold_r")] == pytest.approx(POSE.fold[k] / 120, abs=1e-9)  # +1 = 120°
-        # spec §4.3: the equal distal bend that puts the tip where it is (the mean bend when equal)
-        want = _tip_curl_deg(POSE.pip[k], POSE.dip[k])
-        assert min(POSE.pip[k], POSE.dip[k]) < want <= min(max(POSE.pip[k], POSE.dip[k]), 90.0)  # within ±90°
+        # spec §4.3: the equal distal bend pointing the reference hand's fingertip where this
+        # one points (its own bend when both joints bend equally)
+        want = tip_curl_deg(POSE.pip[k], POSE.dip[k], PHALANGES, tuple(REFERENCE_PHALANGES[k].tolist()))
         assert vec[0, col(f"g_{finger}_curl_r")] == pytest.approx(want / 90, abs=1e-9)
-    assert _tip_curl_deg(40.0, 40.0) == pytest.approx(40.0, abs=1e-9)
+    assert tip_curl_deg(40.0, 40.0, PHALANGES, (0.032, 0.02, 0.02)) == pytest.approx(40.0, abs=1e-9)
     assert vec[0, col("g_middle_side_r")] == pytest.approx(POSE.middle_side / 30, abs=1e-9)
     assert vec[0, col("g_thumb_fold_r")] == pytest.approx(POSE.thumb_fold / 90, abs=1e-9)
     assert vec[0, col("g_thumb_side_r")] == pytest.approx(POSE.thumb_side / 45, abs=1e-9)

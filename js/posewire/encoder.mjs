@@ -80,6 +80,8 @@ const DEPTH_FLIP_FOLD_DEG = 60.0;
 const DEPTH_REPAIR_SCALES = [0.5, 2.0, 0.0, -1.0]; // spec §4.3 "Depth repair"
 const TIP_CURL_STEPS = 4; const TIP_CURL_MIN_SLOPE = 1e-3; // spec §4.3 "tip curl"
 const SPLAY = [20, 10, 10, 5]; // index…pinky relaxed splay σ (the side rows' neutral_deg)
+// index…pinky phalanx lengths of the reference hand, helix-humanoid@1 (spec §4.3 "tip curl")
+const PHALANGES = [[0.042, 0.025, 0.022], [0.045, 0.028, 0.022], [0.042, 0.026, 0.022], [0.032, 0.020, 0.020]];
 const SIDE_RANGE_DEG = 30.0; const FOLD_RANGE_DEG = 120.0;
 const W_WRIST = 0; const W_INDEX = 5; const W_MIDDLE = 9; const W_PINKY = 17;
 const DEG = 180.0 / Math.PI; // np.degrees' factor
@@ -446,7 +448,7 @@ function otherReadings(b1, b2, b3, p2, tip, n1, n2, n3, lpx, lpy, spread, mx, my
     .map(([lx, ly, seen]) => [...lateralSide(lx, ly, metaTurn), seen >= FLAT_LATERAL]);
 }
 
-function fingerReading(m, b1, b2, b3, splay) { // hand._finger_reading: [curl, fold, side] degrees, in range
+function fingerReading(m, b1, b2, b3, splay, phalanges) { // hand._finger_reading: [curl, fold, side] degrees, in range
   const [mx, my] = m;
   const [lpx, lpy, spread] = pcaLateral(b1, b2, b3, mx, my);
   const p2 = [b1[0] + b2[0], b1[1] + b2[1], b1[2] + b2[2]];
@@ -489,16 +491,16 @@ function fingerReading(m, b1, b2, b3, splay) { // hand._finger_reading: [curl, f
   const d = [-lateral[1], lateral[0], 0.0]; // Z × lateral
   const fold = signedAngle(d, b1, lateral);
   const curl = tipCurl(signedAngle(d, tip, lateral) - fold, signedAngle(b1, b2, lateral),
-    signedAngle(b2, b3, lateral), n1, n2, n3);
+    signedAngle(b2, b3, lateral), ...phalanges);
   const foldDeg = fold * DEG;
   return [curl * DEG, foldDeg, side, (within || pick < 0) && Math.abs(foldDeg) <= FOLD_RANGE_DEG];
 }
 
 // (curl, fold, side) degrees of index…pinky and whether it was depth-repaired, spec §4.3
-function fingerAngles(local, chain, splay, depth) {
+function fingerAngles(local, chain, splay, phalanges, depth) {
   const [m, p, q, t] = chain.map((k) => local[k]);
   const bones = [sub(p, m), sub(q, p), sub(t, q)];
-  const [curl, fold, side, ok] = fingerReading(m, ...bones, splay);
+  const [curl, fold, side, ok] = fingerReading(m, ...bones, splay, phalanges);
   if (ok || depth === null) return [curl, fold, side, false];
   const [kx, ky, kz] = depth;
   for (const scale of DEPTH_REPAIR_SCALES) { // spec §4.3 "Depth repair"
@@ -507,7 +509,7 @@ function fingerAngles(local, chain, splay, depth) {
       const a = f * (0.0 + bx * kx + by * ky + bz * kz);
       return [bx + a * kx, by + a * ky, bz + a * kz];
     });
-    const [c2, f2, s2, ok2] = fingerReading(m, ...scaled, splay);
+    const [c2, f2, s2, ok2] = fingerReading(m, ...scaled, splay, phalanges);
     if (ok2) return [c2, f2, s2, true];
   }
   return [curl, fold, side, false];
@@ -558,7 +560,7 @@ function allAngles(pts, fingers, normal, side, depthAmbiguous = false) {
   CHAINS.forEach((chain, k) => {
     const [ck, fk, sk] = SLOTS[k + 1];
     let fixed;
-    [out[ck], out[fk], out[sk], fixed] = fingerAngles(local, chain, SPLAY[k], depth);
+    [out[ck], out[fk], out[sk], fixed] = fingerAngles(local, chain, SPLAY[k], PHALANGES[k], depth);
     if (fixed) repaired += 1;
   });
   return [out, repaired];
