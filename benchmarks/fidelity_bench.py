@@ -19,6 +19,7 @@
    round by round (issue 22), and one hand alone.
 
 Usage: python benchmarks/fidelity_bench.py [--frames N] [--quick] [--encode-only [--rounds R]]
+       [--section round-trip|compressed-depth|real-recordings|reprojection|head-jitter]
 """
 
 from __future__ import annotations
@@ -321,11 +322,12 @@ def reprojection_table() -> None:
     avatar's hands and arms compared with what the camera saw (posewire.fidelity)."""
     print("## Reprojection: the avatar against what the camera saw (posewire.fidelity)\n")
     print("| recording | frames | fingertip direction median / p95 ° | image-plane tip median ° | elbow bend "
-          "error median ° | reach person / avatar (median) | fingers dropped | fold / side on a rail |")
+          "error median °, arm l / r | reach person / avatar (median), arm l / r | fingers dropped "
+          "| fold / side on a rail |")
     print("| --- | ---: | --- | --- | --- | --- | --- | --- |")
     paths = [*RECORDINGS, *sorted((ROOT.parent / "shared" / "data" / "fingerspelling-ase").glob("*.pose")),
              *sorted((ROOT.parent / "shared" / "data" / "reduced-layout").glob("*.pose"))]
-    summary: dict[str, list[float]] = {"tip": [], "elbow": [], "reach": []}
+    summary: dict[str, list[float]] = {"tip": [], "elbow": [], "reach": [], "arm_elbow": [], "arm_reach": []}
     for path in paths:
         if not path.exists():
             continue
@@ -337,10 +339,15 @@ def reprojection_table() -> None:
         def med(x: F64, p: float = 50.0) -> str:
             return f"{np.percentile(x, p):.1f}" if x.size else "–"
 
-        reach = (f"{np.median(rep.reach_person):.2f} / {np.median(rep.reach_avatar):.2f}"
-                 if rep.reach_person.size else "–")
+        bends = " / ".join(med(rep.arms[s].elbow_deg) if s in rep.arms else "–" for s in SIDES)
+        reach = " / ".join(f"{np.median(rep.arms[s].reach_person):.3f} / {np.median(rep.arms[s].reach_avatar):.3f}"
+                           if s in rep.arms and rep.arms[s].reach_person.size else "–" for s in SIDES)
+        for arm in rep.arms.values():
+            if arm.elbow_deg.size:
+                summary["arm_elbow"].append(float(np.median(arm.elbow_deg)))
+                summary["arm_reach"].append(arm.reach_error)
         print(f"| {path.name[:28]} | {res.vectors.shape[0]} | {med(rep.tip_deg)} / {med(rep.tip_deg, 95)} "
-              f"| {med(rep.image_tip_deg)} | {med(rep.elbow_deg)} | {reach} "
+              f"| {med(rep.image_tip_deg)} | {bends} | {reach} "
               f"| {rep.fingers_dropped} of {rep.finger_values} "
               f"| {100 * rails.get('finger fold', 0):.1f} % / {100 * rails.get('finger side', 0):.1f} % |")
         if rep.tip_deg.size:
@@ -352,7 +359,11 @@ def reprojection_table() -> None:
         print(f"\nOver {len(summary['elbow'])} recordings with a tracked arm: elbow-bend error median of medians "
               f"{np.median(summary['elbow']):.1f}°, {sum(e > 8 for e in summary['elbow'])} above 8°; reach "
               f"|person − avatar| median {np.median(summary['reach']):.3f}, "
-              f"{sum(r > 0.05 for r in summary['reach'])} above 0.05. Fingertip direction: median of medians "
+              f"{sum(r > 0.05 for r in summary['reach'])} above 0.05. Per arm ({len(summary['arm_elbow'])} arms): "
+              f"elbow-bend error median {np.median(summary['arm_elbow']):.1f}°, largest "
+              f"{max(summary['arm_elbow']):.1f}°, {sum(e > 8 for e in summary['arm_elbow'])} above 8°; reach "
+              f"|person − avatar| largest {np.nanmax(summary['arm_reach']):.3f}, "
+              f"{sum(r > 0.05 for r in summary['arm_reach'])} above 0.05. Fingertip direction: median of medians "
               f"{np.median(summary['tip']):.1f}° (thumb included: CMC → tip). Kalidokit gives finger flexion only, "
               "so it has no fingertip direction to compare here; its jitter is in the table above.\n")
 
@@ -513,14 +524,28 @@ def live_encode_speed(rounds: int, passes: int) -> None:
     print(f"Load average {load[0]:.1f} / {load[1]:.1f} ({os.cpu_count()} cores, shared).\n")
 
 
+#: ``--section NAME``: one section alone (issue 18), given the ground-truth frame count.
+SECTIONS = {
+    "round-trip": round_trip_table,
+    "compressed-depth": compressed_depth,
+    "real-recordings": lambda frames: real_recordings(),
+    "reprojection": lambda frames: reprojection_table(),
+    "head-jitter": lambda frames: head_jitter_table(),
+}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--frames", type=int, default=1000, help="ground-truth frames per noise level")
     parser.add_argument("--quick", action="store_true", help="a small run (smoke test)")
     parser.add_argument("--encode-only", action="store_true", help="section 3 only (encode time)")
     parser.add_argument("--rounds", type=int, default=7, help="alternated rounds of the single-frame timing")
+    parser.add_argument("--section", choices=sorted(SECTIONS), help="run this one section only")
     args = parser.parse_args()
     frames = 60 if args.quick else args.frames
+    if args.section is not None:
+        SECTIONS[args.section](frames)
+        return
     if not args.encode_only:
         round_trip_table(frames)
         compressed_depth(frames)
