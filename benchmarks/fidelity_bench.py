@@ -312,9 +312,9 @@ def head_jitter_table() -> None:
     if ratios:
         print(f"\nSmoothed / kalidokit raw over {len(ratios)} recordings: median {np.median(ratios):.2f}, "
               f"max {max(ratios):.2f}, {sum(r <= 1.0 for r in ratios)} at or below 1.")
-    print("\nOur face frame alone (camera-relative) is as steady as kalidokit's head (0.008–0.018 against "
-          "0.008–0.018 rad of total rotation per frame on these recordings); the excess is the chest frame "
-          "the head is relative to, whose guessed hips and shoulder depth jitter in close-up shots.\n")
+    print("\nOur face frame alone (camera-relative) is about as steady as kalidokit's head; what is left "
+          "above it unsmoothed is the chest frame the head is relative to (shoulder depth), which the "
+          "chest filter of spec §7.3 takes out.\n")
 
 
 def reprojection_table() -> None:

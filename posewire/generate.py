@@ -344,20 +344,20 @@ CLI_HELP_WIDTH = 100
 
 def cli_reference_md() -> str:
     """``docs/cli.md``: every subcommand's ``--help``, as the parser prints it, after the
-    convention they share (:mod:`posewire.conventions`)."""
+    convention they share (:mod:`posewire.cli.conventions`)."""
     import argparse
     import functools
 
-    from . import conventions
-    from .cli import build_parser
+    from .cli import conventions
+    from .cli.command import build_parser
 
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     fixed = functools.partial(conventions.HelpFormatter, width=CLI_HELP_WIDTH)
     summaries = {a.dest: a.help or "" for a in sub._choices_actions}
-    out = [_banner("posewire/cli.py (the argparse parser) and posewire/conventions.py"),
+    out = [_banner("posewire/cli/command.py (the argparse parser) and posewire/cli/conventions.py"),
            "\n# The posewire command line\n\n",
-           "One convention holds across the subcommands (`posewire/conventions.py`):\n\n",
+           "One convention holds across the subcommands (`posewire/cli/conventions.py`):\n\n",
            f"* the stream is `--stream NAME`, default `{conventions.DEFAULT_STREAM}` everywhere: "
            "`posewire demo` publishes on it, so `posewire produce --webcam` then `posewire view` "
            "show the same stream (`posewire consume NAME` still works, with a deprecation warning);\n",

@@ -97,6 +97,7 @@ __all__ = [
     "FACE_POINTS",
     "HAND_POINTS",
     "HEAD_CLAMP_KEY",
+    "HIPS_VISIBILITY",
     "IMPLAUSIBLE_NOTE",
     "MEDIAPIPE_TO_Y_UP",
     "MIRRORED_NOTE",
@@ -114,6 +115,7 @@ __all__ = [
     "body_calibration",
     "calibration_from_samples",
     "calibration_samples",
+    "camera_up",
     "estimate_calibration",
     "finger_angles",
     "image_to_world_scale",
@@ -410,6 +412,26 @@ def _chest(sl: F64, sr: F64, hl: F64, hr: F64, wanted: Bool) -> tuple[F64, F64, 
     return chest, quat, local, ok
 
 
+#: Visibility from which both hips count as seen (spec §4.5), or the caller's threshold
+#: if higher: hips at the frame's edge (0.4–0.7 in chest-up shots) give a pelvis whose
+#: jitter becomes the chest's, and a threshold they hover around flips the chest between
+#: the pelvis model and the camera's up from frame to frame.
+HIPS_VISIBILITY = 0.8
+
+
+def camera_up(trunk: F64) -> F64:
+    """The camera's up ``(B, 3)`` for a chest without hips (spec §4.5): the image axis
+    (±X or ±Y, y up) nearest the guessed hip_mid → neck ``trunk (B, 3)``, so a camera
+    on its side still has the person upright; +Y where the trunk is missing (NaN) or
+    leans exactly 45° (``|t_x| > |t_y|`` decides)."""
+    tx, ty = trunk[:, 0], trunk[:, 1]
+    sideways = np.abs(tx) > np.abs(ty)
+    up = np.zeros_like(trunk)
+    up[:, 0] = np.where(sideways, np.where(tx < 0.0, -1.0, 1.0), 0.0)
+    up[:, 1] = np.where(sideways, 0.0, np.where(ty < 0.0, -1.0, 1.0))
+    return up
+
+
 #: Torso angles beyond this multiple of the registry maxima (b_yaw 45°, b_pitch and
 #: b_roll 30°) mark the hips as misplaced: no body dims, upright chest frame (reported).
 BODY_PLAUSIBLE = 1.5
@@ -436,7 +458,9 @@ def _prepare(lm: HolisticLandmarks, mirrored: str = "report", visibility_thresho
     hl, hr = pose[:, POSE_POINTS["hip_l"]], pose[:, POSE_POINTS["hip_r"]]
     vis = np.asarray(lm.pose_visibility, dtype=np.float64)
     # a hip point that is missing (NaN) is not seen, whatever its visibility says
-    hips_seen: Bool = np.asarray((vis[:, [POSE_POINTS["hip_l"], POSE_POINTS["hip_r"]]] >= visibility_threshold).all(-1)
+    # spec §4.5: hips at the frame's edge are seen only from HIPS_VISIBILITY on
+    hip_threshold = max(visibility_threshold, HIPS_VISIBILITY)
+    hips_seen: Bool = np.asarray((vis[:, [POSE_POINTS["hip_l"], POSE_POINTS["hip_r"]]] >= hip_threshold).all(-1)
                                  & np.isfinite(hl).all(-1) & np.isfinite(hr).all(-1))
     rotation, quat, local, valid = _chest(sl, sr, hl, hr, hips_seen)  # frames without hips: below
     # a torso turned far beyond the registry range relative to the pelvis means the hips
@@ -447,15 +471,15 @@ def _prepare(lm: HolisticLandmarks, mirrored: str = "report", visibility_thresho
         implausible = valid & hips_seen & (np.abs(angles) > BODY_PLAUSIBLE * BODY_MAX_DEG).any(-1)
     hips_seen = hips_seen & ~implausible
     # spec §4.5: hips out of view (an upper-body shot) -> the pelvis is MediaPipe's guess:
-    # no body dims; the chest frame is the shoulder line and the guessed hip_mid → neck
-    # (world up where the hips are missing), i.e. an upright torso
+    # no body dims; the chest frame is the shoulder line and the camera's up (the image
+    # axis nearest the guessed hip_mid → neck), i.e. an upright torso
     upright = ~hips_seen | ~valid
     if upright.any():
         across = sl[upright] - sr[upright]
         trunk = 0.5 * (sl[upright] + sr[upright]) - 0.5 * (hl[upright] + hr[upright])
-        trunk = np.where(np.isfinite(trunk).all(-1, keepdims=True), trunk, _EY)
+        up = camera_up(trunk)
         x = _unit(across)
-        y = _unit(trunk - _dot(trunk, x)[:, None] * x)
+        y = _unit(up - _dot(up, x)[:, None] * x)
         ok_up = np.isfinite(x).all(-1) & np.isfinite(y).all(-1)
         frame = np.stack([x, y, cross_unchecked(x, y)], axis=-1)
         frame[~ok_up] = np.nan

@@ -8,7 +8,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
-from posewire.demo import DEFAULT_RECORDING, load_recording, run_demo
+from posewire.servers.demo import DEFAULT_RECORDING, load_recording, run_demo
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -319,3 +319,56 @@ def test_noisy_landmarks_stay_in_bounds(seed: int) -> None:
     ok = np.isfinite(vec)
     assert ((vec >= LOWER) | ~ok).all() and ((vec <= UPPER) | ~ok).all()
     assert set(out.tracking) == {"arm_l", "arm_r", "hand_l", "hand_r", "head", "body", "face", "mouth"}
+
+
+def _turned(a: F64 | None, quarter_turns: int) -> F64 | None:
+    """Points of a camera turned about its optical axis by quarter turns: (x, y) -> (−y, x) each."""
+    if a is None:
+        return None
+    out = np.array(a, dtype=np.float64)
+    for _ in range(quarter_turns):
+        out = np.stack([-out[..., 1], out[..., 0], out[..., 2]], axis=-1)
+    return out
+
+
+@pytest.mark.parametrize("quarter_turns", [1, 2, 3])
+def test_a_chest_up_shot_reads_the_same_from_a_camera_on_its_side(quarter_turns: int) -> None:
+    # spec §4.5: without hips the chest stands on the camera's up, the image axis nearest the
+    # guessed trunk; a camera turned by quarter turns about its axis (a phone video stored on
+    # its side) turns every point alike, so every chest-relative dim is unchanged
+    from pathlib import Path
+
+    from posewire.producers.poseformat import read_pose_file
+
+    signer = read_pose_file(Path(__file__).parent / "data" / "holistic_signer.pose").landmarks
+    assert (signer.pose_visibility[:, [23, 24]] < 0.8).any(-1).all()  # a chest-up shot: hips never seen
+    base = landmarks_to_vectors(signer)
+    turned = HolisticLandmarks(
+        pose_world=_turned(signer.pose_world, quarter_turns), pose_visibility=signer.pose_visibility,
+        left_hand=_turned(signer.left_hand, quarter_turns), right_hand=_turned(signer.right_hand, quarter_turns),
+        face=_turned(signer.face, quarter_turns), hand_scale=signer.hand_scale,
+        pose_image=_turned(signer.pose_image, quarter_turns))
+    out = landmarks_to_vectors(turned, calibration=base.calibration)
+    assert np.isnan(out.vectors).sum() == np.isnan(base.vectors).sum()
+    assert np.allclose(out.vectors, base.vectors, atol=1e-9, equal_nan=True)
+
+
+def test_hips_at_the_frames_edge_are_not_seen() -> None:
+    # spec §4.5: both hips count as seen from visibility 0.8 (or a higher caller threshold)
+    from pathlib import Path
+
+    from posewire.producers.landmarks import HIPS_VISIBILITY
+    from posewire.producers.poseformat import read_pose_file
+
+    assert HIPS_VISIBILITY == 0.8
+    signer = read_pose_file(Path(__file__).parent / "data" / "holistic_signer.pose").landmarks
+    vis = signer.pose_visibility.copy()
+    b_yaw = REGISTRY.index("b_yaw")
+    for hips, seen in ((0.79, False), (0.8, True)):
+        vis[:, [23, 24]] = hips
+        lm = HolisticLandmarks(pose_world=signer.pose_world, pose_visibility=vis, left_hand=signer.left_hand,
+                               right_hand=signer.right_hand, face=signer.face, hand_scale=signer.hand_scale,
+                               pose_image=signer.pose_image)
+        res = landmarks_to_vectors(lm)
+        assert bool(np.isfinite(res.vectors[:, b_yaw]).any()) is seen, hips
+        assert (res.report.degenerate.get("body_hips_not_visible", 0) > 0) is not seen

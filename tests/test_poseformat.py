@@ -132,7 +132,7 @@ def test_7bd6_reports_the_hand_length_it_does_not_use() -> None:
 
 @needs_shared
 def test_record_cli_prints_a_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from posewire import record_cli
+    from posewire.cli import record as record_cli
 
     parser = argparse.ArgumentParser(prog="posewire")
     record_cli.add_parser(parser.add_subparsers(dest="command", required=True))
@@ -293,7 +293,7 @@ def test_reduced_layout_arms_are_rebuilt(name: str) -> None:
 def test_a_truncated_pose_file_says_so_without_internals(keep: float, tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     # issue 20: a truncated .pose file reported the reader's struct internals
-    from posewire.cli import main
+    from posewire.cli.command import main
     from posewire.codec.errors import UsageError
 
     data = (HERE / "holistic_signer.pose").read_bytes()
