@@ -573,7 +573,10 @@ class CalibrationSamples:
     independent rows, so the samples of a stream can be taken as frames arrive and kept
     (:class:`posewire.producers.live.LiveCalibration`): medians do not depend on the order.
 
-    ``shoulders (B, 2, 3)``: shoulder_l, shoulder_r in the body frame (used where ``valid``); ``valid (B,)``:
+    ``shoulders (B, 2, 3)``: shoulder_l, shoulder_r in the body frame (used where ``valid``;
+    their median distance is the shoulder width the units come from); ``trunk``, ``arm`` and
+    ``hand`` are the camera's own lengths, only reported where unlike the units
+    (:func:`body_calibration`). ``valid (B,)``:
     the body frame is defined; ``trunk (B,)``: the neck → hip_mid chord undone to the upright
     trunk (NaN where not valid); ``arm (B, 4)``: upper arm + forearm, right then left, where
     shoulder, elbow and wrist are seen, then right and left again where only the shoulder and
