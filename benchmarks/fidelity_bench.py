@@ -168,6 +168,7 @@ def compressed_depth(frames: int) -> None:
     vec = random_vectors(rng, frames)
     gt = render(vec, view_yaw_deg=rng.uniform(-45, 45, frames)).landmarks
     folds = [REGISTRY.index(f"g_{f}_fold_{s}") for f in FINGER_CHAINS for s in "lr"]
+    fold_deg = np.array([_deg_scale(i) for i in folds])
     for factor, depth in ((1.0, 0.002), (0.5, 0.002), (0.4, 0.002), (1.0, 0.006), (0.5, 0.006), (0.3, 0.006)):
         lm = noise(replace(gt, left_hand=with_depth_gain(gt.left_hand, factor),
                            right_hand=with_depth_gain(gt.right_hand, factor)), rng, xy=0.002, depth=depth)
@@ -175,7 +176,7 @@ def compressed_depth(frames: int) -> None:
         plain = landmarks_to_vectors(lm, calibration=replace(gained.calibration, hand_depth_gain={"l": 1.0, "r": 1.0}))
 
         def error(out: F64) -> str:
-            err = np.abs(out[:, folds] - vec[:, folds]) * 90.0
+            err = np.abs(out[:, folds] - vec[:, folds]) * fold_deg  # fold +1 = 120° (spec §4.3, A44)
             err = err[np.isfinite(err)]
             return f"{np.median(err):.2f} / {np.percentile(err, 95):.2f}"
 
