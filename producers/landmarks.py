@@ -637,10 +637,10 @@ def calibration_samples(lm: HolisticLandmarks, *, visibility_threshold: float = 
     return _samples(lm, _prepare(lm, "report", visibility_threshold), visibility_threshold)
 
 
-#: Body proportions (metres) a camera producer gives the performer (spec §4.1 "What a camera
-#: measures"): hand length, torso length (neck → navel by the §2.2 rule), arm length and
-#: shoulder width in metres of a 1.75 m adult (``helix-humanoid@1`` measured by the §4.1 site
-#: rules), scaled by the performer's measured shoulder width.
+#: Body proportions a camera producer gives the performer (spec §4.1 "A camera producer's
+#: units"): hand length, torso length (neck → navel by the §2.2 rule), arm length and shoulder
+#: width in metres of a 1.75 m adult (``helix-humanoid@1`` measured by the §4.1 site rules),
+#: scaled by the performer's measured shoulder width.
 class _Proportions(NamedTuple):
     hand_length: float
     torso_length: float
@@ -655,7 +655,7 @@ CAMERA_MEASURE_REPORT = 0.2
 
 def body_calibration(samples: CalibrationSamples) -> tuple[Calibration, list[str]]:
     """:func:`calibration_from_samples` without the hands' depth gains (``samples.bones`` unused):
-    the distances and their notes (spec §4.1 "What a camera measures").
+    the distances and their notes (spec §4.1 "A camera producer's units").
 
     The units come from the shoulder width ``S`` (median over frames of the body-frame
     shoulder sites), the measure a camera gets right: ``d = CAMERA_PROPORTIONS · S / 0.36``
@@ -717,7 +717,7 @@ def with_depth_gains(cal: Calibration, notes: list[str],
 
 
 def estimate_calibration(lm: HolisticLandmarks, *, visibility_threshold: float = 0.5) -> LandmarkCalibration:
-    """Reference distances of the person in ``lm`` (spec §4.1 "What a camera measures").
+    """Reference distances of the person in ``lm`` (spec §4.1 "A camera producer's units").
 
     The shoulder width ``S`` is the median over frames of the body-frame shoulder sites; the
     distances are :data:`CAMERA_PROPORTIONS` scaled by ``S / 0.36`` (:func:`body_calibration`),

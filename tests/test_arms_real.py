@@ -1,4 +1,4 @@
-"""Arms as seen on real MediaPipe recordings (issue 18, spec §4.1 "What a camera measures").
+"""Arms as seen on real MediaPipe recordings (issue 18, spec §4.1 "A camera producer's units").
 
 Each recording is encoded with its own calibration, decoded onto ``helix-humanoid@1`` and
 rebuilt by FK (:mod:`posewire.fidelity`); per arm tracked, the median elbow-bend error and the

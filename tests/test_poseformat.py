@@ -120,7 +120,7 @@ def test_recording_replays_through_the_reader(name: str, tmp_path: Path) -> None
 
 @needs_shared
 def test_7bd6_reports_the_hand_length_it_does_not_use() -> None:
-    # spec §4.1 "What a camera measures": the units come from the shoulder width, so no axis
+    # spec §4.1 "A camera producer's units": the units come from the shoulder width, so no axis
     # falls back; the hand held toward the camera measures too long and is reported, not used
     pose_file = read_pose_file(DATA / "7bd6dd48722def3cf84258b96371cb1e.pose")
     summary_cal = landmarks_to_vectors(pose_file.landmarks).calibration

@@ -192,7 +192,7 @@ export class LiveCalibration {
     const get = (k) => yUp(frame.pose_world[P[k]]);
     const [sl, sr, hl, hr] = ['shoulder_l', 'shoulder_r', 'hip_l', 'hip_r'].map(get);
     if (![sl, sr, hl, hr].every(okPoint)) return null;
-    // spec §4.1 "What a camera measures": the shoulder width (the units' only measure) and the
+    // spec §4.1 "A camera producer's units": the shoulder width (the units' only measure) and the
     // hands' bones (their depth gains, §4.3)
     const sample = { shoulder: dist(sl, sr), bones: [boneLogLengths(frame.right_hand), boneLogLengths(frame.left_hand)] };
     this.samples.push(sample);
@@ -228,7 +228,7 @@ export class LiveCalibration {
   _estimate() {
     const S = median(this.samples.map((s) => s.shoulder));
     if (S === null) return null;
-    // spec §4.1 "What a camera measures": the units from the shoulder width in adult
+    // spec §4.1 "A camera producer's units": the units from the shoulder width in adult
     // proportions (landmarks.CAMERA_PROPORTIONS); the camera's hand, torso and arm are not used
     const k = S / CAMERA_PROPORTIONS.shoulder_width;
     return { hand_length: CAMERA_PROPORTIONS.hand_length * k, torso_length: CAMERA_PROPORTIONS.torso_length * k,
