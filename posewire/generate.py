@@ -317,7 +317,10 @@ def demo_recording_jsonl() -> str | None:
     """``posewire/data/holistic_signer.jsonl``: the demo's default recording, the committed
     signer capture (``tests/data/holistic_signer.pose``, MIT) converted to a posewire
     recording, so that an installed ``posewire demo`` needs no ``.pose`` reader (issue 20,
-    deliverable 1). ``None`` (skipped) without pose-format."""
+    deliverable 1), with the face and mouth of MediaPipe's blendshape model run on the
+    capture's own face mesh (``tests/data/holistic_signer_blendshapes.json``, made by
+    ``tools/face_blendshapes.py``). ``None`` (skipped) without pose-format."""
+    import json
     import tempfile
 
     try:
@@ -331,7 +334,9 @@ def demo_recording_jsonl() -> str | None:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "recording.jsonl"
-            pose_file_to_recording(source, out)
+            weights = json.loads((source.parent / "holistic_signer_blendshapes.json").read_text(encoding="utf-8"))
+            rows = [[float("nan")] * len(weights["channels"]) if f is None else f for f in weights["frames"]]
+            pose_file_to_recording(source, out, blendshapes=rows)
             return out.read_text(encoding="utf-8")
     except ModuleNotFoundError:
         return None
