@@ -172,14 +172,49 @@ def test_palm_turned_medial_matches_spec_worked_encode() -> None:
     assert [v(f"w_q{a}_l", vec) for a in "xyz"] == pytest.approx([0.0, 0.707107, 0.0], abs=1e-6)
 
 
+def _elbow_for(shoulder: F64, wrist: F64, arm: float) -> F64:
+    """An elbow with upper arm = forearm = arm / 2 between ``shoulder`` and ``wrist`` (body frame)."""
+    axis = wrist - shoulder
+    half = 0.5 * float(np.linalg.norm(axis))
+    side = np.cross(axis, [0.0, 0.0, 1.0])
+    side /= np.linalg.norm(side)
+    out: F64 = shoulder + 0.5 * axis + side * np.sqrt((0.5 * arm) ** 2 - half**2)
+    return out
+
+
 def test_arm_position_in_calibrated_units_spec_4_1() -> None:
+    # an arm whose upper arm + forearm is the calibrated arm length: the wrist as seen
     p_r = np.array([-0.2, -0.3, 0.4])
-    out = landmarks_to_vectors(make(body_points(wrist_r=p_r, wrist_l=p_r @ M), right_hand(), right_hand()),
-                               calibration=REF)
+    e_r = _elbow_for(np.array([-0.18, 0.0, 0.0]), p_r, 0.56)
+    out = landmarks_to_vectors(make(body_points(wrist_r=p_r, wrist_l=p_r @ M, elbow_r=e_r, elbow_l=e_r @ M),
+                                    right_hand(), right_hand()), calibration=REF)
     unit = REF.units.L
     expected = [0.2 / (2.5 * unit[0]), -0.3 / (2.5 * unit[1]), 0.4 / (2.5 * unit[2])]
     for side in "lr":
         assert [v(f"a_{a}_{side}", out.vectors) for a in "xyz"] == pytest.approx(expected, abs=1e-9)
+
+
+@pytest.mark.parametrize("seen", [0.40, 0.56, 0.80])
+def test_arm_is_sent_at_its_calibrated_length_spec_4_1(seen: float) -> None:
+    # spec §4.1 "The arm at its calibrated length": a camera's arm measures 0.40 or 0.80 m in one
+    # frame for a calibrated 0.56; the wrist is sent along the seen shoulder -> wrist at the reach
+    # seen (|shoulder -> wrist| / (upper arm + forearm)) times 0.56, on both encoder paths
+    shoulder = np.array([-0.18, 0.0, 0.0])
+    direction = np.array([-0.1, -0.5, 0.6]) / np.linalg.norm([-0.1, -0.5, 0.6])
+    wrist = shoulder + 0.8 * seen * direction  # reach 0.8
+    elbow = _elbow_for(shoulder, wrist, seen)
+    lm = make(body_points(wrist_r=wrist, wrist_l=wrist @ M, elbow_r=elbow, elbow_l=elbow @ M),
+              right_hand(), right_hand())
+    sent = shoulder + 0.8 * 0.56 * direction
+    unit = REF.units.L
+    expected = [-sent[0] / (2.5 * unit[0]), sent[1] / (2.5 * unit[1]), sent[2] / (2.5 * unit[2])]
+    two = HolisticLandmarks(np.concatenate([lm.pose_world] * 2), np.ones((2, 33)), np.concatenate([lm.left_hand] * 2),
+                            np.concatenate([lm.right_hand] * 2), hand_scale=np.ones(2))
+    batch = landmarks_to_vectors(two, calibration=REF)  # the batch path (a batch of one takes the other)
+    one = landmarks_to_vectors(lm, calibration=REF)
+    for vectors in (batch.vectors[:1], one.vectors):
+        for side in "lr":
+            assert [v(f"a_{a}_{side}", vectors) for a in "xyz"] == pytest.approx(expected, abs=1e-9)
 
 
 def test_spread_zero_when_elbow_down_one_when_lateral() -> None:

@@ -622,6 +622,17 @@ const REF = REGISTRY.reference_avatar;
 export const REGISTRY_REFERENCE = { hand_length: REF.hand_length, torso_length: REF.torso_length,
   arm_length: REF.arm_length, shoulder_width: REF.shoulder_width };
 
+/** spec §4.1 "The arm at its calibrated length" (producers/landmarks_single.py _rigid_wrist1):
+ * the seen shoulder -> wrist at the calibrated arm length d_z (the wrist as seen without an elbow). */
+function rigidWrist(shoulder, elbow, wrist, armLength) {
+  if (armLength === null || armLength === undefined) return wrist;
+  const length = norm(sub(elbow, shoulder)) + norm(sub(wrist, elbow));
+  if (!(Number.isFinite(length) && length > MIN_LENGTH)) return wrist;
+  const k = armLength / length;
+  return [shoulder[0] + (wrist[0] - shoulder[0]) * k, shoulder[1] + (wrist[1] - shoulder[1]) * k,
+    shoulder[2] + (wrist[2] - shoulder[2]) * k];
+}
+
 function put(row, cols, values, clamped) { // spec §3.1: only in-bounds values leave; clamps counted
   cols.forEach((col, k) => {
     let v = values[k];
@@ -683,8 +694,9 @@ export function encodeFrame(input, cal, { mirrored = 'report', visibilityThresho
         if (norm(reject(offset, u)) < STRAIGHT_ARM) { spread = 0.0; straight = true; } else spread = spreadAngle(u, offset, s);
       }
       const sign = ARM_SIGN[s]; const L = cal.L;
-      const n = [wrist[0] * sign[0] / (ARM_MAX * L[0]), wrist[1] * sign[1] / (ARM_MAX * L[1]),
-        wrist[2] * sign[2] / (ARM_MAX * L[2])];
+      const sent = rigidWrist(shoulder, elbow, wrist, cal.calibration.arm_length); // spec §4.1
+      const n = [sent[0] * sign[0] / (ARM_MAX * L[0]), sent[1] * sign[1] / (ARM_MAX * L[1]),
+        sent[2] * sign[2] / (ARM_MAX * L[2])];
       put(row, ARM_COLS[s], [...n, spread / SPREAD_MAX[s]], clampedCols);
       degenerate[`spread_straight_arm_${s}`] = straight ? 1 : 0;
     }
