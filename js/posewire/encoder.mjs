@@ -681,7 +681,9 @@ export function encodeFrame(input, cal, { mirrored = 'report', visibilityThresho
   for (const s of ['l', 'r']) {
     // spec §4.1: hand position relative to the neck in units L, elbow spread
     const wrist = toFrame(frame.axes, sub(frame.pose[`wrist_${s}`], frame.neck));
-    const armOk = valid && frame.vis[`wrist_${s}`] >= visibilityThreshold && finite3(wrist);
+    // spec §7.4: a wrist is seen when the pose says so or the hand model found that hand
+    const seen = frame.vis[`wrist_${s}`] >= visibilityThreshold || frame.hands[s] !== null;
+    const armOk = valid && seen && finite3(wrist);
     tracked[`arm_${s}`] = armOk;
     if (armOk) {
       const shoulder = toFrame(frame.axes, sub(frame.pose[`shoulder_${s}`], frame.neck));
