@@ -404,6 +404,19 @@ def _spread(shoulder: Vec3, elbow: Vec3, wrist: Vec3, side: Side) -> tuple[float
     return spread_angle1(u, offset, side=side), False
 
 
+def _rigid_wrist1(shoulder: Vec3, elbow: Vec3, wrist: Vec3, arm_length: float | None) -> Vec3:
+    """:func:`posewire.producers.landmarks._rigid_wrist` of one frame (spec §4.1 "The arm at its
+    calibrated length"): the seen shoulder → wrist at the calibrated arm length."""
+    if arm_length is None:
+        return wrist
+    length = norm1(sub1(elbow, shoulder)) + norm1(sub1(wrist, elbow))
+    if not (math.isfinite(length) and length > _MIN_LENGTH):
+        return wrist
+    k = arm_length / length
+    return (shoulder[0] + (wrist[0] - shoulder[0]) * k, shoulder[1] + (wrist[1] - shoulder[1]) * k,
+            shoulder[2] + (wrist[2] - shoulder[2]) * k)
+
+
 def _head(frame: _Frame, face: list[Vec3]) -> tuple[Vec3, bool] | None:
     """landmarks._head of one frame: normalized (h_yaw, h_pitch, h_roll) and the clamp,
     None without a face or a body frame (spec §4.4: R_bodyᵀ · R_face)."""
@@ -469,13 +482,16 @@ def encode1(lm: HolisticLandmarks, cal: LandmarkCalibration, *, visibility_thres
         s: Side = "l" if side == "l" else "r"
         # spec §4.1: hand position relative to the neck in units L, elbow spread
         wrist = to_frame1(frame.axes, sub1(frame.pose[f"wrist_{s}"], frame.neck))
-        arm_ok = valid and frame.visibility[f"wrist_{s}"] >= visibility_threshold and _finite(wrist)
+        # spec §7.4: a wrist is seen when the pose says so or the hand model found that hand
+        seen = frame.visibility[f"wrist_{s}"] >= visibility_threshold or frame.hands[s] is not None
+        arm_ok = valid and seen and _finite(wrist)
         tracked[f"arm_{s}"] = arm_ok
         if arm_ok:
             shoulder = to_frame1(frame.axes, sub1(frame.pose[f"shoulder_{s}"], frame.neck))
             elbow = to_frame1(frame.axes, sub1(frame.pose[f"elbow_{s}"], frame.neck))
             spread, straight = _spread(shoulder, elbow, wrist, s)
-            _put(row, _ARM_COLS[s], (*arm_to_normalized1(wrist, cal.units, side=s), spread / _SPREAD_MAX[s]),
+            sent = _rigid_wrist1(shoulder, elbow, wrist, cal.calibration.arm_length)  # spec §4.1
+            _put(row, _ARM_COLS[s], (*arm_to_normalized1(sent, cal.units, side=s), spread / _SPREAD_MAX[s]),
                  clamped_cols)
             degenerate[f"spread_straight_arm_{s}"] = int(straight)
         # spec §4.2, §4.3: palm and fingers (posewire.producers.hand_single)
@@ -491,6 +507,8 @@ def encode1(lm: HolisticLandmarks, cal: LandmarkCalibration, *, visibility_thres
                 degenerate[f"hand_depth_flipped_{s}"] = 1
             if dims.fingers_side_clamped:
                 degenerate[f"fingers_side_clamped_{s}"] = dims.fingers_side_clamped
+            if dims.fingers_depth_repaired:
+                degenerate[f"fingers_depth_repaired_{s}"] = dims.fingers_depth_repaired
             if not valid:
                 degenerate[f"palm_camera_frame_{s}"] = 1
             if dims.roll_unobservable:

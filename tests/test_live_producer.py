@@ -349,12 +349,12 @@ def test_a_frame_with_two_people_is_reported() -> None:
 # ---------------------------------------------------------------- live calibration
 
 
-def _body(arm: float, rng: np.random.Generator) -> object:
+def _body(arm: float, rng: np.random.Generator, half: float = 0.18) -> object:
     from posewire.producers.landmarks import HolisticLandmarks
 
     pose = np.zeros((1, 33, 3))
-    pose[0, 11] = (0.18, -0.5, 0.0)  # MediaPipe axes: y down
-    pose[0, 12] = (-0.18, -0.5, 0.0)
+    pose[0, 11] = (half, -0.5, 0.0)  # MediaPipe axes: y down
+    pose[0, 12] = (-half, -0.5, 0.0)
     pose[0, 23] = (0.1, 0.0, 0.0)
     pose[0, 24] = (-0.1, 0.0, 0.0)
     pose[0, 13] = (0.18, -0.5 + arm / 2, 0.0)
@@ -374,8 +374,9 @@ def test_live_calibration_is_sent_first_then_only_when_it_settles() -> None:
     assert changes == [0]  # the first estimate, then steady: nothing re-sent
     first = sent[0]
     assert first is not None and first.calibration.arm_length == pytest.approx(0.56, rel=0.03)
-    # the performer is re-measured (e.g. arms now fully in view): a new value, sent once settled
-    sent = [live.update(_body(0.70, rng)) for _ in range(60)]  # type: ignore[arg-type]
+    # the performer is re-measured (a wider person steps in; spec §4.1: the units follow the
+    # shoulder width): a new value, sent once settled
+    sent = [live.update(_body(0.70, rng, half=0.225)) for _ in range(60)]  # type: ignore[arg-type]
     changes = [i for i, c in enumerate(sent) if c is not None]
     assert len(changes) == 1 and changes[0] >= 15  # waits for the window to hold the new body
     new = sent[changes[0]]

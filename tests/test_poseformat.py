@@ -119,11 +119,15 @@ def test_recording_replays_through_the_reader(name: str, tmp_path: Path) -> None
 
 
 @needs_shared
-def test_7bd6_reports_the_hand_length_fallback() -> None:
+def test_7bd6_reports_the_hand_length_it_does_not_use() -> None:
+    # spec §4.1 "A camera producer's units": the units come from the shoulder width, so no axis
+    # falls back; the hand held toward the camera measures too long and is reported, not used
     pose_file = read_pose_file(DATA / "7bd6dd48722def3cf84258b96371cb1e.pose")
     summary_cal = landmarks_to_vectors(pose_file.landmarks).calibration
-    assert summary_cal.units.fallback_axes == ("x",)  # hand held toward the camera: implausible length
-    assert any("hand length" in note for note in summary_cal.notes)
+    assert summary_cal.units.fallback_axes == ()
+    cal = summary_cal.calibration
+    assert cal.hand_length == pytest.approx(0.19 / 0.36 * (cal.shoulder_width or 0.0), rel=1e-12)
+    assert any("hand length" in note and "not used" in note for note in summary_cal.notes)
 
 
 @needs_shared
