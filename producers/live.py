@@ -133,8 +133,8 @@ class LiveCalibration:
     such frames) is a job of small steps, one a frame from the frame that starts it: the
     medians (:func:`~posewire.producers.landmarks.body_calibration`), the hands' bone
     measures of the frames not measured yet
-    (:func:`~posewire.producers.hand.bone_log_lengths`, ``bone_frames`` frames a step, or
-    None: spread over the job's frames after the medians), both hands' depth gains from
+    (:func:`~posewire.producers.hand.bone_log_lengths`, spread over the job's frames after
+    the medians, or ``bone_frames`` frames a step), both hands' depth gains from
     running sums (below) with the last of them. The job reads the rows
     of the window it started on (the ring holds ``window + every`` rows, so none is
     overwritten meanwhile); its result is the same values as
@@ -157,7 +157,7 @@ class LiveCalibration:
     """
 
     def __init__(self, *, window: int = 150, every: int = 15, settle: int = 3, tolerance: float = 0.03,
-                 visibility_threshold: float = 0.5, bone_frames: int | None = 3) -> None:
+                 visibility_threshold: float = 0.5, bone_frames: int | None = None) -> None:
         if window < 1 or every < 1 or settle < 1 or not 0 < tolerance < 1 or (bone_frames is not None
                                                                                and bone_frames < 1):
             raise UsageError("usage.bad_option", "window, every, settle, bone_frames must be >= 1 "
@@ -246,10 +246,12 @@ class LiveCalibration:
         # each step one piece of work, then yield: the medians (the frame that starts the job
         # takes this step, alone), the bones a few frames a step (each step also brings the
         # running sums toward this window: the rows it measured in, as many of the rows that
-        # left out), both depth gains with the last of them. ``bone_frames`` None: as many
-        # frames a step as spread the bones over the job's other ``every − 1`` frames, so
-        # every frame carries about the same work (a lower p99 / median, a higher median:
-        # one frame a call costs ~60 % of three; benchmarks/README.md, issue 22)
+        # left out), both depth gains with the last of them. ``bone_frames`` None (the
+        # default): as many frames a step as spread the bones over the job's other
+        # ``every − 1`` frames, so every frame carries about the same work and the medians'
+        # frame no other (issue 22: no spike, p99 ≈ 2 × median); 3: fewer, larger steps
+        # (a lower median, p99 ≈ 4 × it: one frame a call costs ~60 % of three;
+        # benchmarks/README.md)
         samples = CalibrationSamples(self._shoulders[rows], self._valid[rows], self._trunk[rows], self._arm[rows],
                                      self._hand[rows], self._bones[:0])
         window = np.zeros(self._size, dtype=bool)
