@@ -135,9 +135,11 @@ def face_weights(vector: ArrayLike, *, capability: Capability,
 
 
 def _face_weights(vec: F64, validation: ValidationReport, capability: Capability,
-                  visemes: ArrayLike | None, changed: bool | None = None) -> FaceWeights:
+                  visemes: ArrayLike | None, changed: bool | None = None,
+                  vl: list[float] | None = None) -> FaceWeights:
     # face_weights of a vector already validated (posewire.consumers.pose.decode_frame: once a
-    # frame); ``changed``: whether the validation changed anything (None: look at the masks)
+    # frame); ``changed``: whether the validation changed anything (None: look at the masks);
+    # ``vl``: one frame's vector as Python floats, when the caller has them
     report: dict[str, object] = {}
     if changed is None:
         changed = not validation.ok
@@ -149,7 +151,7 @@ def _face_weights(vec: F64, validation: ValidationReport, capability: Capability
     if capability != "jaw" and vec.size == N_DIMS:
         one = _shares1(visemes, vec.shape[:-1])
         if one is not None:  # one frame, a valid mix: Python floats, the same values
-            return _face_weights1(vec, one[0], one[1], capability, report)
+            return _face_weights1(vec, one[0], one[1], capability, report, vl)
     shares = _NO_MIX if visemes is None else np.asarray(visemes, dtype=np.float64)
     shares, normalized = normalize_shares(shares)
     if normalized.any():
@@ -188,25 +190,33 @@ def _shares1(visemes: ArrayLike | None, batch: tuple[int, ...]) -> tuple[list[fl
     if arr.shape[:-1] not in ((), batch) or arr.shape[-1:] != (len(VISEMES),):
         return None
     s = arr.ravel().tolist()
-    for x in s:
-        if not 0.0 <= x <= _MAX:  # negative, NaN or inf: as_shares raises
-            return None
     total = (((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
              + s[8] + s[9] + s[10] + s[11] + s[12] + s[13] + s[14])
+    # negative, NaN or inf (as_shares raises), or a sum that overflows: the array path.
+    # A NaN makes the total NaN; without one, min() is exact
+    if not (total <= _MAX and min(s) >= 0.0):
+        return None
     if total > 1.0:
         return [x / total for x in s], True
     return s, False
 
 
 def _face_weights1(vec: F64, shares: list[float], normalized: bool, capability: Capability,
-                   report: dict[str, object]) -> FaceWeights:
+                   report: dict[str, object], vl: list[float] | None = None) -> FaceWeights:
     # the viseme15 / vowel5 rungs of one frame (vec (1, N) or (N,)) and a normalized mix
     if normalized:
         report["mix_normalized"] = True
-    one, over = _valid_mouthing_arkit1(vec.ravel().tolist(), shares)
+    one, over = _valid_mouthing_arkit1(vec.ravel().tolist() if vl is None else vl, shares)
     if over:
         report["clipped"] = True
     shape = vec.shape[:-1]
+    if shape == (1,):  # one array of every weight, its (1,) rows by name
+        mix = shares if capability == "viseme15" else _fold1(shares)
+        rows = list(np.array(one + mix).reshape(-1, 1))
+        n = len(ARKIT_CHANNELS)
+        arkit = dict(zip(ARKIT_CHANNELS, rows[:n], strict=True))
+        names = VISEMES if capability == "viseme15" else VOWELS
+        return FaceWeights(arkit, dict(zip(names, rows[n:], strict=True)), report)
     arkit = _by_name(ARKIT_CHANNELS, np.array(one).reshape(*shape, len(ARKIT_CHANNELS)))
     if capability == "viseme15":
         return FaceWeights(arkit, _by_name(VISEMES, np.array(shares).reshape(*shape, len(VISEMES))), report)
