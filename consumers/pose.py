@@ -626,7 +626,7 @@ def _one_plan(plan: DecodePlan) -> _OnePlan:
         angle_matrix=matrix, angle_const=const, factor_at=factor_at, row_coef=coef,
         hand_world=hand_world, rest=rest, n_small=n_small,
         spine_shares=tuple(shares[:plan.n_spine]), head_shares=tuple(shares[plan.n_spine:]),
-        neck=triples(plan.neck[None])[0], arms=arms,  # type: ignore[arg-type]
+        neck=triples(plan.neck[None])[0], arms=arms,
         hands_a=hands_a, hands_b=hands_b, local_a=local_a, local_b=local_b, raw_fingers=raw)
     _readonly(matrix, const, factor_at, coef, hand_world, one.hands_a, one.hands_b, one.local_a,
               one.local_b, *(() if rest is None else (rest,)))
