@@ -50,7 +50,6 @@ joint-by-joint evaluation to float round-off (``tests/test_consumer_pose_referen
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 from dataclasses import dataclass
 from typing import Literal
@@ -491,10 +490,12 @@ def _right_matrix(q: F64) -> F64:
 
 @dataclass(frozen=True, eq=False)
 class _OnePlan:
-    trig_matrix: F64  # (A, N): argument a = Σ gain · n + trig_const (sine; cosine as sine + π/2)
-    trig_const: F64  # (A,)
-    row_matrix: F64  # (4 · (4 + F), A): flat rows body, head, hand l, r (raw), the F fingers
-    n_rows: int  # 4 + F rows from row_matrix; then the n_small G slots (written per frame)
+    angle_matrix: F64  # (U, N): half angle u = Σ gain · n over its dims (entry 0: the constant 0)
+    angle_const: F64  # (U,) plus a constant half angle (finger metacarpal, §4.3)
+    factor_at: NDArray[np.intp]  # (K, S + 2 + F, 2^K) flat index into [cos(U) | sin(U)] of
+    # factor k of each term: row r (body, head, S − 2 unused, the hand rows) = Σ_terms Π_k · coef
+    row_coef: F64  # (S + 2 + F, 2^K, 4) coefficient of each term, hand rows with mirror, · P⁻¹
+    hand_world: NDArray[np.intp]  # (2 + F,) row of the small table holding that side's palm
     rest: F64 | None  # (J, 4, 4): L_rest·W_rest⁻¹ · x · W_rest
     n_small: int  # G slots before the hand rows: identity, powers, arms (4), hands (2)
     spine_shares: tuple[float, ...]  # cumulative fractional powers of Q (spec §4.5)
@@ -507,7 +508,7 @@ class _OnePlan:
     hands_a: NDArray[np.intp]  # (2 + F, 16) flat gathers for multiply_unchecked(palm of side, hand row)
     hands_b: NDArray[np.intp]
     local_a: NDArray[np.intp]  # (J, 16) flat gathers for conj(G_parent) · G_j
-    raw_fingers: bool  # local_a/b index the table rows, hand rows without the palm (see _one_plan)
+    raw_fingers: bool  # local_a/b index [small table, hands l r, hand rows] (see _one_plan)
     local_b: NDArray[np.intp]
 
 
@@ -562,73 +563,40 @@ def _row_factors(plan: DecodePlan) -> list[list[tuple[F64, list[tuple[int, float
     return result
 
 
-def _trig_table(rows: list[list[tuple[F64, list[tuple[int, float]], float]]], right: F64
-                ) -> tuple[F64, F64, F64]:
-    # rows (each a product of K factors cos(h_k) + sin(h_k)·axis_k, h_k = Σ gain·n + const,
-    # then · right[r] as a 4×4 matrix on row vectors) as one linear map of sines: a row is
-    # Σ over the 2^K choices of cos/sin per factor of Π_k trig(h_k) · (product of the chosen
-    # axes), and a product of K cosines/sines is a sum of cosines/sines of ε·h over the
-    # signs ε (ε_1 = +1): with S the sine factors, 2/2^K · (−1)^⌊|S|/2⌋ · Π_{k∈S} ε_k times
-    # cos(ε·h) for |S| even, sin(ε·h) for |S| odd. Returns (arguments (A, N), their
-    # constants (A,) with +π/2 for a cosine, flat row matrix (4·R, A)); rows = row_matrix ·
-    # sin(matrix · v + const)
-    keys: dict[tuple[bytes, float, int], int] = {}
-    args: list[tuple[F64, float]] = []
-    entries: list[tuple[int, int, F64]] = []  # (row, argument, quaternion coefficient)
-
-    def arg(m: F64, c: float, sine: int) -> int:
-        key = (m.tobytes(), c, sine)
-        if key not in keys:
-            keys[key] = len(args)
-            args.append((m, c if sine else c + math.pi / 2.0))
-        return keys[key]
-
-    for r, factors in enumerate(rows):
-        k_n = len(factors)
-        gains = []
-        for _, terms, _ in factors:
-            m = np.zeros(N_DIMS)
-            for dim, gain in terms:
-                m[dim] += gain
-            gains.append(m)
-        for bits in itertools.product((0, 1), repeat=k_n):
-            q = _W0
-            for k, bit in enumerate(bits):
-                q = multiply_unchecked(q, factors[k][0] if bit else _W0)
-            q = q @ right[r].T
-            if k_n == 0:  # a constant row: cos 0 = sin(π/2) = 1 exactly
-                entries.append((r, arg(np.zeros(N_DIMS), 0.0, 0), q))
-                continue
-            sines = [k for k, bit in enumerate(bits) if bit]
-            for eps in itertools.product((1.0, -1.0), repeat=k_n - 1):
-                e = (1.0, *eps)
-                weight = 2.0 / 2 ** k_n * (-1.0) ** (len(sines) // 2) * math.prod(e[k] for k in sines)
-                m = sum((e[k] * gains[k] for k in range(k_n)), np.zeros(N_DIMS))
-                c = math.fsum(e[k] * factors[k][2] for k in range(k_n))
-                entries.append((r, arg(m, c, len(sines) % 2), weight * q))
-    matrix = np.array([m for m, _ in args])
-    const = np.array([c for _, c in args])
-    row_matrix = np.zeros((len(rows), 4, len(args)))
-    for r, a, q in entries:
-        row_matrix[r, :, a] += q
-    return matrix, const, row_matrix.reshape(4 * len(rows), len(args))
-
-
 @functools.lru_cache(maxsize=32)
 def _one_plan(plan: DecodePlan) -> _OnePlan:
     n_rows = plan.hand_side.size
     hand_right = _right_matrix(plan.hand_rest_inv) * plan.hand_mirror[:, None, :]
     n_small = 1 + plan.power_share.size + 6
-    # table rows: body, head, the 2 + F hand rows (mirror and P⁻¹ applied), then the
-    # n_small G slots of the small table (identity, powers, arms, hands: written per frame)
+    # table rows: body, head, unused up to n_small (the G slots of the small table are
+    # written there per frame), then the 2 + F hand rows (the layout of local_a/b)
     by_row = _row_factors(plan)
-    matrix, const, row_matrix = _trig_table(by_row, np.concatenate([np.eye(4)[None].repeat(2, 0), hand_right]))
-    n_table = 2 + n_rows
-
-    def at(slot: NDArray[np.intp]) -> NDArray[np.intp]:  # plan-layout table row -> this layout
-        out: NDArray[np.intp] = np.where(slot >= n_small, slot - n_small + 2, slot + n_table)
-        return out
-
+    rows = by_row[:2] + [[] for _ in range(n_small - 2)] + by_row[2:]
+    n_k = max(1, max(len(r) for r in rows))
+    n_terms = 2 ** n_k
+    bits = [[(b >> (n_k - 1 - k)) & 1 for k in range(n_k)] for b in range(n_terms)]
+    keys: dict[tuple[tuple[tuple[int, float], ...], float], int] = {((), 0.0): 0}
+    factor_at = np.zeros((n_k, len(rows), n_terms), dtype=np.intp)
+    coef = np.zeros((len(rows), n_terms, 4))
+    for r, factors in enumerate(rows):
+        where = [keys.setdefault((tuple(terms), const), len(keys)) for _, terms, const in factors]
+        where += [0] * (n_k - len(factors))  # padding: cos 0 = 1 (and sin 0 meets a zero axis)
+        axes = [a for a, _, _ in factors] + [np.zeros(4)] * (n_k - len(factors))
+        for b, bk in enumerate(bits):
+            q = _W0
+            for k in range(n_k):
+                q = multiply_unchecked(q, _W0 if bk[k] == 0 else axes[k])
+            coef[r, b] = q
+        factor_at[:, r] = np.array(where)[:, None]  # the cos entry; + U below for the sin
+    n_angles = len(keys)
+    factor_at += np.array(bits).T[:, None, :] * n_angles
+    coef[n_small:] = coef[n_small:] @ np.swapaxes(hand_right, -1, -2)  # then mirror, · P⁻¹ (row vectors)
+    matrix = np.zeros((n_angles, N_DIMS))
+    const = np.zeros(n_angles)
+    for (terms, c), u in keys.items():
+        for dim, gain in terms:
+            matrix[u, dim] += gain
+        const[u] = c
     hand_world = np.where(plan.hand_side == 0, n_small - 2, n_small - 1)
     rest = None
     if plan.rest_left is not None and plan.rest_world is not None:
@@ -640,15 +608,14 @@ def _one_plan(plan: DecodePlan) -> _OnePlan:
     hands_a, hands_b = _pairs(hand_world, np.arange(n_rows))
     # conj(G_p)·G_j is unchanged when both carry the same left factor: a finger whose
     # parent is its hand or a finger takes the hand rows without the palm (the hand
-    # joint itself and its parent keep the full G); they index the table rows (at()).
-    # Otherwise the per-frame table is the plan's slots: the small table less the palms,
-    # then the hand rows with the palm.
+    # joint itself and its parent keep the full G). Table: slots < n_small as in the
+    # plan, then the 2 + F hand rows from n_small.
     joint, parent = plan.joint_slot, plan.parent_slot
     finger = joint >= n_small
     raw = bool((parent[finger] >= n_small - 2).all())
     if raw:
-        joint = at(np.where(finger, joint + 2, joint))
-        parent = at(np.where(finger, parent + 2, parent))
+        joint = np.where(finger, joint + 2, joint)
+        parent = np.where(finger, parent + 2, parent)
     local_a, local_b = _pairs(parent, joint)
     shares = plan.power_share.tolist()
     shoulder, upper_dir, lower_dir = triples(plan.shoulder), triples(plan.upper_dir), triples(plan.lower_dir)
@@ -656,11 +623,12 @@ def _one_plan(plan: DecodePlan) -> _OnePlan:
                   shoulder[k], upper_dir[k], float(plan.upper_len[k]), lower_dir[k], float(plan.lower_len[k]),
                   tuple(_PALM_DIMS[k].tolist()), s == "l") for k, s in enumerate(SIDES))
     one = _OnePlan(
-        trig_matrix=matrix, trig_const=const, row_matrix=row_matrix, n_rows=n_table, rest=rest, n_small=n_small,
+        angle_matrix=matrix, angle_const=const, factor_at=factor_at, row_coef=coef,
+        hand_world=hand_world, rest=rest, n_small=n_small,
         spine_shares=tuple(shares[:plan.n_spine]), head_shares=tuple(shares[plan.n_spine:]),
         neck=triples(plan.neck[None])[0], arms=arms,
         hands_a=hands_a, hands_b=hands_b, local_a=local_a, local_b=local_b, raw_fingers=raw)
-    _readonly(matrix, const, row_matrix, one.hands_a, one.hands_b, one.local_a,
+    _readonly(matrix, const, factor_at, coef, hand_world, one.hands_a, one.hands_b, one.local_a,
               one.local_b, *(() if rest is None else (rest,)))
     return one
 
@@ -677,11 +645,11 @@ def _decode_one(vec: F64, validation: ValidationReport, plan: DecodePlan, arm_un
     v = vec[0]
     if vl is None:
         vl = v.tolist()
-    # body, head and hand rows, flat: a linear map of sines (_trig_table); the G slots of
-    # the small table follow them
-    n_table = 4 * one.n_rows
-    g = np.empty(n_table + 4 * one.n_small)
-    np.matmul(one.row_matrix, np.sin(one.trig_matrix @ v + one.trig_const), out=g[:n_table])
+    # body, head and hand rows: Σ_terms Π_k (cos|sin)(half angle) · coef (see _row_factors)
+    half = one.angle_matrix @ v + one.angle_const
+    cs = np.concatenate((np.cos(half), np.sin(half)))
+    rows = (cs[one.factor_at].prod(axis=0)[:, None, :] @ one.row_coef)[:, 0]
+    g = rows.ravel()  # rows is C-contiguous: a view; the small table is written over its head
     bw, bx, by, bz, hw, hx, hy, hz = g[:8].tolist()
 
     # spec §4.5 / §4.4 fractional powers about each rotation's axis (|angles| ≤ 90°, so
@@ -736,14 +704,15 @@ def _decode_one(vec: F64, validation: ValidationReport, plan: DecodePlan, arm_un
     small += lower
 
     # hands; L_j = conj(G_parent) · G_j (module docstring)
+    n_small = 4 * one.n_small
     if one.raw_fingers:
-        h = g[8:16].tolist()
+        h = g[n_small:n_small + 8].tolist()
         small += multiply1(palms[0], (h[0], h[1], h[2], h[3]))
         small += multiply1(palms[1], (h[4], h[5], h[6], h[7]))
-        g[n_table:] = small
+        g[:n_small] = small  # over body, head (read above)
     else:
         g_small = np.array(small + [x for q in palms for x in q])
-        hands = (g_small[one.hands_a] * g[8:][one.hands_b]) @ HAMILTON_TABLE
+        hands = (g_small[one.hands_a] * g[n_small:][one.hands_b]) @ HAMILTON_TABLE
         g = np.concatenate([g_small[:-8], hands.ravel()])
     local = (g[one.local_a] * g[one.local_b]) @ _QMUL_CONJ_TABLE
     if one.rest is not None:
