@@ -51,8 +51,9 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Generic, Literal, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -326,12 +327,17 @@ class PoseResult:
     rescaled/clamped (spec §3.3); ``validation``: NaN/out-of-range dims replaced or
     clamped (spec §3.5); ``units``: arm units with ``fallback_axes`` (spec §4.1);
     ``skipped``: canonical joints the skeleton lacks (seed 001: skipped).
+
+    ``targets``, ``ik`` and ``palm_clamped`` are read-only mappings ``"l"``/``"r"`` → value;
+    for one frame their arrays are made on first access (an avatar client reads the local
+    rotations; the IK details and flags are diagnostics, computed with the frame and
+    packed into arrays only when asked for).
     """
 
     local_rotations: F64
-    targets: dict[str, F64]
-    ik: dict[str, IKResult]
-    palm_clamped: dict[str, NDArray[np.bool_]]
+    targets: Mapping[str, F64]
+    ik: Mapping[str, IKResult]
+    palm_clamped: Mapping[str, NDArray[np.bool_]]
     validation: ValidationReport
     units: CalibrationUnits
     skipped: tuple[str, ...]
@@ -719,14 +725,54 @@ def _decode_one(vec: F64, validation: ValidationReport, plan: DecodePlan, arm_un
         local = (one.rest @ local[:, :, None])[:, :, 0]
     local[0] = plan.root_rest
 
-    # one array of the results, (1, 4) and (1, 3) views of it
-    out = np.array(quats + points)
-    up_l, low_l, up_r, low_r = out[:16].reshape(4, 1, 4)
-    t_l, e_l, w_l, t_r, e_r, w_r = out[16:].reshape(6, 1, 3)
-    flags = (_TRUE1 if clamped[0] else _FALSE1, _TRUE1 if clamped[1] else _FALSE1)
-    ik = {"l": IKResult(up_l, low_l, e_l, w_l, flags[0], False),
-          "r": IKResult(up_r, low_r, e_r, w_r, flags[1], False)}
-    return PoseResult(local[None], {"l": t_l, "r": t_r}, ik,
-                      {"l": _TRUE1 if palm_clamped[0] else _FALSE1, "r": _TRUE1 if palm_clamped[1] else _FALSE1},
+    sides = _Sides1(quats + points, clamped, palm_clamped)  # arrays on first access
+    return PoseResult(local[None], _SideMap(sides, 0), _SideMap(sides, 1), _SideMap(sides, 2),
                       validation, arm_units, plan.skipped)
+
+
+class _Sides1:
+    # one frame's per-side results as Python floats (G_upper, G_lower of l then r; target,
+    # elbow, wrist of l then r) and flags; their arrays are made once, on first access
+    __slots__ = ("_built", "_clamped", "_floats", "_palm_clamped")
+
+    def __init__(self, floats: list[float], clamped: list[bool], palm_clamped: list[bool]) -> None:
+        self._floats, self._clamped, self._palm_clamped = floats, clamped, palm_clamped
+        self._built: tuple[dict[str, F64], dict[str, IKResult], dict[str, NDArray[np.bool_]]] | None = None
+
+    def built(self) -> tuple[dict[str, F64], dict[str, IKResult], dict[str, NDArray[np.bool_]]]:
+        if self._built is None:  # one array of the results, (1, 4) and (1, 3) views of it
+            out = np.array(self._floats)
+            up_l, low_l, up_r, low_r = out[:16].reshape(4, 1, 4)
+            t_l, e_l, w_l, t_r, e_r, w_r = out[16:].reshape(6, 1, 3)
+            c, p = self._clamped, self._palm_clamped
+            self._built = ({"l": t_l, "r": t_r},
+                           {"l": IKResult(up_l, low_l, e_l, w_l, _TRUE1 if c[0] else _FALSE1, False),
+                            "r": IKResult(up_r, low_r, e_r, w_r, _TRUE1 if c[1] else _FALSE1, False)},
+                           {"l": _TRUE1 if p[0] else _FALSE1, "r": _TRUE1 if p[1] else _FALSE1})
+        return self._built
+
+
+_V = TypeVar("_V")
+
+
+class _SideMap(Mapping[str, _V], Generic[_V]):
+    # PoseResult.targets / ik / palm_clamped of one frame: a read-only "l"/"r" mapping over
+    # its _Sides1 (which: 0 targets, 1 IK, 2 palm flags)
+    __slots__ = ("_sides", "_which")
+
+    def __init__(self, sides: _Sides1, which: int) -> None:
+        self._sides, self._which = sides, which
+
+    def __getitem__(self, side: str) -> _V:
+        value: _V = self._sides.built()[self._which][side]  # type: ignore[assignment]
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(SIDES)
+
+    def __len__(self) -> int:
+        return len(SIDES)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
 
