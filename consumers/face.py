@@ -18,6 +18,7 @@ Weights in [0, 1], arrays batch first: vector ``(..., N)``, shares ``(..., 15)``
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -88,9 +89,11 @@ def _validate_clamp_changed(arr: F64) -> tuple[F64, ValidationReport, bool]:
     clipped: F64 = np.minimum(np.maximum(arr, LOWER), UPPER)
     clamped = clipped != arr
     changed = bool(clamped.any())
-    if changed and not np.isfinite(arr).all():
-        out, report = validate(arr, policy="clamp")
-        return out, report, True
+    if changed:
+        finite = np.isfinite(arr)
+        if not finite.all():  # a dim absent from the frame (NaN) or ±inf: the default
+            # = validate: finite out-of-range values clamped (clipped differs), the rest replaced
+            return np.where(finite, clipped, DEFAULTS), ValidationReport(clamped & finite, ~finite), True
     none = _NONE_REPLACED.get(arr.shape)
     if none is None:
         none = np.zeros(arr.shape, dtype=np.bool_)
@@ -112,11 +115,45 @@ class FaceWeights:
     """What one capability plays: ``arkit`` ``{name: (...,) weight}`` restricted to the
     channels the rung drives (all 52 for viseme15/vowel5, ``jawOpen`` for jaw, none for
     none); ``visemes`` ``{name: (...,)}`` (the 15 visemes, the 5 vowels, or empty);
-    ``report``: notes (clips, normalized mix, replaced dims, capability none)."""
+    ``report``: notes (clips, normalized mix, replaced dims, capability none), a read-only
+    mapping; the replaced and clamped dims are named on first access (diagnostics, built
+    only when asked for)."""
 
     arkit: dict[str, F64]
     visemes: dict[str, F64]
-    report: dict[str, object] = field(default_factory=dict)
+    report: Mapping[str, object] = field(default_factory=dict)
+
+
+class _FaceReport(Mapping[str, object]):
+    # FaceWeights.report of a validation that changed dims: {"clamped": [...], "replaced":
+    # [...]} (the non-empty ones) and then the notes, built on first access
+    __slots__ = ("_built", "_notes", "_validation")
+
+    def __init__(self, validation: ValidationReport, notes: dict[str, object]) -> None:
+        self._validation, self._notes = validation, notes
+        self._built: dict[str, object] | None = None
+
+    def _dict(self) -> dict[str, object]:
+        if self._built is None:
+            self._built = {**{k: v for k, v in self._validation.dims().items() if v}, **self._notes}
+        return self._built
+
+    def __getitem__(self, key: str) -> object:
+        return self._dict()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._dict())
+
+    def __len__(self) -> int:
+        return len(self._dict())
+
+    def __repr__(self) -> str:
+        return repr(self._dict())
+
+
+def _report(changed: ValidationReport | None, notes: dict[str, object]) -> Mapping[str, object]:
+    # FaceWeights.report: the notes, and the dims a validation changed (None: none changed)
+    return notes if changed is None else _FaceReport(changed, notes)
 
 
 def face_weights(vector: ArrayLike, *, capability: Capability,
@@ -140,18 +177,17 @@ def _face_weights(vec: F64, validation: ValidationReport, capability: Capability
     # face_weights of a vector already validated (posewire.consumers.pose.decode_frame: once a
     # frame); ``changed``: whether the validation changed anything (None: look at the masks);
     # ``vl``: one frame's vector as Python floats, when the caller has them
-    report: dict[str, object] = {}
+    report: dict[str, object] = {}  # notes; the changed dims are named on first access (_report)
     if changed is None:
         changed = not validation.ok
-    if changed:
-        report = {k: v for k, v in validation.dims().items() if v}
+    shown = validation if changed else None
     if capability == "none":
         report["capability"] = "none: no face morphs played"
-        return FaceWeights({}, {}, report)
+        return FaceWeights({}, {}, _report(shown, report))
     if capability != "jaw" and vec.size == N_DIMS:
         one = _shares1(visemes, vec.shape[:-1])
         if one is not None:  # one frame, a valid mix: Python floats, the same values
-            return _face_weights1(vec, one[0], one[1], capability, report, vl)
+            return _face_weights1(vec, one[0], one[1], capability, shown, report, vl)
     shares = _NO_MIX if visemes is None else np.asarray(visemes, dtype=np.float64)
     shares, normalized = normalize_shares(shares)
     if normalized.any():
@@ -159,7 +195,7 @@ def _face_weights(vec: F64, validation: ValidationReport, capability: Capability
     if capability == "jaw":
         _, effective = apply_mouthing(vec, shares)
         jaw = np.clip(effective[..., REGISTRY.index("m_jaw")], 0.0, 1.0)
-        return FaceWeights({"jawOpen": jaw}, {}, report)
+        return FaceWeights({"jawOpen": jaw}, {}, _report(shown, report))
     # = mouthing_to_arkit(vec, shares) for this validated vector and normalized mix (one
     # frame with a valid mix took _face_weights1 above)
     weights, clipped = _valid_mouthing_arkit(vec, shares)
@@ -169,8 +205,8 @@ def _face_weights(vec: F64, validation: ValidationReport, capability: Capability
     mix = np.empty((*weights.shape[:-1], len(VISEMES)))  # the shares, per frame
     mix[...] = shares
     if capability == "viseme15":
-        return FaceWeights(arkit, _by_name(VISEMES, mix), report)
-    return FaceWeights(arkit, _by_name(VOWELS, _fold(mix)), report)
+        return FaceWeights(arkit, _by_name(VISEMES, mix), _report(shown, report))
+    return FaceWeights(arkit, _by_name(VOWELS, _fold(mix)), _report(shown, report))
 
 
 _NO_MIX1 = [0.0] * len(VISEMES)
@@ -202,14 +238,17 @@ def _shares1(visemes: ArrayLike | None, batch: tuple[int, ...]) -> tuple[list[fl
 
 
 def _face_weights1(vec: F64, shares: list[float], normalized: bool, capability: Capability,
-                   report: dict[str, object], vl: list[float] | None = None) -> FaceWeights:
-    # the viseme15 / vowel5 rungs of one frame (vec (1, N) or (N,)) and a normalized mix
+                   shown: ValidationReport | None, notes: dict[str, object],
+                   vl: list[float] | None = None) -> FaceWeights:
+    # the viseme15 / vowel5 rungs of one frame (vec (1, N) or (N,)) and a normalized mix;
+    # the report: ``notes`` (mix normalized, clipped added here) and the dims ``shown`` changed
     if normalized:
-        report["mix_normalized"] = True
+        notes["mix_normalized"] = True
     one, over = _valid_mouthing_arkit1(vec.ravel().tolist() if vl is None else vl, shares)
     if over:
-        report["clipped"] = True
+        notes["clipped"] = True
     shape = vec.shape[:-1]
+    report = _report(shown, notes)
     if shape == (1,):  # one array of every weight, its (1,) rows by name
         mix = shares if capability == "viseme15" else _fold1(shares)
         rows = list(np.array(one + mix).reshape(-1, 1))

@@ -185,3 +185,47 @@ def test_one_frame_face_weights_equal_the_batch_path(capability: str) -> None:
             for got, want in ((one.arkit, ref.arkit), (one.visemes, ref.visemes)):
                 for name in want:
                     np.testing.assert_array_equal(got[name], want[name][:1])
+
+
+def test_one_frame_side_mappings_are_read_only_and_built_once() -> None:
+    # issue 22: one frame's targets / IK / palm flags are l/r mappings whose arrays are made
+    # on first access; the values equal the batch path's (above), here the mapping itself
+    skel = helix_humanoid()
+    vec = _vectors(9, 1)
+    one = decode_pose(vec, skel)
+    ref = decode_pose(np.concatenate([vec, vec]), skel)
+    for field in ("targets", "ik", "palm_clamped"):
+        got = getattr(one, field)
+        assert list(got) == ["l", "r"] and len(got) == 2 and set(got.keys()) == {"l", "r"}
+        assert got["l"] is got["l"]  # made once
+        with pytest.raises(TypeError):
+            got["l"] = None  # type: ignore[index]
+        with pytest.raises(KeyError):
+            got["x"]
+    assert repr(one.targets).startswith("{'l': array(")
+    np.testing.assert_array_equal(dict(one.targets)["r"], one.targets["r"])
+    assert one.ik["l"].upper.shape == (1, 4) and one.ik["r"].wrist.shape == (1, 3)
+    assert one.palm_clamped["l"].shape == (1,) and one.palm_clamped["l"].dtype == np.bool_
+    assert one.report() == ref.report()
+
+
+@pytest.mark.parametrize("capability", ["viseme15", "vowel5", "jaw", "none"])
+def test_face_report_names_the_changed_dims_when_read(capability: str) -> None:
+    # issue 22: the face report is built on first access; it equals the eager one: the dims
+    # validate() clamped or replaced (the non-empty lists), then the notes
+    rng = np.random.default_rng(8)
+    for vec in (_vectors(6, 1), _vectors(7, 1)[0], _vectors(8, 5), np.zeros((1, N_DIMS))):
+        mix = rng.random(len(VISEMES)) * 0.4  # sums over 1: normalized and noted
+        out = face_weights(vec, capability=capability, visemes=mix)  # type: ignore[arg-type]
+        _, rep = validate(vec, policy="clamp")
+        want: dict[str, object] = {k: v for k, v in rep.dims().items() if v}
+        if capability == "none":
+            want["capability"] = "none: no face morphs played"
+        else:
+            want["mix_normalized"] = True
+        if capability in ("viseme15", "vowel5"):  # a clip of the drive is noted after the mix
+            want["clipped"] = True
+        got = dict(out.report)
+        if capability in ("viseme15", "vowel5") and "clipped" not in got:
+            del want["clipped"]
+        assert got == want and list(got) == list(want) and len(out.report) == len(want)
