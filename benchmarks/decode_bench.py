@@ -35,8 +35,8 @@ import numpy as np
 
 from posewire.codec.mouthing import shares_from_dict
 from posewire.codec.vector import LOWER, N_DIMS
-from posewire.consumers.face import face_weights
-from posewire.consumers.pose import decode_frame, decode_pose
+from posewire.consumers.face import FaceWeights, face_weights
+from posewire.consumers.pose import PoseResult, decode_frame, decode_pose
 from posewire.consumers.skeleton import Skeleton, helix_humanoid
 from posewire.producers.landmarks import HolisticLandmarks, landmarks_to_vectors
 from posewire.producers.poseformat import read_pose_file
@@ -116,13 +116,13 @@ def main() -> None:
     _signer_table(skel, args.rounds or (3 if args.quick else 8), 4 if args.quick else 10)
 
 
-def _read_all(result: tuple[object, object]) -> None:
+def _read_all(result: tuple[PoseResult, FaceWeights]) -> None:
     # every diagnostic of a decoded frame, so that their cost is in the figure
     pose, face = result
     for side in ("l", "r"):
-        pose.targets[side], pose.ik[side], pose.palm_clamped[side]  # type: ignore[attr-defined]
-    pose.report()  # type: ignore[attr-defined]
-    dict(face.report)  # type: ignore[attr-defined]
+        pose.targets[side], pose.ik[side], pose.palm_clamped[side]
+    pose.report()
+    dict(face.report)
 
 
 def _signer_table(skel: Skeleton, rounds: int, passes: int) -> None:
