@@ -2,12 +2,12 @@
 // kalidokit avatar client runs per frame to get its rig (bone rotations and face) —
 // Kalidokit.Face.solve + Pose.solve + Hand.solve of both hands (npm kalidokit 1.1.5,
 // pinned by package-lock.json) — on the frames posewire decodes in the same run, timed the
-// way decode_bench.py times Python: wall clock over whole passes.
+// way decode_bench.py times Python: CPU time over whole passes.
 // stdin = JSON {"width": W, "height": H, "passes": P, "frames": [{"face": [[x, y, z] x 468] | null,
 // "pose3d": [[x, y, z, visibility] x 33] | null, "pose2d": [[x, y, z, visibility] x 33] | null,
 // "left": [[x, y, z] x 21] | null, "right": ... | null}, ...]} (as benchmarks/js/kalidokit_frame.cjs);
 // warm-up passes (the JIT) for at least 2 000 frames, then P timed passes over all frames;
-// stdout = JSON {"us": [µs per frame of each pass (process.hrtime)], "solved": count}.
+// stdout = JSON {"us": [CPU µs per frame of each pass (process.cpuUsage, user + system)], "solved": count}.
 "use strict";
 const Kalidokit = require("kalidokit/dist/kalidokit.umd.js");
 
@@ -31,9 +31,10 @@ process.stdin.on("end", () => {
   for (let n = 0; n < 2000; n += prepared.length) for (const f of prepared) solve(f);  // the JIT
   const us = [];
   for (let p = 0; p < passes; p += 1) {
-    const start = process.hrtime.bigint();
+    const start = process.cpuUsage();
     for (const f of prepared) solve(f);
-    us.push(Number(process.hrtime.bigint() - start) / 1e3 / prepared.length);
+    const used = process.cpuUsage(start);
+    us.push((used.user + used.system) / prepared.length);
   }
   process.stdout.write(JSON.stringify({ us, solved: sink }));
 });
