@@ -475,8 +475,10 @@ def _decode(vec: F64, validation: ValidationReport, skeleton: Skeleton,
 # add: rotations about one axis commute), so a row is a sum over at most 2^K products of
 # K cosines/sines with fixed quaternion coefficients (K ≤ 4 on the canonical skeleton);
 # half angles come from one gain matrix, rows from one gather and one matmul. The
-# bind-frame products are 4×4 matrices; the two arms, palms and fractional powers are
-# Python floats (posewire.consumers.ik._solve1). Equal to the batch path to float round-off
+# bind-frame products are 4×4 matrices; the two arms (posewire.consumers.ik._arm1: pole and
+# two-bone solve in one function), palms and fractional powers are Python floats, written
+# into the G table as one flat list. Targets, IK results and palm flags stay Python floats
+# until first read (_Sides1). Equal to the batch path to float round-off
 # (tests/test_consumer_speed_equivalence.py).
 
 def _left_matrix(q: F64) -> F64:
