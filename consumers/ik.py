@@ -322,8 +322,8 @@ def _arm1(s0: Vec3, upper_dir0: Vec3, a_len: float, lower_dir0: Vec3, b_len: flo
     tx, ty, tz = t
     # _pole1: unit shoulder -> target axis, spread basis (codec.elbow.spread_basis1), pole
     ax, ay, az = tx - sx, ty - sy, tz - sz
-    n = math.sqrt(ax * ax + ay * ay + az * az)
-    d = n if n > 0.0 else 1.0
+    n_axis = math.sqrt(ax * ax + ay * ay + az * az)
+    d = n_axis if n_axis > 0.0 else 1.0
     ux, uy, uz = ax / d, ay / d, az / d
     rx0, ry0, rz0 = _REF1
     k = 0.0 + rx0 * ux + ry0 * uy + rz0 * uz
@@ -340,18 +340,18 @@ def _arm1(s0: Vec3, upper_dir0: Vec3, a_len: float, lower_dir0: Vec3, b_len: flo
     phi = spread * _HALF_PI
     c, s = math.cos(phi), math.sin(phi)
     px, py, pz = rx * c + bx * s, ry * c + by * s, rz * c + bz * s
-    # _solve1
-    ux, uy, uz = tx - sx, ty - sy, tz - sz
-    dist = math.sqrt(ux * ux + uy * uy + uz * uz)
+    # _solve1 (its unit axis is the pole's u unless the target is at the shoulder; min/max
+    # of finite floats written as comparisons)
+    dist = n_axis
     if dist < _EPS:
         ux, uy, uz = upper_dir0
-    elif dist > 0.0:
-        ux, uy, uz = ux / dist, uy / dist, uz / dist
     lo, hi = abs(a_len - b_len), a_len + b_len
-    d = min(max(dist, lo), hi)
+    d = lo if lo > dist else dist
+    d = hi if hi < d else d
     clamped = dist > hi * (1.0 + 1e-12) or dist < lo * (1.0 - 1e-12)
-    cos_a = min(max((a_len * a_len + d * d - b_len * b_len) / (2.0 * a_len * max(d, _EPS)),
-                    -1.0), 1.0)
+    cos_a = (a_len * a_len + d * d - b_len * b_len) / (2.0 * a_len * (_EPS if _EPS > d else d))
+    cos_a = -1.0 if -1.0 > cos_a else cos_a
+    cos_a = 1.0 if 1.0 < cos_a else cos_a
     sin_a = math.sqrt(1.0 - cos_a * cos_a)
     k = px * ux + py * uy + pz * uz
     vx, vy, vz = px - k * ux, py - k * uy, pz - k * uz
