@@ -88,7 +88,7 @@ def _validate_clamp_changed(arr: F64) -> tuple[F64, ValidationReport, bool]:
         return out, report, not report.ok
     clipped: F64 = np.minimum(np.maximum(arr, LOWER), UPPER)
     clamped = clipped != arr
-    changed = bool(clamped.any())
+    changed = bool(np.count_nonzero(clamped))  # a C call (ndarray.any goes through Python)
     if changed:
         finite = np.isfinite(arr)
         if not finite.all():  # a dim absent from the frame (NaN) or ±inf: the default
