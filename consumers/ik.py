@@ -349,9 +349,9 @@ def _arm1(s0: Vec3, upper_dir0: Vec3, a_len: float, lower_dir0: Vec3, b_len: flo
     d = lo if lo > dist else dist
     d = hi if hi < d else d
     clamped = dist > hi * (1.0 + 1e-12) or dist < lo * (1.0 - 1e-12)
-    cos_a = (a_len * a_len + d * d - b_len * b_len) / (2.0 * a_len * (_EPS if _EPS > d else d))
-    cos_a = -1.0 if -1.0 > cos_a else cos_a
-    cos_a = 1.0 if 1.0 < cos_a else cos_a
+    cos_a = (a_len * a_len + d * d - b_len * b_len) / (2.0 * a_len * (_EPS if d < _EPS else d))
+    cos_a = -1.0 if cos_a < -1.0 else cos_a
+    cos_a = 1.0 if cos_a > 1.0 else cos_a
     sin_a = math.sqrt(1.0 - cos_a * cos_a)
     k = px * ux + py * uy + pz * uz
     vx, vy, vz = px - k * ux, py - k * uy, pz - k * uz
