@@ -500,10 +500,14 @@ def _right_matrix(q: F64) -> F64:
 class _OnePlan:
     angle_matrix: F64  # (U, N): half angle u = Σ gain · n over its dims (entry 0: the constant 0)
     angle_const: F64  # (U,) plus a constant half angle (finger metacarpal, §4.3)
-    factor_at: NDArray[np.intp]  # (K, S + 2 + F, 2^K) flat index into [cos(U) | sin(U)] of
-    # factor k of each term: row r (body, head, S − 2 unused, the hand rows) = Σ_terms Π_k · coef
-    row_coef: F64  # (S + 2 + F, 2^K, 4) coefficient of each term, hand rows with mirror, · P⁻¹
-    hand_world: NDArray[np.intp]  # (2 + F,) row of the small table holding that side's palm
+    # the table's rows: A (hand rows of at most two factors, the two hands first; 4 terms),
+    # B (body, head, then the hand rows of more: 2^K terms), then the n_small G slots;
+    # a row = Σ_terms Π_k (cos|sin)(half angle) · coef, indices into [cos(U) | sin(U)]
+    factor_a: NDArray[np.intp]  # (2, A, 4) the two factors of each term
+    coef_a: F64  # (A, 4, 4) coefficient of each term, with mirror and · P⁻¹
+    factor_b: NDArray[np.intp]  # (K, B, 2^K)
+    coef_b: F64  # (B, 2^K, 4)
+    hand_rows: NDArray[np.intp]  # (2 + F, 16) flat gathers of the hand rows (for hands_a)
     rest: F64 | None  # (J, 4, 4): L_rest·W_rest⁻¹ · x · W_rest
     n_small: int  # G slots before the hand rows: identity, powers, arms (4), hands (2)
     spine_shares: tuple[float, ...]  # cumulative fractional powers of Q (spec §4.5)
@@ -514,9 +518,8 @@ class _OnePlan:
     arms: tuple[tuple[int, int, int, int, Vec3, float, Vec3, Vec3, float, Vec3, float,
                       tuple[int, int, int], bool], ...]
     hands_a: NDArray[np.intp]  # (2 + F, 16) flat gathers for multiply_unchecked(palm of side, hand row)
-    hands_b: NDArray[np.intp]
     local_a: NDArray[np.intp]  # (J, 16) flat gathers for conj(G_parent) · G_j
-    raw_fingers: bool  # local_a/b index [small table, hands l r, hand rows] (see _one_plan)
+    raw_fingers: bool  # local_a/b index the table (hands, fingers without the palm; _one_plan)
     local_b: NDArray[np.intp]
 
 
@@ -613,30 +616,55 @@ def _one_plan(plan: DecodePlan) -> _OnePlan:
     def triples(x: F64) -> tuple[tuple[float, float, float], ...]:
         return tuple((float(r[0]), float(r[1]), float(r[2])) for r in x)
 
-    hands_a, hands_b = _pairs(hand_world, np.arange(n_rows))
+    # the padded rows above, split: most finger rows have two factors (side, then the
+    # merged fold + curls), so 4 of their 2^K terms are not zero (the padding factors'
+    # bits 0); the unused rows 2 .. n_small − 1 are dropped (the small table follows)
+    n_factors = [len(r) for r in rows]
+    two = [k for k, b in enumerate(bits) if not any(b[2:])]
+    rows_a = [r for r in range(n_small, len(rows)) if n_factors[r] <= 2]
+    rows_b = [0, 1, *(r for r in range(n_small, len(rows)) if n_factors[r] > 2)]
+    if n_k < 2 or rows_a[:2] != [n_small, n_small + 1]:
+        raise AssertionError("decode plan: the hand rows have no factor and come first")
+    at = np.empty(len(rows), dtype=np.intp)  # padded row -> table row
+    at[rows_a + rows_b] = np.arange(len(rows_a) + len(rows_b))
+    at[2:n_small] = -1
+    n_table = len(rows_a) + len(rows_b)
+
+    def table(slot_row: NDArray[np.intp]) -> NDArray[np.intp]:  # padded row or G slot -> table row
+        out: NDArray[np.intp] = np.where(slot_row >= n_small, at[np.minimum(slot_row, len(rows) - 1)],
+                                         n_table + slot_row)
+        return out
+
+    hands_a, _ = _pairs(hand_world, np.arange(n_rows))
+    hand_rows = 4 * at[n_small:, None] + _PAIR_J
     # conj(G_p)·G_j is unchanged when both carry the same left factor: a finger whose
     # parent is its hand or a finger takes the hand rows without the palm (the hand
-    # joint itself and its parent keep the full G). Table: slots < n_small as in the
-    # plan, then the 2 + F hand rows from n_small.
+    # joint itself and its parent keep the full G): its slot n_small + f is padded row
+    # n_small + 2 + f. Otherwise the per-frame table is the plan's slots: the small table
+    # less the palms, then the hand rows with the palm.
     joint, parent = plan.joint_slot, plan.parent_slot
     finger = joint >= n_small
     raw = bool((parent[finger] >= n_small - 2).all())
     if raw:
-        joint = np.where(finger, joint + 2, joint)
-        parent = np.where(finger, parent + 2, parent)
+        joint = table(np.where(finger, joint + 2, joint))
+        parent = table(np.where(finger, parent + 2, parent))
     local_a, local_b = _pairs(parent, joint)
+    factor_a = np.ascontiguousarray(factor_at[:2][:, rows_a][:, :, two])
+    coef_a = np.ascontiguousarray(coef[rows_a][:, two])
+    factor_b = np.ascontiguousarray(factor_at[:, rows_b])
+    coef_b = np.ascontiguousarray(coef[rows_b])
     shares = plan.power_share.tolist()
     shoulder, upper_dir, lower_dir = triples(plan.shoulder), triples(plan.upper_dir), triples(plan.lower_dir)
     arms = tuple((*_ARM_DIMS[k].tolist(), int(_SPREAD_DIMS[k]), triples(_LATERAL_LR)[k], float(_FIXED_SENSE[k]),
                   shoulder[k], upper_dir[k], float(plan.upper_len[k]), lower_dir[k], float(plan.lower_len[k]),
                   tuple(_PALM_DIMS[k].tolist()), s == "l") for k, s in enumerate(SIDES))
     one = _OnePlan(
-        angle_matrix=matrix, angle_const=const, factor_at=factor_at, row_coef=coef,
-        hand_world=hand_world, rest=rest, n_small=n_small,
+        angle_matrix=matrix, angle_const=const, factor_a=factor_a, coef_a=coef_a, factor_b=factor_b,
+        coef_b=coef_b, hand_rows=hand_rows, rest=rest, n_small=n_small,
         spine_shares=tuple(shares[:plan.n_spine]), head_shares=tuple(shares[plan.n_spine:]),
         neck=triples(plan.neck[None])[0], arms=arms,
-        hands_a=hands_a, hands_b=hands_b, local_a=local_a, local_b=local_b, raw_fingers=raw)
-    _readonly(matrix, const, factor_at, coef, hand_world, one.hands_a, one.hands_b, one.local_a,
+        hands_a=hands_a, local_a=local_a, local_b=local_b, raw_fingers=raw)
+    _readonly(matrix, const, factor_a, coef_a, factor_b, coef_b, hand_rows, one.hands_a, one.local_a,
               one.local_b, *(() if rest is None else (rest,)))
     return one
 
@@ -653,12 +681,16 @@ def _decode_one(vec: F64, validation: ValidationReport, plan: DecodePlan, arm_un
     v = vec[0]
     if vl is None:
         vl = v.tolist()
-    # body, head and hand rows: Σ_terms Π_k (cos|sin)(half angle) · coef (see _row_factors)
+    # the table (_OnePlan): rows A, rows B (Σ_terms Π_k (cos|sin)(half angle) · coef, see
+    # _row_factors), then the small table's G slots, written below
     half = one.angle_matrix @ v + one.angle_const
     cs = np.concatenate((np.cos(half), np.sin(half)))
-    rows = (cs[one.factor_at].prod(axis=0)[:, None, :] @ one.row_coef)[:, 0]
-    g = rows.ravel()  # rows is C-contiguous: a view; the small table is written over its head
-    bw, bx, by, bz, hw, hx, hy, hz = g[:8].tolist()
+    n_a, n_b = one.coef_a.shape[0], one.coef_b.shape[0]
+    g = np.empty(4 * (n_a + n_b + one.n_small))
+    g3 = g.reshape(-1, 1, 4)
+    np.matmul((cs[one.factor_a[0]] * cs[one.factor_a[1]])[:, None, :], one.coef_a, out=g3[:n_a])
+    np.matmul(cs[one.factor_b].prod(axis=0)[:, None, :], one.coef_b, out=g3[n_a:n_a + n_b])
+    bw, bx, by, bz, hw, hx, hy, hz = g[4 * n_a:4 * n_a + 8].tolist()
 
     # spec §4.5 / §4.4 fractional powers about each rotation's axis (|angles| ≤ 90°, so
     # w > 0), §4.1 arms, §4.2 palms: Python floats, written as one flat list of the G slots
@@ -712,15 +744,14 @@ def _decode_one(vec: F64, validation: ValidationReport, plan: DecodePlan, arm_un
     small += lower
 
     # hands; L_j = conj(G_parent) · G_j (module docstring)
-    n_small = 4 * one.n_small
     if one.raw_fingers:
-        h = g[n_small:n_small + 8].tolist()
+        h = g[:8].tolist()  # the two hands: the first rows of A
         small += multiply1(palms[0], (h[0], h[1], h[2], h[3]))
         small += multiply1(palms[1], (h[4], h[5], h[6], h[7]))
-        g[:n_small] = small  # over body, head (read above)
+        g[4 * (n_a + n_b):] = small
     else:
         g_small = np.array(small + [x for q in palms for x in q])
-        hands = (g_small[one.hands_a] * g[n_small:][one.hands_b]) @ HAMILTON_TABLE
+        hands = (g_small[one.hands_a] * g[one.hand_rows]) @ HAMILTON_TABLE
         g = np.concatenate([g_small[:-8], hands.ravel()])
     local = (g[one.local_a] * g[one.local_b]) @ _QMUL_CONJ_TABLE
     if one.rest is not None:
