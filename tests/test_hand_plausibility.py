@@ -153,7 +153,8 @@ def test_a_finger_turned_past_its_side_range_is_clamped_not_dropped() -> None:
 def test_missing_hip_points_are_hips_not_seen_in_both_paths() -> None:
     # a hip landmark missing (NaN, e.g. confidence 0 in a .pose file) with a high
     # visibility: no crash; the frame takes the upright chest (spec §4.5), body dims are not
-    # estimated and reported, and without any hip the torso axis falls back to S (§4.1)
+    # estimated and reported; the units need no hip (§4.1: from the shoulder width), so no
+    # axis falls back, and the torso the camera could not measure is not reported as unlike
     rng = np.random.default_rng(3)
     gt = render(random_vectors(rng, 3))
     pose = gt.landmarks.pose_world.copy()
@@ -161,8 +162,9 @@ def test_missing_hip_points_are_hips_not_seen_in_both_paths() -> None:
     lm = replace(gt.landmarks, pose_world=pose)
     batch = landmarks_to_vectors(lm)
     assert batch.report.degenerate["body_hips_not_visible"] == 3
-    assert "y" in batch.calibration.units.fallback_axes
-    assert any("torso length not measurable" in n for n in batch.report.notes)
+    assert batch.calibration.units.fallback_axes == ()
+    assert batch.calibration.calibration.torso_length == pytest.approx(0.40, rel=1e-12)  # S = 0.36 here
+    assert not any("torso" in n for n in batch.report.notes)
     body = [REGISTRY.index(i) for i in ("b_yaw", "b_pitch", "b_roll")]
     assert np.isnan(batch.vectors[:, body]).all()
     assert np.isfinite(batch.vectors[:, REGISTRY.index("a_x_r")]).all()

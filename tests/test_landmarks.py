@@ -166,14 +166,49 @@ def test_palm_turned_medial_matches_spec_worked_encode() -> None:
     assert [v(f"w_q{a}_l", vec) for a in "xyz"] == pytest.approx([0.0, 0.707107, 0.0], abs=1e-6)
 
 
+def _elbow_for(shoulder: F64, wrist: F64, arm: float) -> F64:
+    """An elbow with upper arm = forearm = arm / 2 between ``shoulder`` and ``wrist`` (body frame)."""
+    axis = wrist - shoulder
+    half = 0.5 * float(np.linalg.norm(axis))
+    side = np.cross(axis, [0.0, 0.0, 1.0])
+    side /= np.linalg.norm(side)
+    out: F64 = shoulder + 0.5 * axis + side * np.sqrt((0.5 * arm) ** 2 - half**2)
+    return out
+
+
 def test_arm_position_in_calibrated_units_spec_4_1() -> None:
+    # an arm whose upper arm + forearm is the calibrated arm length: the wrist as seen
     p_r = np.array([-0.2, -0.3, 0.4])
-    out = landmarks_to_vectors(make(body_points(wrist_r=p_r, wrist_l=p_r @ M), right_hand(), right_hand()),
-                               calibration=REF)
+    e_r = _elbow_for(np.array([-0.18, 0.0, 0.0]), p_r, 0.56)
+    out = landmarks_to_vectors(make(body_points(wrist_r=p_r, wrist_l=p_r @ M, elbow_r=e_r, elbow_l=e_r @ M),
+                                    right_hand(), right_hand()), calibration=REF)
     unit = REF.units.L
     expected = [0.2 / (2.5 * unit[0]), -0.3 / (2.5 * unit[1]), 0.4 / (2.5 * unit[2])]
     for side in "lr":
         assert [v(f"a_{a}_{side}", out.vectors) for a in "xyz"] == pytest.approx(expected, abs=1e-9)
+
+
+@pytest.mark.parametrize("seen", [0.40, 0.56, 0.80])
+def test_arm_is_sent_at_its_calibrated_length_spec_4_1(seen: float) -> None:
+    # spec §4.1 "The arm at its calibrated length": a camera's arm measures 0.40 or 0.80 m in one
+    # frame for a calibrated 0.56; the wrist is sent along the seen shoulder -> wrist at the reach
+    # seen (|shoulder -> wrist| / (upper arm + forearm)) times 0.56, on both encoder paths
+    shoulder = np.array([-0.18, 0.0, 0.0])
+    direction = np.array([-0.1, -0.5, 0.6]) / np.linalg.norm([-0.1, -0.5, 0.6])
+    wrist = shoulder + 0.8 * seen * direction  # reach 0.8
+    elbow = _elbow_for(shoulder, wrist, seen)
+    lm = make(body_points(wrist_r=wrist, wrist_l=wrist @ M, elbow_r=elbow, elbow_l=elbow @ M),
+              right_hand(), right_hand())
+    sent = shoulder + 0.8 * 0.56 * direction
+    unit = REF.units.L
+    expected = [-sent[0] / (2.5 * unit[0]), sent[1] / (2.5 * unit[1]), sent[2] / (2.5 * unit[2])]
+    two = HolisticLandmarks(np.concatenate([lm.pose_world] * 2), np.ones((2, 33)), np.concatenate([lm.left_hand] * 2),
+                            np.concatenate([lm.right_hand] * 2), hand_scale=np.ones(2))
+    batch = landmarks_to_vectors(two, calibration=REF)  # the batch path (a batch of one takes the other)
+    one = landmarks_to_vectors(lm, calibration=REF)
+    for vectors in (batch.vectors[:1], one.vectors):
+        for side in "lr":
+            assert [v(f"a_{a}_{side}", vectors) for a in "xyz"] == pytest.approx(expected, abs=1e-9)
 
 
 def test_spread_zero_when_elbow_down_one_when_lateral() -> None:
@@ -284,3 +319,56 @@ def test_noisy_landmarks_stay_in_bounds(seed: int) -> None:
     ok = np.isfinite(vec)
     assert ((vec >= LOWER) | ~ok).all() and ((vec <= UPPER) | ~ok).all()
     assert set(out.tracking) == {"arm_l", "arm_r", "hand_l", "hand_r", "head", "body", "face", "mouth"}
+
+
+def _turned(a: F64 | None, quarter_turns: int) -> F64 | None:
+    """Points of a camera turned about its optical axis by quarter turns: (x, y) -> (−y, x) each."""
+    if a is None:
+        return None
+    out = np.array(a, dtype=np.float64)
+    for _ in range(quarter_turns):
+        out = np.stack([-out[..., 1], out[..., 0], out[..., 2]], axis=-1)
+    return out
+
+
+@pytest.mark.parametrize("quarter_turns", [1, 2, 3])
+def test_a_chest_up_shot_reads_the_same_from_a_camera_on_its_side(quarter_turns: int) -> None:
+    # spec §4.5: without hips the chest stands on the camera's up, the image axis nearest the
+    # guessed trunk; a camera turned by quarter turns about its axis (a phone video stored on
+    # its side) turns every point alike, so every chest-relative dim is unchanged
+    from pathlib import Path
+
+    from posewire.producers.poseformat import read_pose_file
+
+    signer = read_pose_file(Path(__file__).parent / "data" / "holistic_signer.pose").landmarks
+    assert (signer.pose_visibility[:, [23, 24]] < 0.8).any(-1).all()  # a chest-up shot: hips never seen
+    base = landmarks_to_vectors(signer)
+    turned = HolisticLandmarks(
+        pose_world=_turned(signer.pose_world, quarter_turns), pose_visibility=signer.pose_visibility,
+        left_hand=_turned(signer.left_hand, quarter_turns), right_hand=_turned(signer.right_hand, quarter_turns),
+        face=_turned(signer.face, quarter_turns), hand_scale=signer.hand_scale,
+        pose_image=_turned(signer.pose_image, quarter_turns))
+    out = landmarks_to_vectors(turned, calibration=base.calibration)
+    assert np.isnan(out.vectors).sum() == np.isnan(base.vectors).sum()
+    assert np.allclose(out.vectors, base.vectors, atol=1e-9, equal_nan=True)
+
+
+def test_hips_at_the_frames_edge_are_not_seen() -> None:
+    # spec §4.5: both hips count as seen from visibility 0.8 (or a higher caller threshold)
+    from pathlib import Path
+
+    from posewire.producers.landmarks import HIPS_VISIBILITY
+    from posewire.producers.poseformat import read_pose_file
+
+    assert HIPS_VISIBILITY == 0.8
+    signer = read_pose_file(Path(__file__).parent / "data" / "holistic_signer.pose").landmarks
+    vis = signer.pose_visibility.copy()
+    b_yaw = REGISTRY.index("b_yaw")
+    for hips, seen in ((0.79, False), (0.8, True)):
+        vis[:, [23, 24]] = hips
+        lm = HolisticLandmarks(pose_world=signer.pose_world, pose_visibility=vis, left_hand=signer.left_hand,
+                               right_hand=signer.right_hand, face=signer.face, hand_scale=signer.hand_scale,
+                               pose_image=signer.pose_image)
+        res = landmarks_to_vectors(lm)
+        assert bool(np.isfinite(res.vectors[:, b_yaw]).any()) is seen, hips
+        assert (res.report.degenerate.get("body_hips_not_visible", 0) > 0) is not seen

@@ -32,7 +32,7 @@ from posewire.consumers.skeleton import Skeleton
 from posewire.producers.publisher import Publisher
 from posewire.producers.recording import read_recording
 from posewire.relay import Relay
-from posewire.viewer import JS_ROOT, ViewerConfig, ViewerServer
+from posewire.servers.viewer import JS_ROOT, ViewerConfig, ViewerServer
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -74,7 +74,7 @@ def mannequin_as_vrm() -> bytes:
     (``VRMC_vrm`` extension, https://github.com/vrm-c/vrm-specification)."""
     import pygltflib
 
-    from posewire.viewer import mannequin_glb
+    from posewire.servers.viewer import mannequin_glb
 
     gltf = pygltflib.GLTF2.load_from_bytes(mannequin_glb())
     node = {n.name: i for i, n in enumerate(gltf.nodes)}

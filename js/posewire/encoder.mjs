@@ -87,6 +87,7 @@ const BODY_CLAMP_KEY = 'b_* (angle beyond max)';
 
 // ---------------------------------------------------------------------------- 3-vectors
 const NAN3 = [NaN, NaN, NaN];
+const HIPS_VISIBILITY = 0.8; // spec §4.5
 const EX = [1, 0, 0]; const EY = [0, 1, 0]; const EZ = [0, 0, 1];
 const cross = (a, b) => [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]];
 const dot = (a, b) => 0.0 + a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
@@ -215,6 +216,11 @@ function handPoints(arr, xSign) {
 }
 
 // ---------------------------------------------------------------------------- chest (spec §4.5)
+function cameraUp(trunk) { // spec §4.5: the image axis nearest the guessed trunk, +Y if NaN
+  if (Math.abs(trunk[0]) > Math.abs(trunk[1])) return [trunk[0] < 0 ? -1.0 : 1.0, 0.0, 0.0];
+  return [0.0, trunk[1] < 0 ? -1.0 : 1.0, 0.0];
+}
+
 function trunkVector(w, x, y, z) { // Σ w_k · R(u, C_k·θ)·e_y by Rodrigues
   const sinHalf = Math.sqrt(x * x + y * y + z * z);
   const d = sinHalf > 0 ? sinHalf : 1.0;
@@ -297,7 +303,8 @@ function prepare(frame, xSign, threshold) {
   const [left, wristL] = handPoints(frame.left_hand, xSign);
   const [right, wristR] = handPoints(frame.right_hand, xSign);
   const { shoulder_l: sl, shoulder_r: sr, hip_l: hl, hip_r: hr } = pose;
-  const hipsSeen = vis.hip_l >= threshold && vis.hip_r >= threshold && [...hl, ...hr].every(Number.isFinite);
+  const hipThreshold = Math.max(threshold, HIPS_VISIBILITY); // spec §4.5: hips at the frame's edge
+  const hipsSeen = vis.hip_l >= hipThreshold && vis.hip_r >= hipThreshold && [...hl, ...hr].every(Number.isFinite);
   const solved = hipsSeen ? chest(sl, sr, hl, hr) : null;
   let axes = [NAN3, NAN3, NAN3];
   let body = null; let bodyClamped = false; let implausible = false;
@@ -314,7 +321,7 @@ function prepare(frame, xSign, threshold) {
   if (body === null) { // hips out of view or misplaced: an upright torso from the shoulders
     const trunk = sub(mid(sl, sr), mid(hl, hr));
     const x = unit(sub(sl, sr), EPS);
-    const y = unit(reject(finite3(trunk) ? trunk : EY, x), EPS);
+    const y = unit(reject(cameraUp(trunk), x), EPS);
     valid = finite3(x) && finite3(y);
     axes = valid ? [x, y, cross(x, y)] : [NAN3, NAN3, NAN3];
   }
@@ -509,6 +516,17 @@ const REF = REGISTRY.reference_avatar;
 export const REGISTRY_REFERENCE = { hand_length: REF.hand_length, torso_length: REF.torso_length,
   arm_length: REF.arm_length, shoulder_width: REF.shoulder_width };
 
+/** spec §4.1 "The arm at its calibrated length" (producers/landmarks_single.py _rigid_wrist1):
+ * the seen shoulder -> wrist at the calibrated arm length d_z (the wrist as seen without an elbow). */
+function rigidWrist(shoulder, elbow, wrist, armLength) {
+  if (armLength === null || armLength === undefined) return wrist;
+  const length = norm(sub(elbow, shoulder)) + norm(sub(wrist, elbow));
+  if (!(Number.isFinite(length) && length > MIN_LENGTH)) return wrist;
+  const k = armLength / length;
+  return [shoulder[0] + (wrist[0] - shoulder[0]) * k, shoulder[1] + (wrist[1] - shoulder[1]) * k,
+    shoulder[2] + (wrist[2] - shoulder[2]) * k];
+}
+
 function put(row, cols, values, clamped) { // spec §3.1: only in-bounds values leave; clamps counted
   cols.forEach((col, k) => {
     let v = values[k];
@@ -570,8 +588,9 @@ export function encodeFrame(input, cal, { mirrored = 'report', visibilityThresho
         if (norm(reject(offset, u)) < STRAIGHT_ARM) { spread = 0.0; straight = true; } else spread = spreadAngle(u, offset, s);
       }
       const sign = ARM_SIGN[s]; const L = cal.L;
-      const n = [wrist[0] * sign[0] / (ARM_MAX * L[0]), wrist[1] * sign[1] / (ARM_MAX * L[1]),
-        wrist[2] * sign[2] / (ARM_MAX * L[2])];
+      const sent = rigidWrist(shoulder, elbow, wrist, cal.calibration.arm_length); // spec §4.1
+      const n = [sent[0] * sign[0] / (ARM_MAX * L[0]), sent[1] * sign[1] / (ARM_MAX * L[1]),
+        sent[2] * sign[2] / (ARM_MAX * L[2])];
       put(row, ARM_COLS[s], [...n, spread / SPREAD_MAX[s]], clampedCols);
       degenerate[`spread_straight_arm_${s}`] = straight ? 1 : 0;
     }

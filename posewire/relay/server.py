@@ -63,7 +63,7 @@ from .state import Client, Item, Stream
 from .stats import ConsumerInfo, LogLimiter, RelayStats
 
 if TYPE_CHECKING:
-    from posewire.cluster import Broker
+    from posewire.relay.cluster import Broker
 
 
 log = logging.getLogger("posewire.relay")
@@ -107,7 +107,7 @@ class Relay(AdmissionMixin, OriginMixin, FanOutMixin):
       every half window, spec §5.7 rule 4).
     * ``status_every`` — seconds between status lines on ``status_file`` (0/None: off);
       ``send_buffer`` — kernel send buffer per connection in bytes (None: OS default).
-    * ``broker`` — a :class:`posewire.cluster.Broker`: share the streams with the relays
+    * ``broker`` — a :class:`posewire.relay.cluster.Broker`: share the streams with the relays
       on the same NATS server (spec §5.7.1).
     * ``proxy_protocol`` / ``trusted_proxies`` — behind a TCP load balancer: connections
       from these networks (``"10.0.0.2/32"``) start with a PROXY protocol header naming
