@@ -328,7 +328,8 @@ class PoseResult:
     clamped (spec §3.5); ``units``: arm units with ``fallback_axes`` (spec §4.1);
     ``skipped``: canonical joints the skeleton lacks (seed 001: skipped).
 
-    ``targets``, ``ik`` and ``palm_clamped`` are read-only mappings ``"l"``/``"r"`` → value;
+    ``targets``, ``ik`` and ``palm_clamped`` are read-only mappings ``"l"``/``"r"`` → value
+    (one frame's flag arrays are shared and read-only);
     for one frame their arrays are made on first access (an avatar client reads the local
     rotations; the IK details and flags are diagnostics, computed with the frame and
     packed into arrays only when asked for).
