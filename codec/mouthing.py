@@ -276,6 +276,12 @@ def _valid_mouthing_arkit1(vec: list[float], shares: list[float]) -> tuple[list[
     """:func:`_valid_mouthing_arkit` of one frame in Python floats (the live decoder's one frame
     at a time, where numpy's per-call overhead is the cost): the raw weights clipped to 1, and
     whether any was over 1. The same operations in the same order (bit for bit)."""
+    raw = _mouthing_drive1(vec, shares)
+    return [w if w < 1.0 else 1.0 for w in raw], max(raw) > 1.0
+
+
+def _mouthing_drive1(vec: list[float], shares: list[float]) -> list[float]:
+    """The raw (unclipped) weights of :func:`_valid_mouthing_arkit1`."""
     face = list(_FACE_GET1(vec))
     for k, i, terms in _MOUTH_TERMS1:  # the mouth dims with a baseline (the others: as authored)
         b = 0.0
@@ -286,5 +292,4 @@ def _valid_mouthing_arkit1(vec: list[float], shares: list[float]) -> tuple[list[
         authored = vec[i]
         opposite = (authored > 0.0 and baseline < 0.0) or (authored < 0.0 and baseline > 0.0)
         face[k] = authored * (magnitude if opposite else 1.0 - magnitude)
-    raw = _drive1(face)
-    return [w if w < 1.0 else 1.0 for w in raw], max(raw) > 1.0
+    return _drive1(face)

@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from posewire.codec.errors import UsageError
-from posewire.codec.mouthing import _valid_mouthing_arkit, _valid_mouthing_arkit1, apply_mouthing, normalize_shares
+from posewire.codec.mouthing import _mouthing_drive1, _valid_mouthing_arkit, apply_mouthing, normalize_shares
 from posewire.codec.registry import ARKIT_CHANNELS, REGISTRY, VISEMES
 from posewire.codec.vector import DEFAULTS, LOWER, N_DIMS, UPPER, ValidationReport, validate
 
@@ -244,22 +244,22 @@ def _face_weights1(vec: F64, shares: list[float], normalized: bool, capability: 
     # the report: ``notes`` (mix normalized, clipped added here) and the dims ``shown`` changed
     if normalized:
         notes["mix_normalized"] = True
-    one, over = _valid_mouthing_arkit1(vec.ravel().tolist() if vl is None else vl, shares)
-    if over:
+    raw = _mouthing_drive1(vec.ravel().tolist() if vl is None else vl, shares)
+    if max(raw) > 1.0:
         notes["clipped"] = True
     shape = vec.shape[:-1]
     report = _report(shown, notes)
-    if shape == (1,):  # one array of every weight, its (1,) rows by name
-        mix = shares if capability == "viseme15" else _fold1(shares)
-        rows = list(np.array(one + mix).reshape(-1, 1))
-        n = len(ARKIT_CHANNELS)
-        arkit = dict(zip(ARKIT_CHANNELS, rows[:n], strict=True))
-        names = VISEMES if capability == "viseme15" else VOWELS
-        return FaceWeights(arkit, dict(zip(names, rows[n:], strict=True)), report)
-    arkit = _by_name(ARKIT_CHANNELS, np.array(one).reshape(*shape, len(ARKIT_CHANNELS)))
-    if capability == "viseme15":
-        return FaceWeights(arkit, _by_name(VISEMES, np.array(shares).reshape(*shape, len(VISEMES))), report)
-    return FaceWeights(arkit, _by_name(VOWELS, np.array(_fold1(shares)).reshape(*shape, len(VOWELS))), report)
+    # one array of every weight (the ARKit ones clipped to 1 in place: = _valid_mouthing_arkit1,
+    # bit for bit), then the mix; named rows of it
+    names = VISEMES if capability == "viseme15" else VOWELS
+    n = len(ARKIT_CHANNELS)
+    weights = np.array(raw + (shares if capability == "viseme15" else _fold1(shares)))
+    np.minimum(weights[:n], 1.0, out=weights[:n])
+    if shape == (1,):  # (1,) rows
+        rows = list(weights.reshape(-1, 1))
+        return FaceWeights(dict(zip(ARKIT_CHANNELS, rows, strict=False)),  # the first n
+                           dict(zip(names, rows[n:], strict=True)), report)
+    return FaceWeights(_by_name(ARKIT_CHANNELS, weights[:n]), _by_name(names, weights[n:]), report)
 
 
 def _by_name(names: tuple[str, ...], values: F64) -> dict[str, F64]:

@@ -132,6 +132,13 @@ def test_one_frame_face_kernel_is_bit_equal(seed: int) -> None:
         one, over = _valid_mouthing_arkit1(row.tolist(), shares.tolist())
         np.testing.assert_array_equal(np.array(one), weights)
         assert np.array_equal(np.signbit(one), np.signbit(weights)) and over == bool(clipped.any())
+        # and face_weights of that frame (its clip in place in the weights array): the same
+        # bits as the kernel on the mix face_weights plays (a normalized mix can sum to 1 + ulp)
+        face = face_weights(row[None], capability="viseme15", visemes=shares)
+        want, want_clipped = _valid_mouthing_arkit(row, normalize_shares(shares)[0])
+        got = np.array([face.arkit[c][0] for c in ARKIT_INDEX])
+        assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
+        assert face.report.get("clipped", False) == bool(want_clipped.any())
 
 
 @pytest.mark.parametrize("capability", ["viseme15", "vowel5", "jaw", "none"])
