@@ -619,13 +619,12 @@ def _one_plan(plan: DecodePlan) -> _OnePlan:
 
     # the padded rows above, split: most finger rows have two factors (side, then the
     # merged fold + curls), so 4 of their 2^K terms are not zero (the padding factors'
-    # bits 0); the unused rows 2 .. n_small − 1 are dropped (the small table follows)
+    # bits 0); the unused rows 2 .. n_small − 1 are dropped (the small table follows).
+    # K ≥ 3 (the body's three Euler factors); A starts with the two hand rows (no factor)
     n_factors = [len(r) for r in rows]
     two = [k for k, b in enumerate(bits) if not any(b[2:])]
     rows_a = [r for r in range(n_small, len(rows)) if n_factors[r] <= 2]
     rows_b = [0, 1, *(r for r in range(n_small, len(rows)) if n_factors[r] > 2)]
-    if n_k < 2 or rows_a[:2] != [n_small, n_small + 1]:
-        raise AssertionError("decode plan: the hand rows have no factor and come first")
     at = np.empty(len(rows), dtype=np.intp)  # padded row -> table row
     at[rows_a + rows_b] = np.arange(len(rows_a) + len(rows_b))
     at[2:n_small] = -1
