@@ -689,7 +689,7 @@ def _decode_one(vec: F64, validation: ValidationReport, plan: DecodePlan, arm_un
     g = np.empty(4 * (n_a + n_b + one.n_small))
     g3 = g.reshape(-1, 1, 4)
     np.matmul((cs[one.factor_a[0]] * cs[one.factor_a[1]])[:, None, :], one.coef_a, out=g3[:n_a])
-    np.matmul(cs[one.factor_b].prod(axis=0)[:, None, :], one.coef_b, out=g3[n_a:n_a + n_b])
+    np.matmul(np.multiply.reduce(cs[one.factor_b])[:, None, :], one.coef_b, out=g3[n_a:n_a + n_b])
     bw, bx, by, bz, hw, hx, hy, hz = g[4 * n_a:4 * n_a + 8].tolist()
 
     # spec §4.5 / §4.4 fractional powers about each rotation's axis (|angles| ≤ 90°, so
