@@ -11,8 +11,11 @@ in batch. The JavaScript client's decoder (js/posewire/decoder.mjs, the code the
 viewer runs) is timed in Node on the same skeleton and frame in the same run.
 
 Second table (issue 22): the committed signer recording (tests/data/holistic_signer.pose,
-47 frames) encoded with posewire.producers.landmarks.landmarks_to_vectors (its face dims
-are absent: NaN, replaced and reported as on the wire), decoded one frame per call with
+47 frames) as the demo plays it: body and hands from
+posewire.producers.landmarks.landmarks_to_vectors, face and mouth from the committed
+blendshapes (tests/data/holistic_signer_blendshapes.json, encoded as the live producer
+does); a hand lost in a frame is absent (NaN: replaced and reported, as a partial wire
+frame decodes), decoded one frame per call with
 posewire.consumers.pose.decode_frame (bones, IK, face weights), beside the JavaScript
 decoder on the same vectors and kalidokit 1.1.5 (Face + Pose + 2 Hands in Node,
 benchmarks/js/kalidokit_solve_time.cjs: what a kalidokit avatar client runs per frame
@@ -35,11 +38,14 @@ from pathlib import Path
 
 import numpy as np
 
+from posewire.codec.morph import FACE_DIM_INDICES
 from posewire.codec.mouthing import shares_from_dict
+from posewire.codec.registry import ARKIT_CHANNELS
 from posewire.codec.vector import LOWER, N_DIMS
 from posewire.consumers.face import FaceWeights, face_weights
 from posewire.consumers.pose import PoseResult, decode_frame, decode_pose
 from posewire.consumers.skeleton import Skeleton, helix_humanoid
+from posewire.producers.face import blendshape_dims
 from posewire.producers.landmarks import HolisticLandmarks, landmarks_to_vectors
 from posewire.producers.poseformat import read_pose_file
 
@@ -49,6 +55,7 @@ _ROOT = Path(__file__).resolve().parent.parent
 _DECODE_JS = _ROOT / "js" / "test" / "decode.mjs"
 _KALIDOKIT = _ROOT / "benchmarks" / "js"
 _SIGNER = _ROOT / "tests" / "data" / "holistic_signer.pose"
+_BLENDSHAPES = _ROOT / "tests" / "data" / "holistic_signer_blendshapes.json"
 
 
 def _per_frame_us(fn: Callable[[], object], frames: int, repeats: int) -> tuple[float, float]:
@@ -132,6 +139,12 @@ def _signer_table(skel: Skeleton, rounds: int, passes: int) -> None:
     kalidokit, interleaved round by round; CPU µs per frame over whole passes."""
     pf = read_pose_file(_SIGNER)
     vectors = landmarks_to_vectors(pf.landmarks).vectors
+    if _BLENDSHAPES.is_file():  # the face as the demo plays it (spec §4.6: face and mouth tracked)
+        doc = json.loads(_BLENDSHAPES.read_text())
+        weights = np.array(doc["frames"], dtype=np.float64)[:, [doc["channels"].index(c) for c in ARKIT_CHANNELS]]
+        seen = np.isfinite(weights).all(axis=-1)
+        face, _ = blendshape_dims(np.where(seen[:, None], weights, 0.0))
+        vectors[np.ix_(seen, FACE_DIM_INDICES)] = face[np.ix_(seen, FACE_DIM_INDICES)]
     frames = [v[None] for v in vectors]
     node = shutil.which("node")
     kalidokit = node is not None and (_KALIDOKIT / "node_modules" / "kalidokit").is_dir()
