@@ -920,7 +920,9 @@ def _encode_batch(lm: HolisticLandmarks, calibration: LandmarkCalibration | None
     for side in ("l", "r"):
         s: Side = side
         wrist_i = POSE_POINTS[f"wrist_{s}"]
-        arm_ok = prep.valid & (lm.pose_visibility[:, wrist_i] >= visibility_threshold)
+        # spec §7.4: a wrist is seen when the pose says so or the hand model found that hand
+        hand_seen = _hand_present(prep.right if s == "r" else prep.left)
+        arm_ok = prep.valid & ((lm.pose_visibility[:, wrist_i] >= visibility_threshold) | hand_seen)
         arm_ok &= np.isfinite(body[:, wrist_i]).all(-1)
         tracked[f"arm_{s}"] = arm_ok
         if arm_ok.any():  # spec §4.1 inverse: n = sign_side · p / (2.5 L)
@@ -943,6 +945,8 @@ def _encode_batch(lm: HolisticLandmarks, calibration: LandmarkCalibration | None
             degenerate[f"hand_depth_flipped_{s}"] = int(dims.depth_flipped.sum())
         if dims.fingers_side_clamped is not None and dims.fingers_side_clamped.any():
             degenerate[f"fingers_side_clamped_{s}"] = int(dims.fingers_side_clamped.sum())
+        if dims.fingers_depth_repaired is not None and dims.fingers_depth_repaired.any():
+            degenerate[f"fingers_depth_repaired_{s}"] = int(dims.fingers_depth_repaired.sum())
         fallback = dims.tracked & ~prep.valid
         if fallback.any():
             degenerate[f"palm_camera_frame_{s}"] = int(fallback.sum())

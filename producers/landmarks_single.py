@@ -476,7 +476,9 @@ def encode1(lm: HolisticLandmarks, cal: LandmarkCalibration, *, visibility_thres
         s: Side = "l" if side == "l" else "r"
         # spec §4.1: hand position relative to the neck in units L, elbow spread
         wrist = to_frame1(frame.axes, sub1(frame.pose[f"wrist_{s}"], frame.neck))
-        arm_ok = valid and frame.visibility[f"wrist_{s}"] >= visibility_threshold and _finite(wrist)
+        # spec §7.4: a wrist is seen when the pose says so or the hand model found that hand
+        seen = frame.visibility[f"wrist_{s}"] >= visibility_threshold or frame.hands[s] is not None
+        arm_ok = valid and seen and _finite(wrist)
         tracked[f"arm_{s}"] = arm_ok
         if arm_ok:
             shoulder = to_frame1(frame.axes, sub1(frame.pose[f"shoulder_{s}"], frame.neck))
@@ -499,6 +501,8 @@ def encode1(lm: HolisticLandmarks, cal: LandmarkCalibration, *, visibility_thres
                 degenerate[f"hand_depth_flipped_{s}"] = 1
             if dims.fingers_side_clamped:
                 degenerate[f"fingers_side_clamped_{s}"] = dims.fingers_side_clamped
+            if dims.fingers_depth_repaired:
+                degenerate[f"fingers_depth_repaired_{s}"] = dims.fingers_depth_repaired
             if not valid:
                 degenerate[f"palm_camera_frame_{s}"] = 1
             if dims.roll_unobservable:

@@ -196,10 +196,13 @@ case("chest-camera-on-its-side", "§4.5: a signer frame (hips unseen) from a cam
       "calibration": signer_cal})
 wrist = base.pose_visibility[5:6].copy()
 wrist[0, P["wrist_r"]] = 0.1
-case("fail-wrist-not-visible", "§4.1: a wrist below the visibility threshold: that arm lost",
-     {"frames": [mutated(5, pose_visibility=wrist)]})
+no_hand = np.full((1, 21, 3), np.nan)
+case("fail-wrist-not-visible", "§4.1, §7.4: a wrist below the visibility threshold, its hand not found: that arm "
+     "lost", {"frames": [mutated(5, pose_visibility=wrist, right_hand=no_hand)]})
+case("wrist-hidden-hand-found", "§7.4: a wrist below the visibility threshold whose hand was found is in view: "
+     "that arm tracked", {"frames": [mutated(5, pose_visibility=wrist)]})
 case("visibility-threshold-option", "§6.10: visibility_threshold moves the wrist/hip visibility cut",
-     {"frames": [mutated(5, pose_visibility=wrist)], "visibility_threshold": 0.05})
+     {"frames": [mutated(5, pose_visibility=wrist, right_hand=no_hand)], "visibility_threshold": 0.05})
 no_pose = np.full((1, 33, 3), np.nan)
 case("fail-hands-only", "§4.2: no body frame: palm in the camera fallback frame (degenerate.palm_camera_frame_*), "
      "arms and body lost, degenerate.body_frame",
