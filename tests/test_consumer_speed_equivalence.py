@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import mouthings
 
 from posewire.codec.morph import ARKIT_INDEX
 from posewire.codec.mouthing import _valid_mouthing_arkit, _valid_mouthing_arkit1, mouthing_to_arkit, normalize_shares
@@ -236,3 +239,36 @@ def test_face_report_names_the_changed_dims_when_read(capability: str) -> None:
         if capability in ("viseme15", "vowel5") and "clipped" not in got:
             del want["clipped"]
         assert got == want and list(got) == list(want) and len(out.report) == len(want)
+
+
+_SKELETONS = _skeletons()
+_dim = st.one_of(st.floats(-1.4, 1.4, allow_nan=False), st.sampled_from([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(values=st.lists(_dim, min_size=N_DIMS, max_size=N_DIMS), which=st.integers(0, len(_SKELETONS) - 1),
+       mix=st.none() | mouthings(), capability=st.sampled_from(["viseme15", "vowel5", "jaw", "none"]))
+def test_one_frame_decode_frame_is_the_array_path(values: list[float], which: int, mix: tuple[float, ...] | None,
+                                                  capability: str) -> None:
+    # issue 22: the single-frame path (Python-float arms, split row table, lazy side results
+    # and report, face kernel in Python floats) equals the batch path — the same frame twice
+    skel = _SKELETONS[which]
+    vec = np.array(values)[None]
+    pose, face = decode_frame(vec, skel, capability=capability, visemes=mix)  # type: ignore[arg-type]
+    pair = np.concatenate([vec, vec])
+    ref = decode_pose(pair, skel)
+    np.testing.assert_allclose(pose.local_rotations, ref.local_rotations[:1], rtol=0, atol=1e-12)
+    for s in ("l", "r"):
+        np.testing.assert_allclose(pose.targets[s], ref.targets[s][:1], rtol=0, atol=1e-12)
+        for name in ("upper", "lower", "elbow", "wrist"):
+            np.testing.assert_allclose(getattr(pose.ik[s], name), getattr(ref.ik[s], name)[:1], rtol=0, atol=1e-12)
+        np.testing.assert_array_equal(pose.ik[s].clamped, ref.ik[s].clamped[:1])
+        np.testing.assert_array_equal(pose.palm_clamped[s], ref.palm_clamped[s][:1])
+    assert pose.report() == ref.report()
+    ref_face = face_weights(pair, capability=capability,  # type: ignore[arg-type]
+                            visemes=None if mix is None else np.array([mix, mix]))
+    assert dict(face.report) == dict(ref_face.report)
+    assert face.arkit.keys() == ref_face.arkit.keys() and face.visemes.keys() == ref_face.visemes.keys()
+    for got, want in ((face.arkit, ref_face.arkit), (face.visemes, ref_face.visemes)):
+        for name in want:
+            np.testing.assert_allclose(got[name], want[name][:1], rtol=0, atol=1e-12)
