@@ -18,7 +18,7 @@ does); a hand lost in a frame is absent (NaN: replaced and reported, as a partia
 frame decodes), decoded one frame per call with
 posewire.consumers.pose.decode_frame (bones, IK, face weights), beside the JavaScript
 decoder on the same vectors and kalidokit 1.1.5 (Face + Pose + 2 Hands in Node,
-benchmarks/js/kalidokit_solve_time.cjs: what a kalidokit avatar client runs per frame
+benchmarks/js/kalidokit_frame.cjs: what a kalidokit avatar client runs per frame
 to get its rig) on the same frames' landmarks, interleaved round by round in one run;
 CPU µs per frame over whole passes.
 """
@@ -37,17 +37,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from fidelity_bench import _kalidokit_frames  # the same frames the encode peer solves
 
-from posewire.codec.morph import FACE_DIM_INDICES
 from posewire.codec.mouthing import shares_from_dict
 from posewire.codec.registry import ARKIT_CHANNELS
 from posewire.codec.vector import LOWER, N_DIMS
 from posewire.consumers.face import FaceWeights, face_weights
 from posewire.consumers.pose import PoseResult, decode_frame, decode_pose
 from posewire.consumers.skeleton import Skeleton, helix_humanoid
-from posewire.producers.face import blendshape_dims
-from posewire.producers.landmarks import HolisticLandmarks, landmarks_to_vectors
-from posewire.producers.poseformat import read_pose_file
+from posewire.producers.landmarks import landmarks_to_vectors
+from posewire.producers.poseformat import read_pose_file, with_blendshapes
 
 __all__ = ["main"]
 
@@ -138,19 +137,20 @@ def _signer_table(skel: Skeleton, rounds: int, passes: int) -> None:
     """The signer's frames: posewire decode_frame (Python), the JavaScript decoder and
     kalidokit, interleaved round by round; CPU µs per frame over whole passes."""
     pf = read_pose_file(_SIGNER)
-    vectors = landmarks_to_vectors(pf.landmarks).vectors
+    face = pf.landmarks.face if pf.landmarks.face is not None else np.full((1, 478, 3), np.nan)
+    result = landmarks_to_vectors(pf.landmarks)
     if _BLENDSHAPES.is_file():  # the face as the demo plays it (spec §4.6: face and mouth tracked)
         doc = json.loads(_BLENDSHAPES.read_text())
-        weights = np.array(doc["frames"], dtype=np.float64)[:, [doc["channels"].index(c) for c in ARKIT_CHANNELS]]
-        seen = np.isfinite(weights).all(axis=-1)
-        face, _ = blendshape_dims(np.where(seen[:, None], weights, 0.0))
-        vectors[np.ix_(seen, FACE_DIM_INDICES)] = face[np.ix_(seen, FACE_DIM_INDICES)]
+        rows = [[np.nan] * len(ARKIT_CHANNELS) if f is None else f for f in doc["frames"]]
+        result = with_blendshapes(result, np.array(rows, dtype=np.float64)[:, [doc["channels"].index(c)
+                                                                                for c in ARKIT_CHANNELS]])
+    vectors = result.vectors
     frames = [v[None] for v in vectors]
     node = shutil.which("node")
     kalidokit = node is not None and (_KALIDOKIT / "node_modules" / "kalidokit").is_dir()
     js_doc = _js_doc(skel, vectors, None, len(frames) * 200)
-    kali_doc = json.dumps({"width": pf.width, "height": pf.height, "passes": passes,
-                           "frames": _kalidokit_frames(pf.landmarks, pf.width, pf.height)})
+    kali_doc = json.dumps({"width": pf.width, "height": pf.height, "passes": passes, "timing": "pass",
+                           "frames": _kalidokit_frames(pf.landmarks, face, pf.width, pf.height)})
     ours: list[float] = []
     js: list[float] = []
     kali: list[float] = []
@@ -168,7 +168,7 @@ def _signer_table(skel: Skeleton, rounds: int, passes: int) -> None:
             timing = json.loads(done.stdout)["cpu_us_per_frame"]
             js.append(timing["pose"] + timing["face"])
         if kalidokit and node is not None:
-            done = subprocess.run([node, str(_KALIDOKIT / "kalidokit_solve_time.cjs")], input=kali_doc,
+            done = subprocess.run([node, str(_KALIDOKIT / "kalidokit_frame.cjs")], input=kali_doc,
                                   capture_output=True, text=True, check=True, cwd=_KALIDOKIT, timeout=600)
             kali += json.loads(done.stdout)["us"]
     mid = statistics.median(ours)
@@ -188,26 +188,6 @@ def _signer_table(skel: Skeleton, rounds: int, passes: int) -> None:
     verdict = "met" if mid <= 100.0 else "not met"
     print(f"\nPython decode_frame on the signer: median {mid:.1f} µs per frame, target ≤ 100 µs: {verdict} on "
           f"this machine (load average {load[0]:.1f}, {os.cpu_count()} cores).")
-
-
-def _kalidokit_frames(lm: HolisticLandmarks, width: int, height: int) -> list[dict[str, object]]:
-    """The frames as kalidokit takes them (normalized image coordinates for the face, the
-    2-D pose and the hands, metres for the 3-D pose; absent parts None), as
-    benchmarks/fidelity_bench.py builds them for its encode peer."""
-    size = np.array([width, height, width])
-    image = lm.pose_image if lm.pose_image is not None else lm.pose_world
-    out: list[dict[str, object]] = []
-    for i in range(lm.batch):
-        vis = lm.pose_visibility[i][:, None]
-
-        def part(points: np.ndarray | None) -> list[list[float]] | None:
-            return (points / size).tolist() if points is not None and np.isfinite(points).all() else None
-
-        out.append({"face": part(None if lm.face is None else lm.face[i, :468]),
-                    "pose3d": np.concatenate([lm.pose_world[i], vis], axis=1).tolist(),
-                    "pose2d": np.concatenate([image[i] / size, vis], axis=1).tolist(),
-                    "left": part(lm.left_hand[i]), "right": part(lm.right_hand[i])})
-    return out
 
 
 def _js_doc(skel: Skeleton, frames: np.ndarray, mix: np.ndarray | None, repeat: int) -> str:

@@ -34,10 +34,8 @@ from posewire.codec.quaternion import (
     cross1,
     cross_unchecked,
     dot1,
-    multiply1,
     multiply_unchecked,
     reject1,
-    rotate1,
     rotate_unchecked,
 )
 
@@ -256,71 +254,19 @@ def _min_rotation1(va: Vec3, vb: Vec3) -> Quat:
     return (w / n, xyz[0] / n, xyz[1] / n, xyz[2] / n)
 
 
-def _pole1(axis: Vec3, spread: float, lateral: Vec3, fixed: float) -> Vec3:
-    # _pole for one side and frame (codec.elbow.spread_basis1)
-    u, _ = _unit1(axis)
-    r, t = spread_basis1(u, lateral, fixed)
-    phi = spread * (math.pi / 2.0)
-    c, s = math.cos(phi), math.sin(phi)
-    return (r[0] * c + t[0] * s, r[1] * c + t[1] * s, r[2] * c + t[2] * s)
-
-
-def _solve1(s0: Vec3, upper_dir0: Vec3, a_len: float, lower_dir0: Vec3, b_len: float,
-            t: Vec3, p: Vec3) -> tuple[Quat, Quat, Vec3, Vec3, bool]:
-    # _solve for one side and frame: (upper, lower, elbow, wrist, clamped); written out
-    # in scalars (no helper calls or generators: call overhead dominates one frame)
-    sx, sy, sz = s0
-    ux, uy, uz = t[0] - sx, t[1] - sy, t[2] - sz
-    dist = math.sqrt(ux * ux + uy * uy + uz * uz)
-    if dist < _EPS:
-        ux, uy, uz = upper_dir0
-    elif dist > 0.0:
-        ux, uy, uz = ux / dist, uy / dist, uz / dist
-    lo, hi = abs(a_len - b_len), a_len + b_len
-    d = min(max(dist, lo), hi)
-    clamped = dist > hi * (1.0 + 1e-12) or dist < lo * (1.0 - 1e-12)
-    cos_a = min(max((a_len * a_len + d * d - b_len * b_len) / (2.0 * a_len * max(d, _EPS)),
-                    -1.0), 1.0)
-    sin_a = math.sqrt(1.0 - cos_a * cos_a)
-    px, py, pz = p
-    k = px * ux + py * uy + pz * uz
-    vx, vy, vz = px - k * ux, py - k * uy, pz - k * uz
-    vn = math.sqrt(vx * vx + vy * vy + vz * vz)
-    if vn > 0.0:
-        vx, vy, vz = vx / vn, vy / vn, vz / vn
-    k = vx * ux + vy * uy + vz * uz
-    vx, vy, vz = vx - k * ux, vy - k * uy, vz - k * uz
-    n = math.sqrt(vx * vx + vy * vy + vz * vz)
-    if n > 0.0:
-        vx, vy, vz = vx / n, vy / n, vz / n
-    if vn < 1e-9:
-        alt = reject1((0.0, 0.0, 1.0), (ux, uy, uz))
-        if math.sqrt(dot1(alt, alt)) < 1e-6:
-            alt = reject1((0.0, -1.0, 0.0), (ux, uy, uz))
-        (vx, vy, vz), _ = _unit1(alt)
-    ex = sx + a_len * (cos_a * ux + sin_a * vx)
-    ey = sy + a_len * (cos_a * uy + sin_a * vy)
-    ez = sz + a_len * (cos_a * uz + sin_a * vz)
-    wx, wy, wz = sx + d * ux, sy + d * uy, sz + d * uz
-    g_upper = _min_rotation1(upper_dir0, ((ex - sx) / a_len, (ey - sy) / a_len, (ez - sz) / a_len))
-    lower_dir1, _ = _unit1((wx - ex, wy - ey, wz - ez))
-    g_lower = multiply1(_min_rotation1(rotate1(g_upper, lower_dir0), lower_dir1), g_upper)
-    return g_upper, g_lower, (ex, ey, ez), (wx, wy, wz), clamped
-
-
 _REF1 = (float(ELBOW_REFERENCE[0]), float(ELBOW_REFERENCE[1]), float(ELBOW_REFERENCE[2]))
 _HALF_PI = math.pi / 2.0
 
 
 def _arm1(s0: Vec3, upper_dir0: Vec3, a_len: float, lower_dir0: Vec3, b_len: float,
           t: Vec3, spread: float, lateral: Vec3, fixed: float) -> tuple[Quat, Quat, Vec3, Vec3, bool]:
-    # _solve1(..., t, _pole1(t - s0, spread, lateral, fixed)) in one function (the decoder's
-    # one frame: call overhead is a third of the cost): the same operations in the same
-    # order, so the same bits (tests/test_consumer_ik_single.py); the rare degenerate
-    # branches call the helpers
+    # _solve(..., t, _pole(t - s0, spread, lateral, fixed)) for one side and frame in Python
+    # floats, in one function (the decoder's one frame: call overhead is a third of the cost);
+    # equal to the array path to 1e-12 (tests/test_consumer_ik_single.py); the rare
+    # degenerate branches call the helpers
     sx, sy, sz = s0
     tx, ty, tz = t
-    # _pole1: unit shoulder -> target axis, spread basis (codec.elbow.spread_basis1), pole
+    # the pole: unit shoulder -> target axis, spread basis (codec.elbow.spread_basis1)
     ax, ay, az = tx - sx, ty - sy, tz - sz
     n_axis = math.sqrt(ax * ax + ay * ay + az * az)
     d = n_axis if n_axis > 0.0 else 1.0
@@ -340,7 +286,7 @@ def _arm1(s0: Vec3, upper_dir0: Vec3, a_len: float, lower_dir0: Vec3, b_len: flo
     phi = spread * _HALF_PI
     c, s = math.cos(phi), math.sin(phi)
     px, py, pz = rx * c + bx * s, ry * c + by * s, rz * c + bz * s
-    # _solve1 (its unit axis is the pole's u unless the target is at the shoulder; min/max
+    # the solve (its unit axis is the pole's u unless the target is at the shoulder; min/max
     # of finite floats written as comparisons)
     dist = n_axis
     if dist < _EPS:
