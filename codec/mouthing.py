@@ -23,6 +23,7 @@ Arrays are float64, batch first; vectors ``(..., N)`` in registry order, shares
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -259,18 +260,36 @@ def _valid_mouthing_arkit(
 _MOUTH1 = tuple(MOUTH_DIM_INDICES.tolist())
 _FACE1 = tuple(FACE_DIM_INDICES.tolist())
 _FACE_MOUTH_K1 = tuple(_FACE_MOUTH_K.tolist())
+_FACE_GET1 = operator.itemgetter(*_FACE1)
+#: (face slot, vector index, baseline terms) of the mouth dims with a baseline term: the
+#: non-zero entries of BASELINE_TABLE's column in increasing viseme order, as
+#: _BASELINE_MOUTH.apply1 adds them. A mouth dim without any has the baseline +0.0 for
+#: every mix, so its delta is ``authored · (1.0 − 0.0)`` = the authored value, bit for bit
+#: (spec §4.7: an all-zero baseline leaves the dim as authored)
+_MOUTH_TERMS1 = tuple(
+    (k, i, terms) for k, i, column in zip(_FACE_MOUTH_K1, _MOUTH1, BASELINE_TABLE[:, MOUTH_DIM_INDICES].T.tolist(),
+                                          strict=True)
+    if (terms := tuple((v, c) for v, c in enumerate(column) if c != 0.0)))
 
 
 def _valid_mouthing_arkit1(vec: list[float], shares: list[float]) -> tuple[list[float], bool]:
     """:func:`_valid_mouthing_arkit` of one frame in Python floats (the live decoder's one frame
     at a time, where numpy's per-call overhead is the cost): the raw weights clipped to 1, and
     whether any was over 1. The same operations in the same order (bit for bit)."""
-    face = [vec[i] for i in _FACE1]
-    for k, i, b in zip(_FACE_MOUTH_K1, _MOUTH1, _BASELINE_MOUTH.apply1(shares), strict=True):
+    raw = _mouthing_drive1(vec, shares)
+    return [w if w < 1.0 else 1.0 for w in raw], max(raw) > 1.0
+
+
+def _mouthing_drive1(vec: list[float], shares: list[float]) -> list[float]:
+    """The raw (unclipped) weights of :func:`_valid_mouthing_arkit1`."""
+    face = list(_FACE_GET1(vec))
+    for k, i, terms in _MOUTH_TERMS1:  # the mouth dims with a baseline (the others: as authored)
+        b = 0.0
+        for v, c in terms:
+            b = b + shares[v] * c
         baseline = b if -1.0 <= b <= 1.0 else (-1.0 if b < -1.0 else 1.0)  # np.clip of a finite b
         magnitude = abs(baseline)
         authored = vec[i]
         opposite = (authored > 0.0 and baseline < 0.0) or (authored < 0.0 and baseline > 0.0)
         face[k] = authored * (magnitude if opposite else 1.0 - magnitude)
-    raw = _drive1(face)
-    return [w if w < 1.0 else 1.0 for w in raw], max(raw) > 1.0
+    return _drive1(face)

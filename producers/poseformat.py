@@ -62,6 +62,7 @@ __all__ = [
     "pose_file_to_recording",
     "pose_to_landmarks",
     "read_pose_file",
+    "with_blendshapes",
 ]
 
 F64 = NDArray[np.float64]
@@ -305,11 +306,13 @@ def read_pose_file(path: str | Path) -> PoseFile:
     return pose_to_landmarks(pose)
 
 
-def _with_blendshapes(result: LandmarkResult, weights: F64) -> LandmarkResult:
-    """The face and mouth dims of ARKit ``weights (B, 52)`` put into ``result`` where a row is
-    finite (spec §4.6, as :class:`posewire.producers.live.LiveEncoder` does), tracked there."""
+def with_blendshapes(result: LandmarkResult, weights: ArrayLike) -> LandmarkResult:
+    """The face and mouth dims of ARKit ``weights (B, 52)`` (``ARKIT_CHANNELS`` order) put into
+    ``result`` where a row is finite (spec §4.6, as :class:`posewire.producers.live.LiveEncoder`
+    does), tracked there."""
     from posewire.producers.face import blendshape_dims
 
+    weights = np.asarray(weights, dtype=np.float64)
     if weights.shape != (result.vectors.shape[0], N_ARKIT):
         raise UsageError("usage.shape", f"expected blendshapes ({result.vectors.shape[0]}, {N_ARKIT}), "
                          f"got {weights.shape}")
@@ -347,7 +350,7 @@ def pose_file_to_recording(
     if pose_file.notes:
         result = replace(result, report=replace(result.report, notes=(*pose_file.notes, *result.report.notes)))
     if blendshapes is not None:
-        result = _with_blendshapes(result, np.asarray(blendshapes, dtype=np.float64))
+        result = with_blendshapes(result, blendshapes)
     elapsed = time.perf_counter() - started
     filtered = None
     if filter:
