@@ -263,16 +263,20 @@ async def _producer_main(args: argparse.Namespace) -> None:
                 await ws.send(wire.encode(frame))
         t0 = time.monotonic() + 0.05
         cpu0 = time.process_time()
-        for seq in range(n_frames):
-            due = t0 + seq * period
-            delay = due - time.monotonic()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            lateness.append(max(0.0, time.monotonic() - due))
-            values[yaw] = 0.3 * math.sin(seq / 30.0)
-            values[jaw] = 0.5 + 0.5 * math.sin(seq / 7.0)
-            await send(wire.Frame(seq, time.time_ns() // 1000, values))
-            sent += 1
+        failure = ""
+        try:
+            for seq in range(n_frames):
+                due = t0 + seq * period
+                delay = due - time.monotonic()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                lateness.append(max(0.0, time.monotonic() - due))
+                values[yaw] = 0.3 * math.sin(seq / 30.0)
+                values[jaw] = 0.5 + 0.5 * math.sin(seq / 7.0)
+                await send(wire.Frame(seq, time.time_ns() // 1000, values))
+                sent += 1
+        except Exception as exc:  # the relay closed the producer: reported, the level goes on
+            failure = f"producer: {type(exc).__name__}: {exc}"[:300]
         elapsed = time.monotonic() - t0
         cpu_s = time.process_time() - cpu0
         if args.clients != "posewire":
@@ -285,6 +289,7 @@ async def _producer_main(args: argparse.Namespace) -> None:
         "cpu_percent": 100.0 * cpu_s / elapsed if elapsed > 0 else 0.0,
         "send_lateness_p99_ms": 1000 * late[min(len(late) - 1, int(0.99 * len(late)))] if late else 0.0,
         "frame_bytes": len(wire.encode(wire.Frame(0, time.time_ns() // 1000, values))),
+        "error": failure,
     }), flush=True)
 
 
@@ -585,6 +590,8 @@ def run_level(port: int, relay_pid: int, consumers: int, *, duration: float, tok
     finally:
         for p in [*workers, *([producer] if producer else [])]:
             _stop(p)
+    if prod.get("error"):
+        errors.append(prod["error"])
     per = [c for r in results for c in r["consumers"]]
     for c in per:
         errors.extend(c["errors"])
