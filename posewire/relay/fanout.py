@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from time import monotonic
 from typing import TYPE_CHECKING
 
 from websockets.exceptions import ConnectionClosed
@@ -13,7 +14,6 @@ from websockets.frames import Frame as WsFrame
 from websockets.frames import Opcode
 from websockets.protocol import State as WsState
 
-from posewire.codec.errors import UsageError
 from posewire.codec.protocol import (
     Limits,
     State,
@@ -27,6 +27,7 @@ from posewire.codec.wire import (
     encode,
 )
 
+from .framecheck import RawFrame
 from .state import Client, Item, Stream
 from .stats import RelayStats
 
@@ -57,9 +58,12 @@ class FanOutMixin:
     stats: RelayStats
     limits: Limits
     send_window: int
-    _ping_every: int
+    send_window_s: float | None
     _write_limit: int
     _streams: dict[str, Stream]
+    #: set when a message went through a consumer's mailbox (its sender task should run
+    #: before the producer's next message is read)
+    queued: bool
 
     def fan_out(self, stream: str, message: Message, data: bytes | None = None) -> bool:
         """Deliver a data message (frame, calibration, conditions) that arrived from
@@ -87,7 +91,7 @@ class FanOutMixin:
             self.stats.broker_refused += 1
             return False
         if s is None:
-            s = self._streams[stream] = Stream(stream)
+            s = self._new_stream(stream)
         if isinstance(message, Frame):
             # spec §5.7.1 rule 6: the frame rate of a producer (spec §5.8), per stream, so
             # that one stream's broker input cannot crowd out the others
@@ -100,9 +104,14 @@ class FanOutMixin:
                 return False
         return self._deliver(s, message, data)
 
-    def _deliver(self, stream: Stream, msg: Message, data: bytes) -> bool:
+    def _new_stream(self, name: str) -> Stream:
+        stream = self._streams[name] = Stream(name, send_window=self.send_window,
+                                              window_s=self.send_window_s)
+        return stream
+
+    def _deliver(self, stream: Stream, msg: Message | RawFrame, data: bytes) -> bool:
         """One data message into ``stream``: its state, then its consumers."""
-        if isinstance(msg, Frame):
+        if isinstance(msg, Frame | RawFrame):
             stale, event = stream.sequence.observe(msg.seq)
             if event is not None:
                 self.stats.sequence_events += 1
@@ -111,6 +120,7 @@ class FanOutMixin:
                 self.stats.stale += 1
                 return False
             self.stats.frames_in += 1
+            stream.observe_rate(monotonic(), msg.timestamp_us)
             stream.update_frame(msg, data)
             self._broadcast(stream, "f", (msg, data))
         elif isinstance(msg, Calibration):
@@ -127,12 +137,14 @@ class FanOutMixin:
         # spec §5.7: never blocks; a full slot is a counted drop
         msg, data = item
         is_frame = kind == "f"
-        window, limit, every = self.send_window, self._write_limit, self._ping_every
+        window, limit = stream.window, self._write_limit
+        every = max(1, window // 2)
         # the WebSocket frame around ``data``, serialized once for every consumer written
         # now: a server's frames are unmasked and the relay negotiates no extension
         # (compression=None), so they are the same bytes on every connection
         wire: bytes | None = None
         written = 0
+        now = 0.0
         for consumer in stream.consumers:
             box = consumer.mailbox
             assert box is not None
@@ -150,21 +162,25 @@ class FanOutMixin:
                 out = wire
                 if is_frame:
                     consumer.sent += 1
-                    if consumer.sent - consumer.ping_mark >= every:
+                    if (consumer.sent + consumer.phase) % every == 0:
                         # the window ping goes in the same write (one send, one segment)
                         consumer.ping_mark = consumer.sent
                         out = wire + window_ping(consumer.sent)
+                        if not now:
+                            now = monotonic()
+                        ws.window_pinged(now)
                 try:
                     transport.write(out)
                 except RuntimeError:
                     continue  # the transport is closing: the handler cleans up
                 written += 1
                 continue
+            self.queued = True
             unsent = box.pending(kind)
             if unsent is not None and is_frame:
                 self.stats.drops += 1
                 old = unsent[0]
-                assert isinstance(old, Frame) and isinstance(msg, Frame)
+                assert isinstance(old, Frame | RawFrame) and isinstance(msg, Frame | RawFrame)
                 if not msg.is_full or (old.conditions is not None and msg.conditions is None):
                     # the dropped frame held dims (or conditions) this one lacks: send the
                     # merged latest state instead, so nothing is lost but the stale values
@@ -185,6 +201,7 @@ class FanOutMixin:
                 and ws.transport.get_write_buffer_size() < self._write_limit):
             with contextlib.suppress(RuntimeError):
                 ws.transport.write(window_ping(consumer.sent))
+                ws.window_pinged(monotonic())
 
     def _window_ack(self, ws: RelayConnection, mark: int) -> None:
         """A window pong: the consumer's websocket read the ``mark`` frames written before
@@ -200,7 +217,10 @@ class FanOutMixin:
         assert box is not None
         try:
             while await box.wait():
-                if client.sent - client.acked >= self.send_window:
+                stream = client.stream
+                if stream is None or client.conn.state is not State.OPEN:
+                    return  # detached or closing: the handler cleans up
+                if client.sent - client.acked >= stream.window:
                     # the window is full: probe, and wait for the pong that acknowledges
                     # frames; probe again now and then (a client may answer only the
                     # newest ping, and one pong reopens the window)
@@ -213,13 +233,14 @@ class FanOutMixin:
                 item = box.take()
                 if item is None:
                     continue
-                kind, (msg, data) = item
-                out = client.conn.send(msg, encoded=data)
-                await client.ws.send(out)
+                kind, (_, data) = item
+                # spec §5.10: data messages to a consumer whose state is OPEN (checked
+                # above), forwarded as the bytes the relay holds
+                await client.ws.send(data)
                 if kind == "f":
                     self.stats.frames_out += 1
                     client.sent += 1
-                    if client.sent - client.ping_mark >= self._ping_every:
+                    if (client.sent + client.phase) % max(1, stream.window // 2) == 0:
                         self._window_probe(client)
-        except (ConnectionClosed, UsageError):
+        except ConnectionClosed:
             pass  # closed under us; the handler cleans up
