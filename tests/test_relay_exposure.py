@@ -19,7 +19,7 @@ import pytest
 from benchutil import load_benchmark
 from netutil import TIMEOUT, open_raw, padded_frame, wait_for
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.frames import Frame as WsFrame
 from websockets.frames import Opcode
 from websockets.typing import Origin, Subprotocol
@@ -463,6 +463,87 @@ async def test_keepalive_pings_have_a_phase_and_close_a_consumer_that_stops_answ
         # the others keep answering and stay open
         await asyncio.sleep(2 * interval)
         assert all(w.close_code is None for w in watches[1:])
+
+
+async def _drain(client: Any) -> None:
+    with contextlib.suppress(ConnectionClosed):
+        while True:
+            await client.ws.recv()
+
+
+async def _produce(pub: Any, rate: float, stop: asyncio.Event) -> None:
+    seq = 0
+    while not stop.is_set():
+        await pub.send(frame(seq, (seq % 100) / 100))
+        seq += 1
+        await asyncio.sleep(1 / rate)
+
+
+async def test_window_pings_stand_for_keepalive_pings_and_a_dead_consumer_is_still_closed() -> None:
+    # spec §5.7 rule 11: a consumer whose window pings are answered gets no keepalive
+    # ping; one that stops answering is closed (1011) one timeout after its first
+    # unanswered window ping — within the keepalive bound (an interval plus the timeout)
+    interval, timeout = 0.3, 0.3
+    async with Relay("127.0.0.1", port=0, ping_interval=interval, ping_timeout=timeout) as relay:
+        pub = await open_raw(relay.url, "producer", "s")
+        stop = asyncio.Event()
+        producing = asyncio.create_task(_produce(pub, 60.0, stop))
+        try:
+            await wait_for(lambda: relay.stats.frames_in >= 40)  # the stream's rate is known
+            clients = [await open_raw(relay.url, "consumer", "s", connection_class=KeepaliveWatch)
+                       for _ in range(2)]
+            drains = [asyncio.create_task(_drain(c)) for c in clients]
+            watches = [c.ws for c in clients if isinstance(c.ws, KeepaliveWatch)]
+            assert len(watches) == 2
+            await asyncio.sleep(4 * interval)
+            for w in watches:
+                assert len(w.window_pings) >= 5  # ~0.25 s window: a ping every ~7 frames
+                assert w.keepalive_at == []  # their answers are the sign of life
+            assert all(c.window <= 15 for c in relay.consumers("s"))  # 0.25 s at 60 Hz
+            dead, alive = watches
+            dead.answer = False
+            began = time.monotonic()
+            await asyncio.wait_for(dead.wait_closed(), interval + timeout + 1.0)
+            assert dead.close_code == 1011
+            assert time.monotonic() - began < interval + timeout + 0.5
+            await wait_for(lambda: relay.streams["s"] == (1, 1))
+            await asyncio.sleep(2 * interval)
+            assert alive.close_code is None and alive.keepalive_at == []
+            # the stream pauses: no window pings, so keepalive pings take over
+            stop.set()
+            await producing
+            await wait_for(lambda: bool(alive.keepalive_at), timeout=4 * interval + 1.0)
+            assert alive.close_code is None
+            for task in drains:
+                task.cancel()
+        finally:
+            stop.set()
+            await producing
+
+
+async def test_the_send_window_holds_at_most_a_quarter_second_of_frames() -> None:
+    # spec §5.7 rule 4: W ≤ 0.25 s of frames at the stream's rate (default send_window_s)
+    async with Relay("127.0.0.1", port=0, ping_interval=None) as relay:
+        fast = await open_raw(relay.url, "consumer", "s")
+        stalled = await open_raw(relay.url, "consumer", "s", max_queue=64)
+        pub = await open_raw(relay.url, "producer", "s")
+        stop = asyncio.Event()
+        producing = asyncio.create_task(_produce(pub, 60.0, stop))
+        drains = [asyncio.create_task(_drain(c)) for c in (fast, stalled)]
+        try:
+            await wait_for(lambda: relay.stats.frames_in >= 40)
+            assert {c.window for c in relay.consumers("s")} <= set(range(13, 16))
+            stalled.ws.transport.pause_reading()  # its kernel buffer keeps taking bytes
+            await asyncio.sleep(1.0)
+            info = {c.delivered: c for c in relay.consumers("s")}
+            slow = info[min(info)]
+            assert slow.in_flight <= slow.window <= 15 and slow.dropped > 0
+            assert info[max(info)].dropped == 0  # the one that reads loses nothing
+        finally:
+            stop.set()
+            await producing
+        for task in drains:
+            task.cancel()
 
 
 async def test_window_pings_of_consumers_fall_on_different_frames() -> None:

@@ -106,7 +106,8 @@ class FanOutMixin:
 
     def _new_stream(self, name: str) -> Stream:
         stream = self._streams[name] = Stream(name, send_window=self.send_window,
-                                              window_s=self.send_window_s)
+                                              window_s=self.send_window_s,
+                                              max_fps=self.limits.max_fps)
         return stream
 
     def _deliver(self, stream: Stream, msg: Message | RawFrame, data: bytes) -> bool:

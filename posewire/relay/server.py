@@ -367,7 +367,8 @@ class Relay(AdmissionMixin, OriginMixin, FanOutMixin):
                 assert c.mailbox is not None
                 out.append(ConsumerInfo(
                     c.session, s.name, c.sent, c.mailbox.dropped["f"],
-                    len(c.mailbox), c.ws.transport.get_write_buffer_size(), c.sent - c.acked))
+                    len(c.mailbox), c.ws.transport.get_write_buffer_size(), c.sent - c.acked,
+                    s.window))
         return out
 
     def status_line(self) -> str:

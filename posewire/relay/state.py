@@ -65,7 +65,8 @@ class Client:
 class Stream:
     """One named stream: its clients and the state a late joiner needs (spec §5.7)."""
 
-    def __init__(self, name: str, *, send_window: int = 128, window_s: float | None = None) -> None:
+    def __init__(self, name: str, *, send_window: int = 128, window_s: float | None = None,
+                 max_fps: int = 120) -> None:
         self.name = name
         self.producers: set[Client] = set()
         self.consumers: set[Client] = set()
@@ -92,9 +93,11 @@ class Stream:
         self.broker_bucket: TokenBucket | None = None
         #: spec §5.7 rule 4: the send window W in frames — at most ``send_window``, and
         #: at most ``window_s`` seconds of frames at the stream's rate once it is known
+        #: (before: at the producers' rate limit ``max_fps``), at least MIN_WINDOW
         self.max_window = send_window
         self.window_s = window_s
-        self.window = send_window
+        self.window = send_window if window_s is None else max(
+            MIN_WINDOW, min(send_window, int(window_s * max_fps)))
         self._rate_count = 0
         self._rate_mark: tuple[float, int] | None = None  # (arrival, ts) RATE_EVERY frames ago
 
@@ -125,7 +128,7 @@ class Stream:
             return
         span = max(now - mark[0], (timestamp_us - mark[1]) / 1e6)
         if span > 0:
-            fit = int(self.window_s * RATE_EVERY / span)
+            fit = int(self.window_s * RATE_EVERY / span + 1e-6)  # (not lost to round-off)
             self.window = max(MIN_WINDOW, min(self.max_window, fit))
 
     def update_frame(self, frame: Frame | RawFrame, data: bytes) -> None:
