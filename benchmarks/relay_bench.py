@@ -305,8 +305,20 @@ async def _serve_main(args: argparse.Namespace) -> None:
     relay = Relay("127.0.0.1", args.port, token=args.token or None, status_every=0.5, max_connections=4096,
                   max_per_address=4096, hello_rate=1000.0, hello_burst=10_000)
     stop = asyncio.Event()
-    asyncio.get_running_loop().call_later(args.max_seconds, stop.set)  # bounded
-    await relay.run(stop=stop)
+    loop = asyncio.get_running_loop()
+    loop.call_later(args.max_seconds, stop.set)  # bounded
+    profile = None
+    if os.environ.get("RELAY_BENCH_PROFILE"):  # where the relay's time goes: cProfile stats
+        import cProfile
+
+        profile = cProfile.Profile()  # (relay.run stops on SIGTERM: the stats are written)
+        profile.enable()
+    try:
+        await relay.run(stop=stop)
+    finally:
+        if profile is not None:
+            profile.disable()
+            profile.dump_stats(os.environ["RELAY_BENCH_PROFILE"])
 
 
 async def _serve_minimal_main(args: argparse.Namespace) -> None:

@@ -44,11 +44,14 @@ WINDOW_TAG = b"pwW1"
 REPROBE_S = 1.0
 
 
+#: A window ping up to its mark: the (unmasked) PING header and the tag.
+_PING_HEAD = WsFrame(Opcode.PING, WINDOW_TAG + bytes(8)).serialize(mask=False, extensions=[])[:-8]
+
+
 def window_ping(mark: int) -> bytes:
     """A send-window ping frame (spec §5.7 rule 4), serialized: its payload names the
     ``mark`` frames written before it."""
-    return WsFrame(Opcode.PING, WINDOW_TAG + mark.to_bytes(8, "big")).serialize(
-        mask=False, extensions=[])
+    return _PING_HEAD + mark.to_bytes(8, "big")
 
 
 class FanOutMixin:
@@ -153,7 +156,7 @@ class FanOutMixin:
             if consumer.conn.state is not State.OPEN or ws.protocol.state is not WsState.OPEN:
                 continue  # closing: the handler cleans up
             transport = ws.transport
-            if (not box and consumer.sent - consumer.acked < window
+            if (not box.slots and consumer.sent - consumer.acked < window
                     and transport.get_write_buffer_size() < limit):
                 # fast path: nothing is queued for this consumer, its socket keeps up and
                 # its window is open, so the bytes are written now (in order: an item its
@@ -166,7 +169,7 @@ class FanOutMixin:
                     if (consumer.sent + consumer.phase) % every == 0:
                         # the window ping goes in the same write (one send, one segment)
                         consumer.ping_mark = consumer.sent
-                        out = wire + window_ping(consumer.sent)
+                        out = wire + _PING_HEAD + consumer.sent.to_bytes(8, "big")
                         if not now:
                             now = monotonic()
                         ws.window_pinged(now)
