@@ -1,12 +1,17 @@
-"""Relay fan-out benchmark: one producer at 60 Hz to C consumers over loopback.
+"""Relay fan-out benchmark: one producer at 60 Hz to C consumers over loopback, for
+``posewire serve`` and, in the same run, its peer: a minimal relay on
+``websockets.broadcast()`` (no validation, no state, no latest-wins, no send window).
 
-Run: ``.venv/bin/python benchmarks/relay_bench.py [--consumers 10 100 500]
-[--duration 60] [--json PATH]``.
+Run: ``.venv/bin/python benchmarks/relay_bench.py [--consumers 10 100 300]
+[--duration 60] [--repeat N] [--relays posewire minimal] [--json PATH]``.
 
-For each level C the script
+Both relays are started once, side by side; each level runs against one, then the
+other, back to back (the order alternating from level to level), and the script prints,
+per level, the CPU per delivered frame of each, their ratio, loss and p50/p99 latency.
+For each level C and relay the script
 
-1. uses one relay (``posewire serve``) started once in its own process on
-   127.0.0.1 and a free port (a fresh stream name per level);
+1. uses that relay, started once in its own process on 127.0.0.1 and a free port (a
+   fresh stream name per level);
 2. starts ``ceil(C / 125)`` consumer worker processes, each running its share of the C
    consumers as asyncio websocket clients (raw ``websockets`` + :func:`posewire.codec.wire.decode`
    — the protocol, not a client library: hello, welcome, then frames; ``--clients
@@ -816,6 +821,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--relays", nargs="+", choices=sorted(RELAYS), default=list(RELAYS),
                         help="relays run side by side, each level back to back (default: posewire serve and "
                              "the minimal websockets.broadcast() relay)")
+    parser.add_argument("--relay", action="append", default=[], metavar="NAME=CMD",
+                        help="one more relay to run beside --relays (e.g. an earlier build: "
+                             "'before=env PYTHONPATH=/tmp/old {python} {bench} --serve --port {port} --token {token}')")
     parser.add_argument("--repeat", type=int, default=1, help="runs of every level per relay (interleaved)")
     parser.add_argument("--relay-cmd", help="run only this relay command instead of --relays; "
                                             "{python}, {port}, {token} are filled in")
@@ -855,6 +863,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     relays = ({"relay": args.relay_cmd} if args.relay_cmd
               else {name: RELAYS[name] for name in dict.fromkeys(args.relays)})
+    for spec in args.relay:
+        name, _, cmd = spec.partition("=")
+        if not name or not cmd or name in relays:
+            parser.error(f"--relay {spec!r}: NAME=CMD with a new name")
+        relays[name] = cmd
     first = next(iter(relays))
     results, memory = compare(args.consumers, duration=args.duration, relays=relays, repeat=args.repeat,
                               token=args.token or None, decode=args.decode, clients=args.clients,
@@ -879,9 +892,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"errors at {r.consumers} consumers: {r.errors}\n")
     if args.relay_nice:
         print(f"relays ran at nice {args.relay_nice}\n")
-    rows = comparison_rows(results) if {"posewire", "minimal"} <= set(results) else []
-    if rows:
-        print(_comparison_table(rows, "posewire", "minimal"))
+    comparisons = {name: comparison_rows(results, name, "minimal") for name in results
+                   if name != "minimal" and "minimal" in results}
+    for name, rows in comparisons.items():
+        print(_comparison_table(rows, name, "minimal") + "\n")
     if args.json:
         Path(args.json).write_text(json.dumps({
             "generated_unix": time.time(), "cpus": os.cpu_count(), "rate_hz": args.rate,
@@ -891,7 +905,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "relays": {name: [asdict(r) for r in levels] for name, levels in results.items()},
             # the first relay's levels, as before the peer was added
             "levels": [asdict(r) for r in results[first]],
-            "comparison": rows}, indent=2) + "\n")
+            "comparison": comparisons.get("posewire", []),
+            "comparisons": comparisons}, indent=2) + "\n")
     return 0
 
 

@@ -164,6 +164,35 @@ def test_a_window_ping_carries_its_tag_and_the_frames_written_before_it() -> Non
     assert len(frame.data) == 12  # keepalive pings carry 4 bytes: the two never mix
 
 
+def test_window_pings_spread_out_for_a_consumer_whose_pongs_come_back_at_once() -> None:
+    # spec §5.7 rule 4: W/2 frames between window pings until the first pong, then up to
+    # W − 2 for a consumer whose pongs come back before the next frame; W/2 again for
+    # one slow to answer (its lag decays by one per pong)
+    from types import SimpleNamespace
+
+    from posewire.relay.fanout import FanOutMixin
+
+    stream = Stream("demo", send_window=16, window_s=None)
+    consumer = SimpleNamespace(mailbox=object(), acked=0, sent=8, window=asyncio.Event(), lag=0,
+                               spacing=0, stream=stream)
+    ws = SimpleNamespace(client=consumer)
+
+    def ack(mark: int, sent: int) -> int:
+        consumer.sent = sent
+        FanOutMixin._window_ack(None, ws, mark)  # type: ignore[arg-type]
+        return int(consumer.spacing)
+
+    assert ack(8, 8) == 14  # answered before the next frame: a ping every W − 2 frames
+    assert consumer.acked == 8 and consumer.window.is_set()
+    assert ack(22, 25) == 8  # 3 frames written meanwhile: W − 2 − 2·3
+    assert ack(30, 40) == 8  # slow: W/2 at least
+    assert ack(40, 40) == 8 and ack(45, 45) == 8  # the lag decays one per pong
+    assert ack(45, 50) == 8  # a mark already acknowledged changes nothing
+    for mark in range(50, 60):
+        last = ack(mark, mark)
+    assert last == 14
+
+
 # ---------------------------------------------------------------- origin
 
 

@@ -142,7 +142,7 @@ class FanOutMixin:
         msg, data = item
         is_frame = kind == "f"
         window, limit = stream.window, self._write_limit
-        every = max(1, window // 2)
+        half = max(1, window // 2)
         # the WebSocket frame around ``data``, serialized once for every consumer written
         # now: a server's frames are unmasked and the relay negotiates no extension
         # (compression=None), so they are the same bytes on every connection
@@ -166,7 +166,7 @@ class FanOutMixin:
                 out = wire
                 if is_frame:
                     consumer.sent += 1
-                    if (consumer.sent + consumer.phase) % every == 0:
+                    if (consumer.sent + consumer.phase) % (consumer.spacing or half) == 0:
                         # the window ping goes in the same write (one send, one segment)
                         consumer.ping_mark = consumer.sent
                         out = wire + _PING_HEAD + consumer.sent.to_bytes(8, "big")
@@ -215,6 +215,15 @@ class FanOutMixin:
             return
         consumer.acked = mark
         consumer.window.set()
+        # spec §5.7 rule 4: the frames written while this pong came back (decaying by one
+        # per pong) set how far apart the next pings may be: W/2 for a consumer slow to
+        # answer, up to W − 2 for one whose pongs come back within a frame
+        lag = consumer.sent - mark
+        consumer.lag = lag if lag >= consumer.lag else consumer.lag - 1
+        stream = consumer.stream
+        if stream is not None:
+            window = stream.window
+            consumer.spacing = max(1, window // 2, window - 2 - 2 * consumer.lag)
 
     async def _send_loop(self, client: Client) -> None:
         box = client.mailbox
@@ -244,7 +253,7 @@ class FanOutMixin:
                 if kind == "f":
                     self.stats.frames_out += 1
                     client.sent += 1
-                    if (client.sent + client.phase) % max(1, stream.window // 2) == 0:
+                    if (client.sent + client.phase) % (client.spacing or max(1, stream.window // 2)) == 0:
                         self._window_probe(client)
         except ConnectionClosed:
             pass  # closed under us; the handler cleans up

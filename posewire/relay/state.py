@@ -57,6 +57,10 @@ class Client:
         self.acked = 0
         self.ping_mark = 0
         self.phase = 0
+        #: frames between its window pings (0: W/2, until its first pong), and the frames
+        #: written while its pongs came back (a decaying maximum)
+        self.spacing = 0
+        self.lag = 0
         self.window = asyncio.Event()  # set by a pong that acknowledges frames
         # producers: the frame-rate bucket, checked before decoding (spec §5.8)
         self.bucket: TokenBucket | None = None
