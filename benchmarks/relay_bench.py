@@ -307,8 +307,11 @@ async def _serve_main(args: argparse.Namespace) -> None:
     # status line every 0.5 s on stderr: the orchestrator reads drops / rate_limited
     # every benchmark client comes from 127.0.0.1: the per-address admission caps (spec
     # §5.8) are opened so that all levels, up to 500 consumers, are admitted
+    # RELAY_BENCH_WINDOW_S: the send window's time bound (spec §5.7 rule 4; "none": frames only)
+    window_s = os.environ.get("RELAY_BENCH_WINDOW_S", "0.25")
     relay = Relay("127.0.0.1", args.port, token=args.token or None, status_every=0.5, max_connections=4096,
-                  max_per_address=4096, hello_rate=1000.0, hello_burst=10_000)
+                  max_per_address=4096, hello_rate=1000.0, hello_burst=10_000,
+                  send_window_s=None if window_s == "none" else float(window_s))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.call_later(args.max_seconds, stop.set)  # bounded
