@@ -1,5 +1,5 @@
 """The wheel carries the viewer page, its pinned npm libraries and the registry export
-under ``posewire/web`` (issue 20, deliverable 1): :func:`posewire.assets.vendor_web`
+under ``posewire/web`` (issue 20, deliverable 1): :func:`posewire.servers.assets.vendor_web`
 copies them at build time from ``js/`` (the libraries as ``npm ci`` installed them from
 ``js/package-lock.json``, their versions checked against the lock). Editable installs
 copy nothing: the page is served from the checkout. Everything else is in pyproject.toml.
@@ -21,7 +21,7 @@ class BuildWithWeb(build_py):  # type: ignore[misc]
         super().run()
         if getattr(self, "editable_mode", False):
             return
-        spec = importlib.util.spec_from_file_location("_posewire_assets", HERE / "posewire" / "assets.py")
+        spec = importlib.util.spec_from_file_location("_posewire_assets", HERE / "posewire" / "servers" / "assets.py")
         assert spec is not None and spec.loader is not None
         assets = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(assets)

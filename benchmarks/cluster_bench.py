@@ -214,7 +214,7 @@ async def _serve_main(broker: str | None, token: str | None) -> None:
 
 
 def _broker(url: str) -> Any:
-    from posewire.cluster import Broker
+    from posewire.relay.cluster import Broker
 
     return Broker(url)
 

@@ -2,6 +2,6 @@
 
 import sys
 
-from posewire.cli import main
+from posewire.cli.command import main
 
 sys.exit(main())

@@ -20,7 +20,8 @@ Only frames where the part was tracked are compared.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -30,17 +31,35 @@ from posewire.groundtruth import render
 from posewire.producers.hand import FINGER_CHAINS, THUMB_CHAIN, hand_frame, with_depth_gain
 from posewire.producers.landmarks import POSE_POINTS, HolisticLandmarks, LandmarkResult
 
-__all__ = ["Reprojection", "reprojection"]
+__all__ = ["ArmReprojection", "Reprojection", "reprojection"]
 
 F64 = NDArray[np.float64]
 _CHAINS = {"thumb": THUMB_CHAIN, **FINGER_CHAINS}
 
 
 @dataclass(frozen=True)
+class ArmReprojection:
+    """One arm's samples over its tracked frames (NaN-free): the elbow-bend error (degrees) and
+    the reach (shoulder → wrist over upper arm + forearm) of the person and of the avatar."""
+
+    elbow_deg: F64
+    reach_person: F64
+    reach_avatar: F64
+
+    @property
+    def reach_error(self) -> float:
+        """``|median person reach − median avatar reach|`` (NaN without a sample)."""
+        if not self.reach_person.size:
+            return float("nan")
+        return float(abs(np.median(self.reach_person) - np.median(self.reach_avatar)))
+
+
+@dataclass(frozen=True)
 class Reprojection:
     """Per-sample errors (flattened over frames, fingers or sides; NaN-free): ``tip_deg`` and
     ``image_tip_deg`` per tracked finger, ``elbow_deg`` per tracked arm, ``reach`` (person,
-    avatar) pairs per tracked arm, ``fingers_dropped`` = tracked hands' finger dims not sent."""
+    avatar) pairs per tracked arm, ``fingers_dropped`` = tracked hands' finger dims not sent;
+    ``arms``: the same arm samples per side (``"l"``, ``"r"``; a side never tracked is absent)."""
 
     tip_deg: F64
     image_tip_deg: F64
@@ -49,6 +68,7 @@ class Reprojection:
     reach_avatar: F64
     fingers_dropped: int
     finger_values: int
+    arms: Mapping[str, ArmReprojection] = field(default_factory=dict)
 
 
 def _unit(v: F64) -> F64:
@@ -89,6 +109,7 @@ def reprojection(lm: HolisticLandmarks, result: LandmarkResult) -> Reprojection:
     vectors = result.vectors
     avatar = render(np.where(np.isfinite(vectors), vectors, 0.0)).landmarks
     tip, image_tip, elbow, reach_p, reach_a = [], [], [], [], []
+    arms: dict[str, ArmReprojection] = {}
     dropped = values = 0
     for side in ("l", "r"):
         hand_tracked = result.tracking[f"hand_{side}"] == "tracked"
@@ -109,10 +130,12 @@ def reprojection(lm: HolisticLandmarks, result: LandmarkResult) -> Reprojection:
         if arm_tracked.any():
             bend_p, reach_person = _elbow_and_reach(lm.pose_world[arm_tracked], side)
             bend_a, reach_avatar = _elbow_and_reach(avatar.pose_world[arm_tracked], side)
-            elbow.append(np.abs(bend_p - bend_a))
+            bend = np.abs(bend_p - bend_a)
+            elbow.append(bend)
             both = np.isfinite(reach_person) & np.isfinite(reach_avatar)
             reach_p.append(reach_person[both])
             reach_a.append(reach_avatar[both])
+            arms[side] = ArmReprojection(bend[np.isfinite(bend)], reach_person[both], reach_avatar[both])
     for side in ("l", "r"):
         rows = result.tracking[f"hand_{side}"] == "tracked"
         cols = [d.index for d in REGISTRY.dimensions if d.row.group == "fingers" and d.id.endswith(f"_{side}")]
@@ -124,4 +147,5 @@ def reprojection(lm: HolisticLandmarks, result: LandmarkResult) -> Reprojection:
         out = np.concatenate(parts) if parts else np.zeros(0)
         return out[np.isfinite(out)]
 
-    return Reprojection(flat(tip), flat(image_tip), flat(elbow), flat(reach_p), flat(reach_a), dropped, values)
+    return Reprojection(flat(tip), flat(image_tip), flat(elbow), flat(reach_p), flat(reach_a), dropped, values,
+                        arms)

@@ -317,7 +317,10 @@ def demo_recording_jsonl() -> str | None:
     """``posewire/data/holistic_signer.jsonl``: the demo's default recording, the committed
     signer capture (``tests/data/holistic_signer.pose``, MIT) converted to a posewire
     recording, so that an installed ``posewire demo`` needs no ``.pose`` reader (issue 20,
-    deliverable 1). ``None`` (skipped) without pose-format."""
+    deliverable 1), with the face and mouth of MediaPipe's blendshape model run on the
+    capture's own face mesh (``tests/data/holistic_signer_blendshapes.json``, made by
+    ``tools/face_blendshapes.py``). ``None`` (skipped) without pose-format."""
+    import json
     import tempfile
 
     try:
@@ -331,7 +334,9 @@ def demo_recording_jsonl() -> str | None:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "recording.jsonl"
-            pose_file_to_recording(source, out)
+            weights = json.loads((source.parent / "holistic_signer_blendshapes.json").read_text(encoding="utf-8"))
+            rows = [[float("nan")] * len(weights["channels"]) if f is None else f for f in weights["frames"]]
+            pose_file_to_recording(source, out, blendshapes=rows)
             return out.read_text(encoding="utf-8")
     except ModuleNotFoundError:
         return None
@@ -344,20 +349,20 @@ CLI_HELP_WIDTH = 100
 
 def cli_reference_md() -> str:
     """``docs/cli.md``: every subcommand's ``--help``, as the parser prints it, after the
-    convention they share (:mod:`posewire.conventions`)."""
+    convention they share (:mod:`posewire.cli.conventions`)."""
     import argparse
     import functools
 
-    from . import conventions
-    from .cli import build_parser
+    from .cli import conventions
+    from .cli.command import build_parser
 
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     fixed = functools.partial(conventions.HelpFormatter, width=CLI_HELP_WIDTH)
     summaries = {a.dest: a.help or "" for a in sub._choices_actions}
-    out = [_banner("posewire/cli.py (the argparse parser) and posewire/conventions.py"),
+    out = [_banner("posewire/cli/command.py (the argparse parser) and posewire/cli/conventions.py"),
            "\n# The posewire command line\n\n",
-           "One convention holds across the subcommands (`posewire/conventions.py`):\n\n",
+           "One convention holds across the subcommands (`posewire/cli/conventions.py`):\n\n",
            f"* the stream is `--stream NAME`, default `{conventions.DEFAULT_STREAM}` everywhere: "
            "`posewire demo` publishes on it, so `posewire produce --webcam` then `posewire view` "
            "show the same stream (`posewire consume NAME` still works, with a deprecation warning);\n",

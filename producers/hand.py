@@ -59,15 +59,18 @@ __all__ = [
     "DEPTH_FLIP_FOLD_DEG",
     "DEPTH_GAINS",
     "DEPTH_GAIN_MIN_FRAMES",
+    "DEPTH_REPAIR_SCALES",
     "FINGERS",
     "FINGER_CHAINS",
     "HAND_BONES",
     "HAND_POINTS",
     "N_HAND_POINTS",
+    "PHALANGES",
     "THUMB_CHAIN",
     "THUMB_REST",
     "THUMB_ROLL_MIN_CURL_DEG",
     "THUMB_SIDE_AXIS",
+    "TIP_CURL_STEPS",
     "HandDims",
     "bone_log_lengths",
     "depth_gain_spread",
@@ -115,6 +118,12 @@ _OBSERVABLE_BEND = float(2.0 * np.sin(np.radians(THUMB_ROLL_MIN_CURL_DEG)))
 #: more than this on average (degrees) is taken as depth-flipped (its depth mirror folds
 #: every finger forward by exactly as much).
 DEPTH_FLIP_FOLD_DEG = 60.0
+#: Depth repair (camera producers, spec §4.3 "Finger geometry"): the factors tried, in this
+#: order, on the camera depth of a finger's joints relative to its knuckle when its reading
+#: lies out of range (the image positions kept); the first that reads in range is used.
+DEPTH_REPAIR_SCALES: tuple[float, ...] = (0.5, 2.0, 0.0, -1.0)
+#: Newton steps of the tip curl (spec §4.3 "Finger geometry"), from the mean distal bend.
+TIP_CURL_STEPS = 4
 #: The 20 bones of the common hand layout as (parent, child) indices: wrist -> each
 #: finger's base, then along each finger (spec §4.3 "Hand depth gain").
 HAND_BONES: tuple[tuple[int, int], ...] = (
@@ -144,6 +153,19 @@ _FINGER_NEUTRAL: dict[str, F64] = {s: np.array([REGISTRY.by_id[f"{r}_{s}"].row.n
 #: columns of index…pinky side (then fold, curl: minus 1, minus 2) in _FINGER_ROWS
 _SIDE_COLUMNS = np.array([_FINGER_ROWS.index(f"g_{f}_side") for f in FINGER_CHAINS])
 _FOLD_COLUMNS = _SIDE_COLUMNS - 1
+#: index…pinky: relaxed splay σ (side rows' neutral_deg), side and fold ranges (degrees at |n| = 1)
+_SPLAY = np.array([REGISTRY.by_id[f"g_{f}_side_r"].row.neutral_deg or 0.0 for f in FINGER_CHAINS])
+_SIDE_RANGE_DEG = _ANGLE_DEG["g_index_side_r"]
+_FOLD_RANGE_DEG = _ANGLE_DEG["g_index_fold_r"]
+#: Newton's step is taken only where the tip's turn per unit curl exceeds this fraction of
+#: the finger's length (spec §4.3 "tip curl")
+_TIP_CURL_MIN_SLOPE = 1e-3
+#: Phalanx lengths (proximal, middle, distal; metres, only their ratios matter) of index…pinky
+#: of the reference hand, helix-humanoid@1 (spec §4.3 "tip curl", §4.10): the tip curl points
+#: this hand's fingertip where the person's points (a camera's own phalanx lengths change
+#: by 2× from frame to frame with its depth); pinned to the skeleton by the tests
+PHALANGES: F64 = np.array([[0.042, 0.025, 0.022], [0.045, 0.028, 0.022], [0.042, 0.026, 0.022],
+                           [0.032, 0.020, 0.020]])
 
 
 def _unit(v: F64) -> F64:
@@ -233,7 +255,123 @@ def _thumb_swing(meta: F64) -> tuple[F64, F64, F64, F64]:
     return fold, side, e1, e2
 
 
-def finger_angles(hand: F64, *, side: Side) -> dict[str, F64]:
+def _lateral_side(lateral: F64, meta: F64) -> tuple[F64, F64]:
+    """Unit lateral axes ``(..., 3)`` (z removed) and the side in degrees of the finger
+    direction ``d = Z × ℓ`` from its metacarpal ``meta`` (spec §4.3); NaN where ``lateral``
+    is NaN."""
+    lateral = lateral * _XY
+    norm = np.sqrt((lateral * lateral).sum(-1, keepdims=True))
+    lateral = lateral / np.where(norm > 0.0, norm, np.nan)
+    turn = np.arctan2(lateral[..., 1], lateral[..., 0]) - np.arctan2(-meta[..., 0], meta[..., 1])
+    return lateral, np.degrees(np.mod(turn + np.pi, 2.0 * np.pi) - np.pi)
+
+
+def _pca_lateral(vectors: F64, meta: F64) -> tuple[F64, F64]:
+    """``d_pca × Z`` ``(B, 4, 3)`` of the major axis ``d_pca`` of the palm-plane projections of
+    ``vectors (B, 4, 3, 3)`` (signed along the metacarpal), and the spread along it (the
+    square root of the largest eigenvalue of their 2 × 2 scatter)."""
+    mxx = (vectors[..., 0] ** 2).sum(-1)
+    myy = (vectors[..., 1] ** 2).sum(-1)
+    mxy = (vectors[..., 0] * vectors[..., 1]).sum(-1)
+    theta = 0.5 * np.arctan2(2.0 * mxy, mxx - myy)
+    dx, dy = np.cos(theta), np.sin(theta)
+    sign = np.where(dx * meta[..., 0] + dy * meta[..., 1] < 0.0, -1.0, 1.0)
+    spread = np.sqrt(0.5 * (mxx + myy) + np.sqrt((0.5 * (mxx - myy)) ** 2 + mxy**2))
+    return np.stack([dy * sign, -dx * sign, np.zeros_like(dx)], axis=-1), spread
+
+
+def _finger_reading(meta: F64, b1: F64, b2: F64, b3: F64) -> tuple[F64, F64, F64, Bool]:
+    """Side, fold, curl (degrees, ``(B, 4)``) of index…pinky from their canonical metacarpals
+    and phalanges ``(B, 4, 3)``, and whether the reading is in range (spec §4.3 "Finger
+    geometry"): the finger's plane is read five ways, each exact on the consumer's finger —
+    (0) the knuckle → tip direction, (1) the bend axis of the two distal joints plus
+    ``d_pca × Z`` weighted by how far the finger spreads in the palm plane, (2) ``d_pca × Z``
+    of the phalanges, (3) of the joints (PIP, DIP, TIP relative to the knuckle), (4) the bend
+    axis — and the one taken is the tip's (0) when its side lies within ±30° of the relaxed
+    splay, else the reading within that range nearest to the tip's (the first on ties), else
+    (none in range) the one nearest the splay; the fold about it as measured, the curl the equal
+    bend of the two distal joints that points the reference hand's fingertip (:data:`PHALANGES`)
+    where the seen one points (:func:`_tip_curl`)."""
+    # a missing distal joint (VR) leaves the finger's direction to the joints present
+    segs = np.nan_to_num(np.stack([b1, b2, b3], axis=2))  # (B, 4, 3, 3)
+    lateral_pca, spread = _pca_lateral(segs[..., :2], meta)
+    joints = np.cumsum(segs, axis=2)
+    lateral_pts, spread_pts = _pca_lateral(joints[..., :2], meta)
+    n1, n2, n3 = (np.sqrt((b * b).sum(-1)) for b in (b1, b2, b3))
+    length = np.nan_to_num(n1) + np.nan_to_num(n2) + np.nan_to_num(n3)
+    length = np.where(length > _EPS, length, np.nan)
+    u1, u2, u3 = (b / np.where(n > _EPS, n, np.nan)[..., None] for b, n in ((b1, n1), (b2, n2), (b3, n3)))
+    # the bend axis of the two distal joints is the finger's lateral axis exactly; it barely
+    # moves when the palm normal is a little off (a curved real palm), where the projected
+    # direction of a folded finger swings: weight each by how well it is seen
+    bend = np.nan_to_num(cross_unchecked(u1, u2)) + np.nan_to_num(cross_unchecked(u2, u3))
+    bend = bend * np.where(_dot(bend, lateral_pca) < 0.0, -1.0, 1.0)[..., None]
+    weight = spread / length
+    tip = b1 + b2 + b3
+    tip_norm = np.sqrt((tip * tip).sum(-1, keepdims=True))
+    tip_unit = tip / np.where(tip_norm > 0.0, tip_norm, np.nan)
+    tip_lateral = np.stack([tip_unit[..., 1], -tip_unit[..., 0], np.zeros_like(length)], axis=-1)
+    tip_lateral = tip_lateral * np.where(_dot(tip_lateral, lateral_pca) < 0.0, -1.0, 1.0)[..., None]
+    combined = (bend + (2.0 * weight)[..., None] * lateral_pca) * _XY
+    # the tip first: taken whenever within range (so a single frame reads the others only
+    # when it is not, hand_single._reading)
+    readings = (tip_lateral, combined, lateral_pca, lateral_pts, bend * _XY)
+    seen = ((tip_lateral[..., :2] ** 2).sum(-1), (combined * combined).sum(-1), weight * weight,
+            (spread_pts / length) ** 2, (bend[..., :2] ** 2).sum(-1))
+    laterals, sides = zip(*(_lateral_side(r, meta) for r in readings), strict=True)
+    side_all = np.stack(sides)  # (5, B, 4)
+    valid = np.stack(seen) >= _FLAT_LATERAL  # NaN compares False
+    within = valid & (np.abs(side_all - _SPLAY) <= _SIDE_RANGE_DEG)
+    target = side_all[0]
+    distance = np.abs(side_all - np.where(valid[0], target, 0.0))
+    distance = np.where(valid[0], distance, 0.0)  # no tip direction: the first in range
+    pick = np.argmin(np.where(within, distance, np.inf), axis=0)
+    nearest = np.argmin(np.where(valid, np.abs(side_all - _SPLAY), np.inf), axis=0)
+    any_within = within.any(0)
+    pick = np.where(any_within, pick, nearest)
+    lateral = np.take_along_axis(np.stack(laterals), pick[None, ..., None], axis=0)[0]
+    side_deg = np.take_along_axis(side_all, pick[None], axis=0)[0]
+    # a straight finger along the palm normal shows no direction: side 0 (its metacarpal)
+    flat: Bool = np.logical_not(valid.any(axis=0))
+    if flat.any():
+        lateral = np.where(flat[..., None], _unit(np.stack([meta[..., 1], -meta[..., 0], np.zeros_like(length)],
+                                                           axis=-1)), lateral)
+        side_deg = np.where(flat, 0.0, side_deg)
+    d = np.stack([-lateral[..., 1], lateral[..., 0], np.zeros_like(length)], axis=-1)  # Z × lateral
+    fold = _signed_angle(d, b1, lateral)
+    first, second = _signed_angle(b1, b2, lateral), _signed_angle(b2, b3, lateral)
+    curl = _tip_curl(_signed_angle(d, tip, lateral) - fold, first, second, *PHALANGES.T)
+    fold_deg = np.degrees(fold)
+    ok = (any_within | flat) & (np.abs(fold_deg) <= _FOLD_RANGE_DEG)
+    return side_deg, fold_deg, np.degrees(curl), ok
+
+
+def _tip_curl(psi: F64, first: F64, second: F64, n1: F64, n2: F64, n3: F64) -> F64:
+    """The curl ``c`` (radians) that turns the tip ``psi`` (radians) from the proximal phalanx
+    in the finger's plane, given the two distal bends ``first``, ``second`` and the phalanx
+    lengths of the reference hand (:data:`PHALANGES`; spec §4.3 "tip curl"): the root of
+    ``g(c) = n1·sin(−ψ) + n2·sin(c − ψ) + n3·sin(2c − ψ)`` (the tip ``n1 + n2·e^{ic} +
+    n3·e^{2ic}`` along ``e^{iψ}``) by
+    :data:`TIP_CURL_STEPS` Newton steps from the mean bend (exact on the consumer's finger),
+    each kept between the two bends (where the root lies) and within ±90°; a step is taken
+    only where ``g′`` exceeds :data:`_TIP_CURL_MIN_SLOPE` of the finger's length."""
+    curl = 0.5 * (first + second)
+    psi = np.mod(psi + np.pi, 2.0 * np.pi) - np.pi
+    low = np.clip(np.minimum(first, second), -0.5 * np.pi, 0.5 * np.pi)
+    high = np.clip(np.maximum(first, second), -0.5 * np.pi, 0.5 * np.pi)
+    c = np.clip(curl, low, high)
+    floor = _TIP_CURL_MIN_SLOPE * (n1 + n2 + n3)
+    base = n1 * np.sin(-psi)
+    for _ in range(TIP_CURL_STEPS):
+        g = base + n2 * np.sin(c - psi) + n3 * np.sin(2.0 * c - psi)
+        slope = n2 * np.cos(c - psi) + 2.0 * n3 * np.cos(2.0 * c - psi)
+        step = slope > floor  # NaN (a missing joint) compares False: the mean bend stays
+        c = np.where(step, np.clip(c - g / np.where(step, slope, 1.0), low, high), c)
+    out: F64 = np.where(np.isfinite(c), c, curl)
+    return out
+
+
+def finger_angles(hand: F64, *, side: Side, depth_ambiguous: bool = False) -> dict[str, F64]:
     """Finger joint angles (degrees, each ``(B,)``) of common-layout hand points
     ``(B, 21, 3)`` (any isotropic unit, right-handed axes), keyed by registry row id
     without the side suffix (``g_index_curl`` …), spec §4.3 "Finger geometry".
@@ -242,11 +380,16 @@ def finger_angles(hand: F64, *, side: Side) -> dict[str, F64]:
     (local x negated): X toward the thumb, Y fingers, Z palm normal. The exact inverse of
     the consumer's finger rotations:
 
-    * index…pinky: the finger's plane is perpendicular to the palm; its in-plane direction
-      ``d`` is the major axis of the palm-plane projections of the three phalanges (sign:
-      along the metacarpal). ``side`` = angle of ``d`` minus that of the metacarpal
-      (wrist → MCP), + toward the pinky; ``fold`` = signed angle ``d`` → proximal phalanx
-      about ``d × Z``; ``curl`` = mean signed angle of the two distal joints about it.
+    * index…pinky: the finger's plane is perpendicular to the palm, its lateral axis ``ℓ``
+      read as :func:`_finger_reading` says (the knuckle → tip direction's plane where that
+      is within the side range); ``d = Z × ℓ``. ``side`` = angle of ``d`` minus that of the
+      metacarpal (wrist → MCP), + toward the pinky; ``fold`` = signed angle ``d`` →
+      proximal phalanx about ``ℓ``; ``curl`` = the equal bend of the two distal joints that
+      puts the tip where it was seen (:func:`_tip_curl`). With ``depth_ambiguous`` (camera
+      producers: monocular depth), a finger read out of range (side beyond ±30° of its
+      splay, or fold beyond ±120°) is read again with the camera depth (the third world
+      axis) of its joints relative to its knuckle scaled by :data:`DEPTH_REPAIR_SCALES` in
+      turn, and the first reading in range is taken (spec §4.3 "Depth repair").
     * thumb (rest ``t_y`` = :data:`THUMB_REST`, ``t_x = t_y × Z``): metacarpal ``a`` =
       cmc → mcp; ``side = asin(a_z)``, ``fold`` = angle about +Z from ``t_y`` to ``a``;
       the bend axis ``n`` of the two distal joints gives ``roll = atan2(n·e1, n·e2)``
@@ -256,42 +399,37 @@ def finger_angles(hand: F64, *, side: Side) -> dict[str, F64]:
 
     Rows with missing (NaN) points give NaN for the angles that use them.
     """
+    return _finger_angles(hand, side, depth_ambiguous)[0]
+
+
+def _finger_angles(hand: F64, side: Side, depth_ambiguous: bool) -> tuple[dict[str, F64], NDArray[np.intp]]:
+    """:func:`finger_angles` and how many of index…pinky were depth-repaired ``(B,)``."""
     basis = _local_basis(hand, side)
     local = _to_canonical(basis, hand - hand[:, :1], side)
     out: dict[str, F64] = {}
     # the four fingers at once: (B, 4, 3)
     meta = local[:, _MCP]
     b1, b2, b3 = local[:, _PIP] - meta, local[:, _DIP] - local[:, _PIP], local[:, _TIP] - local[:, _DIP]
-    # a missing distal joint (VR) leaves the finger's direction to the joints present
-    segs = np.nan_to_num(np.stack([b1, b2, b3], axis=2)[..., :2])  # (B, 4, 3, 2)
-    mxx = (segs[..., 0] ** 2).sum(-1)
-    myy = (segs[..., 1] ** 2).sum(-1)
-    mxy = (segs[..., 0] * segs[..., 1]).sum(-1)
-    theta = 0.5 * np.arctan2(2.0 * mxy, mxx - myy)
-    zeros = np.zeros_like(theta)
-    d = np.stack([np.cos(theta), np.sin(theta), zeros], axis=-1)
-    d = d * np.where(d[..., 0] * meta[..., 0] + d[..., 1] * meta[..., 1] < 0.0, -1.0, 1.0)[..., None]
-    # the bend axis of the two distal joints is the finger's lateral axis exactly; it barely
-    # moves when the palm normal is a little off (a curved real palm), where the projected
-    # direction of a folded finger swings: weight each by how well it is seen
-    n1, n2, n3 = (np.sqrt((b * b).sum(-1)) for b in (b1, b2, b3))
-    length = np.nan_to_num(n1) + np.nan_to_num(n2) + np.nan_to_num(n3)
-    u1, u2, u3 = (b / np.where(n > _EPS, n, np.nan)[..., None] for b, n in ((b1, n1), (b2, n2), (b3, n3)))
-    bend = np.nan_to_num(cross_unchecked(u1, u2)) + np.nan_to_num(cross_unchecked(u2, u3))
-    lateral_pca = np.stack([d[..., 1], -d[..., 0], zeros], axis=-1)  # d × Z
-    bend = bend * np.where(_dot(bend, lateral_pca) < 0.0, -1.0, 1.0)[..., None]
-    spread_len = np.sqrt(0.5 * (mxx + myy) + np.sqrt((0.5 * (mxx - myy)) ** 2 + mxy**2))
-    weight = spread_len / np.where(length > _EPS, length, np.nan)
-    lateral = (bend + (2.0 * weight)[..., None] * lateral_pca) * _XY
-    # a straight finger along the palm normal shows no direction: side 0 (its metacarpal)
-    flat = (lateral * lateral).sum(-1) < _FLAT_LATERAL
-    lateral = np.where(flat[..., None], np.stack([meta[..., 1], -meta[..., 0], zeros], axis=-1), lateral)
-    lateral = lateral / np.sqrt((lateral * lateral).sum(-1, keepdims=True))
-    d = np.stack([-lateral[..., 1], lateral[..., 0], zeros], axis=-1)  # Z × lateral
-    turn = np.arctan2(-d[..., 0], d[..., 1]) - np.arctan2(-meta[..., 0], meta[..., 1])
-    side_deg = np.degrees(np.mod(turn + np.pi, 2.0 * np.pi) - np.pi)
-    fold = np.degrees(_signed_angle(d, b1, lateral))
-    curl = np.degrees(0.5 * (_signed_angle(b1, b2, lateral) + _signed_angle(b2, b3, lateral)))
+    side_deg, fold, curl, ok = _finger_reading(meta, b1, b2, b3)
+    repaired = np.zeros(ok.shape, dtype=bool)
+    if depth_ambiguous and not ok.all():
+        # spec §4.3 "Depth repair": the camera's depth axis (the world's third) in the canonical
+        # local frame; each finger out of range tries its joints' depth relative to its knuckle
+        # scaled by DEPTH_REPAIR_SCALES in turn (linear: the bones' depth scale alike)
+        depth = basis[:, 2, :] * (np.array([-1.0, 1.0, 1.0]) if side == "l" else 1.0)
+        for scale in DEPTH_REPAIR_SCALES:
+            rows = np.flatnonzero(~ok.all(-1))
+            if not rows.size:
+                break
+            axis = depth[rows, None, :]
+            scaled = [b[rows] + (scale - 1.0) * _dot(b[rows], axis)[..., None] * axis for b in (b1, b2, b3)]
+            s2, f2, c2, ok2 = _finger_reading(meta[rows], *scaled)
+            use = ok2 & ~ok[rows]
+            side_deg[rows] = np.where(use, s2, side_deg[rows])
+            fold[rows] = np.where(use, f2, fold[rows])
+            curl[rows] = np.where(use, c2, curl[rows])
+            ok[rows] |= use
+            repaired[rows] |= use
     for k, name in enumerate(FINGER_CHAINS):
         out[f"g_{name}_side"] = side_deg[:, k]
         out[f"g_{name}_fold"] = fold[:, k]
@@ -312,7 +450,7 @@ def finger_angles(hand: F64, *, side: Side) -> dict[str, F64]:
     unsigned = 0.5 * (_angle(a1, a2) + _angle(a2, a3)) * np.where(_dot(bend, e2) < 0.0, -1.0, 1.0)
     out["g_thumb_curl"] = np.degrees(np.where(observable, signed, unsigned))
     out["g_thumb_roll"] = np.where(observable, np.degrees(np.arctan2(_dot(n, e1), _dot(n, e2))), np.nan)
-    return out
+    return out, repaired.sum(-1)
 
 
 def thumb_roll(hand: F64, thumb_dorsal: F64, *, side: Side) -> F64:
@@ -442,7 +580,9 @@ class HandDims:
     (B,)`` = tracked but the thumb is too straight to see its roll (sent as 0);
     ``fingers_side_clamped (B,)`` = how many of index…pinky turned beyond the side range
     (their side is clamped to the rail, fold and curl sent as measured); ``depth_flipped
-    (B,)`` = the hand was read depth-mirrored (camera only)."""
+    (B,)`` = the hand was read depth-mirrored (camera only); ``fingers_depth_repaired (B,)``
+    = how many of index…pinky were read in range only with their depth rescaled (camera
+    only, spec §4.3 "Depth repair")."""
 
     values: Mapping[str, F64]
     tracked: Bool
@@ -451,12 +591,14 @@ class HandDims:
     roll_unobservable: Bool | None = None
     fingers_side_clamped: NDArray[np.intp] | None = None
     depth_flipped: Bool | None = None
+    fingers_depth_repaired: NDArray[np.intp] | None = None
 
 
-def _angle_table(hand: F64, side: Side) -> F64:
-    """:func:`finger_angles` as one ``(B, 16)`` array in ``_FINGER_ROWS`` order (degrees)."""
-    angles = finger_angles(hand, side=side)
-    return np.stack([angles[row_id] for row_id in _FINGER_ROWS], axis=-1)
+def _angle_table(hand: F64, side: Side, depth_ambiguous: bool = False) -> tuple[F64, NDArray[np.intp]]:
+    """:func:`finger_angles` as one ``(B, 16)`` array in ``_FINGER_ROWS`` order (degrees), and
+    the count of depth-repaired fingers ``(B,)``."""
+    angles, repaired = _finger_angles(hand, side, depth_ambiguous)
+    return np.stack([angles[row_id] for row_id in _FINGER_ROWS], axis=-1), repaired
 
 
 def _depth_mirrored(hand: F64) -> F64:
@@ -483,7 +625,8 @@ def hand_dims(hand: F64, rotation: F64, present: Bool, *, side: Side,
     whose depth is monocular): a hand read backward-folded beyond
     :data:`DEPTH_FLIP_FOLD_DEG` on average is taken depth-mirrored
     (:func:`_depth_mirrored`: the palm normal turns over, so every fold and curl changes
-    sign exactly) for its palm and fingers, and counted.
+    sign exactly) for its palm and fingers, and counted; and a finger read out of range is
+    depth-repaired (:func:`finger_angles`), and counted.
     Frames not tracked get NaN for every dim; finger dims of tracked frames are NaN only
     where their points are missing.
     """
@@ -499,13 +642,14 @@ def hand_dims(hand: F64, rotation: F64, present: Bool, *, side: Side,
     rows = np.flatnonzero(ok)
     angles = np.full((batch, len(_FINGER_ROWS)), np.nan)
     flipped = np.zeros(batch, dtype=bool)
+    repaired = np.zeros(batch, dtype=np.intp)
     if rows.size:
-        angles[rows] = _angle_table(hand[rows], side)
+        angles[rows], repaired[rows] = _angle_table(hand[rows], side, depth_ambiguous)
         if depth_ambiguous:  # spec §4.3 "Producer checks": depth flip
             flip_rows = rows[angles[rows][:, _FOLD_COLUMNS].mean(-1) < -DEPTH_FLIP_FOLD_DEG]
             if flip_rows.size:
                 mirrored = _depth_mirrored(hand[flip_rows])
-                angles[flip_rows] = _angle_table(mirrored, side)
+                angles[flip_rows], repaired[flip_rows] = _angle_table(mirrored, side, depth_ambiguous)
                 flipped[flip_rows] = True
                 fingers, normal = hand_frame(mirrored, side=side)
                 f_body[flip_rows] = np.einsum("bji,bj->bi", rotation[flip_rows], fingers)
@@ -537,4 +681,4 @@ def hand_dims(hand: F64, rotation: F64, present: Bool, *, side: Side,
     values[f"g_thumb_roll_{side}"] = roll
     return HandDims(values=values, tracked=ok, palm_clamped=clamped & ok, degenerate=present & ~ok,
                     roll_unobservable=unobservable, fingers_side_clamped=side_clamped.sum(-1),
-                    depth_flipped=flipped)
+                    depth_flipped=flipped, fingers_depth_repaired=repaired)

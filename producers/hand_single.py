@@ -43,15 +43,22 @@ from posewire.producers.hand import (
     _FINGER_ROWS,
     _FLAT_LATERAL,
     _FOLD_COLUMNS,
+    _FOLD_RANGE_DEG,
     _OBSERVABLE_BEND,
     _PALM_MIN_SINE,
     _SIDE_COLUMNS,
+    _SIDE_RANGE_DEG,
+    _SPLAY,
+    _TIP_CURL_MIN_SLOPE,
     DEPTH_FLIP_FOLD_DEG,
+    DEPTH_REPAIR_SCALES,
     FINGER_CHAINS,
     HAND_POINTS,
+    PHALANGES,
     THUMB_CHAIN,
     THUMB_REST,
     THUMB_SIDE_AXIS,
+    TIP_CURL_STEPS,
 )
 
 __all__ = ["HandDims1", "finger_angles1", "hand_dims1", "with_depth_gain1"]
@@ -67,6 +74,10 @@ _CHAINS = tuple(FINGER_CHAINS.values())
 _FINGER_DEG1 = {s: tuple(v.tolist()) for s, v in _FINGER_DEG.items()}
 _FINGER_NEUTRAL1 = {s: tuple(v.tolist()) for s, v in _FINGER_NEUTRAL.items()}
 _FOLDS = tuple(_FOLD_COLUMNS.tolist())
+#: index…pinky relaxed splay σ (degrees)
+_SPLAY1 = tuple(_SPLAY.tolist())
+#: index…pinky phalanx lengths of the reference hand (the tip curl)
+_PHALANGES1: tuple[tuple[float, float, float], ...] = tuple((a, b, c) for a, b, c in PHALANGES.tolist())
 #: index…pinky: the side slots (the side-range count of spec §4.3)
 _SIDE_SLOTS = tuple(_SIDE_COLUMNS.tolist())
 _ROW = {row: k for k, row in enumerate(_FINGER_ROWS)}
@@ -124,29 +135,146 @@ def _local(points: Points, fingers: Vec3, normal: Vec3, side: Side) -> Points | 
     return out
 
 
-def _finger(local: Points, chain: tuple[int, int, int, int]) -> tuple[float, float, float]:
-    """``(curl, fold, side)`` degrees of one of index…pinky (spec §4.3 "Finger geometry",
-    :func:`posewire.producers.hand.finger_angles`)."""
-    m, p, q, t = chain
-    (mx, my, mz), (px, py, pz), (qx, qy, qz), (tx, ty, tz) = local[m], local[p], local[q], local[t]
-    b1 = (px - mx, py - my, pz - mz)
-    b2 = (qx - px, qy - py, qz - pz)
-    b3 = (tx - qx, ty - qy, tz - qz)
-    # the in-plane direction d: major axis of the palm-plane projections of the phalanges,
-    # along the metacarpal
-    mxx = 0.0 + b1[0] * b1[0] + b2[0] * b2[0] + b3[0] * b3[0]
-    myy = 0.0 + b1[1] * b1[1] + b2[1] * b2[1] + b3[1] * b3[1]
-    mxy = 0.0 + b1[0] * b1[1] + b2[0] * b2[1] + b3[0] * b3[1]
+def _project(v: Vec3, axis: Vec3) -> Vec3:
+    """``v`` with its component along the unit ``axis`` removed (hand._signed_angle's step)."""
+    ax, ay, az = axis
+    k = 0.0 + v[0] * ax + v[1] * ay + v[2] * az
+    return v[0] - k * ax, v[1] - k * ay, v[2] - k * az
+
+
+def _angle_about(p: Vec3, q: Vec3, axis: Vec3) -> float:
+    """hand._signed_angle from ``p`` to ``q`` (both already projected off the unit ``axis``)."""
+    p0, p1, p2 = p
+    q0, q1, q2 = q
+    ax, ay, az = axis
+    return atan2(0.0 + (p1 * q2 - p2 * q1) * ax + (p2 * q0 - p0 * q2) * ay + (p0 * q1 - p1 * q0) * az,
+                 0.0 + p0 * q0 + p1 * q1 + p2 * q2)
+
+
+def _pca_lateral(v1: Vec3, v2: Vec3, v3: Vec3, mx: float, my: float) -> tuple[float, float, float]:
+    """hand._pca_lateral of one finger: ``(ℓx, ℓy)`` = ``d_pca × Z`` of the major axis of the
+    palm-plane projections of three vectors (signed along the metacarpal) and the spread."""
+    mxx = 0.0 + v1[0] * v1[0] + v2[0] * v2[0] + v3[0] * v3[0]
+    myy = 0.0 + v1[1] * v1[1] + v2[1] * v2[1] + v3[1] * v3[1]
+    mxy = 0.0 + v1[0] * v1[1] + v2[0] * v2[1] + v3[0] * v3[1]
     theta = 0.5 * atan2(2.0 * mxy, mxx - myy)
     dx, dy = cos(theta), sin(theta)
-    if dx * mx + dy * my < 0.0:
-        dx, dy = -dx, -dy
-    # the bend axis of the two distal joints (a zero-length phalanx adds 0), weighted
-    # against d × Z by how well d is seen
+    sign = -1.0 if dx * mx + dy * my < 0.0 else 1.0
+    half = 0.5 * (mxx - myy)
+    return dy * sign, -dx * sign, sqrt(0.5 * (mxx + myy) + sqrt(half * half + mxy * mxy))
+
+
+def _lateral_side(lx: float, ly: float, meta_turn: float) -> tuple[float, float, float]:
+    """hand._lateral_side: the unit lateral axis (in the palm plane) and the side in degrees
+    (NaN for a zero axis)."""
+    n = sqrt(lx * lx + ly * ly)
+    if not n > 0.0:
+        return math.nan, math.nan, math.nan
+    lx, ly = lx / n, ly / n
+    turn = atan2(ly, lx) - meta_turn
+    return lx, ly, ((turn + math.pi) % (2.0 * math.pi) - math.pi) * _DEG
+
+
+def _tip_curl(psi: float, first: float, second: float, n1: float, n2: float, n3: float) -> float:
+    """hand._tip_curl of one finger (radians)."""
+    curl = 0.5 * (first + second)
+    psi = (psi + math.pi) % (2.0 * math.pi) - math.pi
+    low = min(max(min(first, second), -0.5 * math.pi), 0.5 * math.pi)
+    high = min(max(max(first, second), -0.5 * math.pi), 0.5 * math.pi)
+    c = min(max(curl, low), high)
+    floor = _TIP_CURL_MIN_SLOPE * (n1 + n2 + n3)
+    base = n1 * sin(-psi)
+    for _ in range(TIP_CURL_STEPS):
+        g = base + n2 * sin(c - psi) + n3 * sin(2.0 * c - psi)
+        slope = n2 * cos(c - psi) + 2.0 * n3 * cos(2.0 * c - psi)
+        if slope > floor:
+            c = min(max(c - g / slope, low), high)
+    return c if isfinite(c) else curl
+
+
+#: a reading's plane, for its curl (_curl): lateral axis, d and b1 projected off it, fold
+#: (radians), the tip and the phalanx lengths
+_Plane = tuple[Vec3, Vec3, Vec3, float, Vec3, Vec3]
+
+
+def _reading(m: Vec3, b1: Vec3, b2: Vec3, b3: Vec3, splay: float,
+             phalanges: Vec3) -> tuple[_Plane, float, float, bool]:
+    """``(plane, fold, side)`` (degrees) of one of index…pinky and whether it is in range
+    (spec §4.3 "Finger geometry", :func:`posewire.producers.hand._finger_reading`; the curl
+    from ``plane`` by :func:`_curl`, for the reading sent only): the tip's reading first, the
+    other four only when it is not within range (it is then taken)."""
+    mx, my = m[0], m[1]
+    lpx, lpy, spread = _pca_lateral(b1, b2, b3, mx, my)
+    p2 = (b1[0] + b2[0], b1[1] + b2[1], b1[2] + b2[2])
+    tip = (p2[0] + b3[0], p2[1] + b3[1], p2[2] + b3[2])
     n1 = sqrt(b1[0] * b1[0] + b1[1] * b1[1] + b1[2] * b1[2])
     n2 = sqrt(b2[0] * b2[0] + b2[1] * b2[1] + b2[2] * b2[2])
     n3 = sqrt(b3[0] * b3[0] + b3[1] * b3[1] + b3[2] * b3[2])
+    meta_turn = atan2(-mx, my)
+    tn = sqrt(tip[0] * tip[0] + tip[1] * tip[1] + tip[2] * tip[2])
+    if tn > 0.0:
+        tlx, tly = tip[1] / tn, -(tip[0] / tn)
+        if tlx * lpx + tly * lpy < 0.0:
+            tlx, tly = -tlx, -tly
+    else:
+        tlx = tly = math.nan
+    tip_reading = (*_lateral_side(tlx, tly, meta_turn), tlx * tlx + tly * tly >= _FLAT_LATERAL)
+    pick = -1
+    if tip_reading[3] and abs(tip_reading[2] - splay) <= _SIDE_RANGE_DEG:
+        pick, sides = 0, [tip_reading]
+    else:
+        sides = [tip_reading, *_other_readings(b1, b2, b3, p2, tip, (n1, n2, n3), (lpx, lpy, spread), mx, my,
+                                               meta_turn)]
+        tip_side, tip_valid = tip_reading[2], tip_reading[3]
+        best = math.inf
+        for k, (_, _, side_k, valid) in enumerate(sides):
+            if valid and abs(side_k - splay) <= _SIDE_RANGE_DEG:
+                distance = abs(side_k - tip_side) if tip_valid else 0.0
+                if distance < best or pick < 0:
+                    pick, best = k, distance
+    within = pick >= 0
+    if not within:
+        best = math.inf
+        for k, (_, _, side_k, valid) in enumerate(sides):
+            if valid and (abs(side_k - splay) < best or pick < 0):
+                pick, best = k, abs(side_k - splay)
+    if pick >= 0:
+        lx, ly, side, _ = sides[pick]
+        lateral: Vec3 = (lx, ly, 0.0)
+    else:  # a straight finger along the palm normal shows no direction: side 0 (its metacarpal)
+        lateral = unit1((my, -mx, 0.0), _EPS)
+        side = 0.0
+    d = (-lateral[1], lateral[0], 0.0)  # Z × lateral
+    # hand._signed_angle of (d, b1) about the lateral axis; the curl's angles only for the
+    # reading sent (_curl)
+    pd, p1 = _project(d, lateral), _project(b1, lateral)
+    fold = _angle_about(pd, p1, lateral)
+    fold_deg = fold * _DEG
+    return (lateral, pd, p1, fold, tip, phalanges), fold_deg, side, \
+        (within or pick < 0) and abs(fold_deg) <= _FOLD_RANGE_DEG
+
+
+def _curl(plane: _Plane, b2: Vec3, b3: Vec3) -> float:
+    """The tip curl in degrees of a reading of :func:`_reading` (hand._finger_reading): the
+    signed angles of (d, tip), (b1, b2), (b2, b3) about its lateral axis, each vector
+    projected off it once, then :func:`_tip_curl`."""
+    lateral, pd, p1, fold, tip, (n1, n2, n3) = plane  # the reference hand's phalanges
+    pt, p2, p3 = _project(tip, lateral), _project(b2, lateral), _project(b3, lateral)
+    return _tip_curl(_angle_about(pd, pt, lateral) - fold, _angle_about(p1, p2, lateral),
+                     _angle_about(p2, p3, lateral), n1, n2, n3) * _DEG
+
+
+def _other_readings(b1: Vec3, b2: Vec3, b3: Vec3, p2: Vec3, tip: Vec3, lengths: Vec3, pca: Vec3, mx: float,
+                    my: float, meta_turn: float) -> list[tuple[float, float, float, bool]]:
+    """Readings (1)–(4) of hand._finger_reading: ``(ℓx, ℓy, side, valid)`` of the bend axis
+    plus spread, the phalanges' spread, the joints' spread and the bend axis."""
+    n1, n2, n3 = lengths
+    lpx, lpy, spread = pca
+    ptx, pty, spread_pts = _pca_lateral(b1, p2, tip, mx, my)
     length = n1 + n2 + n3
+    if not length > _EPS:
+        length = math.nan
+    # the bend axis of the two distal joints (a zero-length phalanx adds 0)
     c12 = c23 = _ZERO3
     if n2 > _EPS:
         vx, vy, vz = b2[0] / n2, b2[1] / n2, b2[2] / n2
@@ -156,41 +284,38 @@ def _finger(local: Points, chain: tuple[int, int, int, int]) -> tuple[float, flo
         if n3 > _EPS:  # cross(u2, u3)
             wx, wy, wz = b3[0] / n3, b3[1] / n3, b3[2] / n3
             c23 = (vy * wz - vz * wy, vz * wx - vx * wz, vx * wy - vy * wx)
-    bend = (c12[0] + c23[0], c12[1] + c23[1], c12[2] + c23[2])
-    flip = -1.0 if bend[0] * dy + bend[1] * -dx < 0.0 else 1.0  # bend · (d × Z), Z-term 0
-    half = 0.5 * (mxx - myy)
-    spread_len = sqrt(0.5 * (mxx + myy) + sqrt(half * half + mxy * mxy))
-    w2 = 2.0 * (spread_len / length if length > _EPS else math.nan)
-    # the lateral axis, in the palm plane
-    lateral = (bend[0] * flip + w2 * dy, bend[1] * flip + w2 * -dx, (bend[2] * flip + w2 * 0.0) * 0.0)
-    squared = lateral[0] * lateral[0] + lateral[1] * lateral[1] + lateral[2] * lateral[2]
-    if squared < _FLAT_LATERAL:  # a straight finger along the palm normal: side 0
-        lateral = (my, -mx, 0.0)
-        squared = my * my + mx * mx
-    ln = sqrt(squared)
-    lateral = (lateral[0] / ln, lateral[1] / ln, lateral[2] / ln) if ln > 0.0 else _NAN3
-    d = (-lateral[1], lateral[0], 0.0)  # Z × lateral
-    # side: the angle of d minus the metacarpal's, + toward the pinky
-    turn = atan2(-d[0], d[1]) - atan2(-mx, my)
-    side = ((turn + math.pi) % (2.0 * math.pi) - math.pi) * _DEG
-    # _chain_angles((d, b1, b2, b3), lateral) written out: each vector projected off the
-    # lateral axis once, then the signed angle of each consecutive pair (the same operations)
-    ax, ay, az = lateral
-    k = 0.0 + d[0] * ax + d[1] * ay + d[2] * az
-    p0, p1, p2 = d[0] - k * ax, d[1] - k * ay, d[2] - k * az
-    k = 0.0 + b1[0] * ax + b1[1] * ay + b1[2] * az
-    q0, q1, q2 = b1[0] - k * ax, b1[1] - k * ay, b1[2] - k * az
-    fold = atan2(0.0 + (p1 * q2 - p2 * q1) * ax + (p2 * q0 - p0 * q2) * ay + (p0 * q1 - p1 * q0) * az,
-                 0.0 + p0 * q0 + p1 * q1 + p2 * q2)
-    k = 0.0 + b2[0] * ax + b2[1] * ay + b2[2] * az
-    p0, p1, p2 = b2[0] - k * ax, b2[1] - k * ay, b2[2] - k * az
-    first = atan2(0.0 + (q1 * p2 - q2 * p1) * ax + (q2 * p0 - q0 * p2) * ay + (q0 * p1 - q1 * p0) * az,
-                  0.0 + q0 * p0 + q1 * p1 + q2 * p2)
-    k = 0.0 + b3[0] * ax + b3[1] * ay + b3[2] * az
-    q0, q1, q2 = b3[0] - k * ax, b3[1] - k * ay, b3[2] - k * az
-    second = atan2(0.0 + (p1 * q2 - p2 * q1) * ax + (p2 * q0 - p0 * q2) * ay + (p0 * q1 - p1 * q0) * az,
-                   0.0 + p0 * q0 + p1 * q1 + p2 * q2)
-    return 0.5 * (first + second) * _DEG, fold * _DEG, side
+    bx, by = c12[0] + c23[0], c12[1] + c23[1]
+    if bx * lpx + by * lpy < 0.0:  # bend · (d_pca × Z), Z-term 0
+        bx, by = -bx, -by
+    w2 = 2.0 * (spread / length)
+    cx, cy = bx + w2 * lpx, by + w2 * lpy
+    weight = spread / length
+    pts_weight = spread_pts / length
+    readings = ((cx, cy, 0.0 + cx * cx + cy * cy), (lpx, lpy, weight * weight),
+                (ptx, pty, pts_weight * pts_weight), (bx, by, bx * bx + by * by))
+    return [(*_lateral_side(lx, ly, meta_turn), seen >= _FLAT_LATERAL) for lx, ly, seen in readings]
+
+
+def _finger(local: Points, chain: tuple[int, int, int, int], splay: float, phalanges: Vec3,
+            depth: Vec3 | None) -> tuple[float, float, float, bool]:
+    """``(curl, fold, side)`` degrees of one of index…pinky (spec §4.3 "Finger geometry",
+    :func:`posewire.producers.hand.finger_angles`) and whether it was depth-repaired (with
+    ``depth``, the camera's depth axis in the canonical local frame)."""
+    m, p, q, t = chain
+    (mx, my, mz), (px, py, pz), (qx, qy, qz), (tx, ty, tz) = local[m], local[p], local[q], local[t]
+    bones = ((px - mx, py - my, pz - mz), (qx - px, qy - py, qz - pz), (tx - qx, ty - qy, tz - qz))
+    plane, fold, side, ok = _reading(local[m], *bones, splay, phalanges)
+    if ok or depth is None:
+        return _curl(plane, bones[1], bones[2]), fold, side, False
+    kx, ky, kz = depth
+    for scale in DEPTH_REPAIR_SCALES:  # spec §4.3 "Depth repair"
+        f = scale - 1.0
+        s1, s2_, s3 = ((bx + a * kx, by + a * ky, bz + a * kz)
+                       for bx, by, bz in bones for a in (f * (0.0 + bx * kx + by * ky + bz * kz),))
+        plane2, f2, s2, ok2 = _reading(local[m], s1, s2_, s3, splay, phalanges)
+        if ok2:
+            return _curl(plane2, s2_, s3), f2, s2, True
+    return _curl(plane, bones[1], bones[2]), fold, side, False
 
 
 def _thumb(local: Points) -> tuple[float, float, float, float]:
@@ -222,24 +347,37 @@ def _thumb(local: Points) -> tuple[float, float, float, float]:
     return curl * _DEG, fold * _DEG, side * _DEG, roll
 
 
-def _angles(points: Points, fingers: Vec3, normal: Vec3, side: Side) -> list[float]:
+def _depth_axis(fingers: Vec3, normal: Vec3, side: Side) -> Vec3:
+    """The camera's depth axis (the world's third) in the canonical local frame: the third
+    world components of X, Y, Z (hand._finger_angles: ``basis[:, 2, :]``, left x negated)."""
+    y = unit1(fingers, _EPS)
+    z = unit1(reject1(normal, y), _EPS)
+    x = cross1(y, z)
+    return ((-1.0 if side == "l" else 1.0) * x[2], y[2], z[2])
+
+
+def _angles(points: Points, fingers: Vec3, normal: Vec3, side: Side,
+            depth_ambiguous: bool = False) -> tuple[list[float], int]:
     out = [math.nan] * len(_FINGER_ROWS)
     local = _local(points, fingers, normal, side)
     if local is None:
-        return out
+        return out, 0
     (curl, fold, side_k), roll = _SLOTS[0], _ROLL
     out[curl], out[fold], out[side_k], out[roll] = _thumb(local)
-    for (curl, fold, side_k), chain in zip(_SLOTS[1:], _CHAINS, strict=True):
-        out[curl], out[fold], out[side_k] = _finger(local, chain)
-    return out
+    depth = _depth_axis(fingers, normal, side) if depth_ambiguous else None
+    repaired = 0
+    for (curl, fold, side_k), chain, splay, phalanges in zip(_SLOTS[1:], _CHAINS, _SPLAY1, _PHALANGES1, strict=True):
+        out[curl], out[fold], out[side_k], fixed = _finger(local, chain, splay, phalanges, depth)
+        repaired += fixed
+    return out, repaired
 
 
-def finger_angles1(points: Points, *, side: Side) -> list[float]:
+def finger_angles1(points: Points, *, side: Side, depth_ambiguous: bool = False) -> list[float]:
     """:func:`posewire.producers.hand.finger_angles` of one frame's 21 points (3-tuples, any
     isotropic unit, right-handed axes): the angles in degrees in the order of the hand's
     finger rows (``g_thumb_curl, g_thumb_fold, g_thumb_side, g_index_curl, …,
     g_thumb_roll``)."""
-    return _angles(points, *_frame(points, side), side)
+    return _angles(points, *_frame(points, side), side, depth_ambiguous)[0]
 
 
 def _depth_mirrored(points: Points) -> Points:
@@ -258,6 +396,7 @@ class HandDims1(NamedTuple):
     roll_unobservable: bool
     fingers_side_clamped: int
     depth_flipped: bool
+    fingers_depth_repaired: int = 0
 
 
 def hand_dims1(points: Points, axes: tuple[Vec3, Vec3, Vec3], *, side: Side,
@@ -271,14 +410,14 @@ def hand_dims1(points: Points, axes: tuple[Vec3, Vec3, Vec3], *, side: Side,
     ortho = cross1(f_body, n_body)
     if not (fn > _EPS and sqrt(dot1(ortho, ortho)) > _PALM_MIN_SINE * max(fn * sqrt(dot1(n_body, n_body)), _EPS)):
         return None
-    angles = _angles(points, fingers, normal, side)
+    angles, repaired = _angles(points, fingers, normal, side, depth_ambiguous)
     flipped = False
     f0, f1, f2, f3 = _FOLDS
     if depth_ambiguous and (angles[f0] + angles[f1] + angles[f2] + angles[f3]) / 4.0 < -DEPTH_FLIP_FOLD_DEG:
         # spec §4.3 "Producer checks": monocular depth read backward, taken mirrored
         points = _depth_mirrored(points)
         fingers, normal = _frame(points, side)
-        angles = _angles(points, fingers, normal, side)
+        angles, repaired = _angles(points, fingers, normal, side, depth_ambiguous)
         f_body, n_body = to_frame1(axes, fingers), to_frame1(axes, normal)
         flipped = True
     # spec §4.2: palm_from_directions / palm_encode (left mirrored, canonical, clamp 0.98)
@@ -291,7 +430,7 @@ def hand_dims1(points: Points, axes: tuple[Vec3, Vec3, Vec3], *, side: Side,
     unobservable = not isfinite(values[_ROLL])
     if unobservable:
         values[_ROLL] = 0.0
-    return HandDims1([*stored, *values], clamped, unobservable, side_clamped, flipped)
+    return HandDims1([*stored, *values], clamped, unobservable, side_clamped, flipped, repaired)
 
 
 def with_depth_gain1(points: Points, gain: float) -> Points:

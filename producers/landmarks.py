@@ -25,8 +25,9 @@ Estimated dims (everything else is NaN = not estimated):
 * the **chest frame** ``R_pelvis · Q`` (the decoder's: its shoulders hang on spine_05)
   carries every other dim: arm, palm and head are measured in it.
 * arm (§4.1): ``a_x, a_y, a_z`` from the pose wrist (15 left / 16 right) relative to the
-  neck, in calibrated units ``L = 2·r·d`` measured from the person
-  (:func:`estimate_calibration`); ``a_spread`` in the spread frame of
+  neck, in calibrated units ``L = 2·r·d`` from the person's shoulder width
+  (:func:`estimate_calibration`), the arm sent at its calibrated length ``d_z`` along the seen
+  shoulder → wrist with the seen reach (:func:`_rigid_wrist`); ``a_spread`` in the spread frame of
   :mod:`posewire.codec.elbow` (the decoder's pole rule inverted).
 * palm (§4.2): the chest-frame hand quaternion from hand points 0, 5, 9, 17; frames without
   a chest frame use :data:`CAMERA_FALLBACK_ROTATION` (reported).
@@ -53,17 +54,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from posewire.codec.calibration import (
+    NAVEL_FRACTION,
     REFERENCE_CALIBRATION,
     Calibration,
     CalibrationUnits,
     arm_to_normalized,
-    measure_calibration,
     units,
 )
 from posewire.codec.conditions import Conditions
@@ -91,10 +92,12 @@ __all__ = [
     "BODY_CLAMP_KEY",
     "BODY_PLAUSIBLE",
     "CAMERA_FALLBACK_ROTATION",
+    "CAMERA_MEASURE_REPORT",
+    "CAMERA_PROPORTIONS",
     "FACE_POINTS",
-    "HAND_LENGTH_RANGE",
     "HAND_POINTS",
     "HEAD_CLAMP_KEY",
+    "HIPS_VISIBILITY",
     "IMPLAUSIBLE_NOTE",
     "MEDIAPIPE_TO_Y_UP",
     "MIRRORED_NOTE",
@@ -112,6 +115,7 @@ __all__ = [
     "body_calibration",
     "calibration_from_samples",
     "calibration_samples",
+    "camera_up",
     "estimate_calibration",
     "finger_angles",
     "image_to_world_scale",
@@ -408,6 +412,26 @@ def _chest(sl: F64, sr: F64, hl: F64, hr: F64, wanted: Bool) -> tuple[F64, F64, 
     return chest, quat, local, ok
 
 
+#: Visibility from which both hips count as seen (spec §4.5), or the caller's threshold
+#: if higher: hips at the frame's edge (0.4–0.7 in chest-up shots) give a pelvis whose
+#: jitter becomes the chest's, and a threshold they hover around flips the chest between
+#: the pelvis model and the camera's up from frame to frame.
+HIPS_VISIBILITY = 0.8
+
+
+def camera_up(trunk: F64) -> F64:
+    """The camera's up ``(B, 3)`` for a chest without hips (spec §4.5): the image axis
+    (±X or ±Y, y up) nearest the guessed hip_mid → neck ``trunk (B, 3)``, so a camera
+    on its side still has the person upright; +Y where the trunk is missing (NaN) or
+    leans exactly 45° (``|t_x| > |t_y|`` decides)."""
+    tx, ty = trunk[:, 0], trunk[:, 1]
+    sideways = np.abs(tx) > np.abs(ty)
+    up = np.zeros_like(trunk)
+    up[:, 0] = np.where(sideways, np.where(tx < 0.0, -1.0, 1.0), 0.0)
+    up[:, 1] = np.where(sideways, 0.0, np.where(ty < 0.0, -1.0, 1.0))
+    return up
+
+
 #: Torso angles beyond this multiple of the registry maxima (b_yaw 45°, b_pitch and
 #: b_roll 30°) mark the hips as misplaced: no body dims, upright chest frame (reported).
 BODY_PLAUSIBLE = 1.5
@@ -434,7 +458,9 @@ def _prepare(lm: HolisticLandmarks, mirrored: str = "report", visibility_thresho
     hl, hr = pose[:, POSE_POINTS["hip_l"]], pose[:, POSE_POINTS["hip_r"]]
     vis = np.asarray(lm.pose_visibility, dtype=np.float64)
     # a hip point that is missing (NaN) is not seen, whatever its visibility says
-    hips_seen: Bool = np.asarray((vis[:, [POSE_POINTS["hip_l"], POSE_POINTS["hip_r"]]] >= visibility_threshold).all(-1)
+    # spec §4.5: hips at the frame's edge are seen only from HIPS_VISIBILITY on
+    hip_threshold = max(visibility_threshold, HIPS_VISIBILITY)
+    hips_seen: Bool = np.asarray((vis[:, [POSE_POINTS["hip_l"], POSE_POINTS["hip_r"]]] >= hip_threshold).all(-1)
                                  & np.isfinite(hl).all(-1) & np.isfinite(hr).all(-1))
     rotation, quat, local, valid = _chest(sl, sr, hl, hr, hips_seen)  # frames without hips: below
     # a torso turned far beyond the registry range relative to the pelvis means the hips
@@ -445,15 +471,15 @@ def _prepare(lm: HolisticLandmarks, mirrored: str = "report", visibility_thresho
         implausible = valid & hips_seen & (np.abs(angles) > BODY_PLAUSIBLE * BODY_MAX_DEG).any(-1)
     hips_seen = hips_seen & ~implausible
     # spec §4.5: hips out of view (an upper-body shot) -> the pelvis is MediaPipe's guess:
-    # no body dims; the chest frame is the shoulder line and the guessed hip_mid → neck
-    # (world up where the hips are missing), i.e. an upright torso
+    # no body dims; the chest frame is the shoulder line and the camera's up (the image
+    # axis nearest the guessed hip_mid → neck), i.e. an upright torso
     upright = ~hips_seen | ~valid
     if upright.any():
         across = sl[upright] - sr[upright]
         trunk = 0.5 * (sl[upright] + sr[upright]) - 0.5 * (hl[upright] + hr[upright])
-        trunk = np.where(np.isfinite(trunk).all(-1, keepdims=True), trunk, _EY)
+        up = camera_up(trunk)
         x = _unit(across)
-        y = _unit(trunk - _dot(trunk, x)[:, None] * x)
+        y = _unit(up - _dot(up, x)[:, None] * x)
         ok_up = np.isfinite(x).all(-1) & np.isfinite(y).all(-1)
         frame = np.stack([x, y, cross_unchecked(x, y)], axis=-1)
         frame[~ok_up] = np.nan
@@ -540,11 +566,6 @@ def _median(values: F64) -> float | None:
     return float(np.median(finite)) if finite.size else None
 
 
-#: Plausible adult hand length (wrist -> middle tip), metres; a measurement outside is
-#: rejected (noted) and the x axis falls back to shoulder width.
-HAND_LENGTH_RANGE: tuple[float, float] = (0.12, 0.26)
-
-
 @dataclass(frozen=True)
 class CalibrationSamples:
     """The per-frame measurements behind :func:`estimate_calibration` (spec §4.1), whose
@@ -552,7 +573,10 @@ class CalibrationSamples:
     independent rows, so the samples of a stream can be taken as frames arrive and kept
     (:class:`posewire.producers.live.LiveCalibration`): medians do not depend on the order.
 
-    ``shoulders (B, 2, 3)``: shoulder_l, shoulder_r in the body frame (used where ``valid``); ``valid (B,)``:
+    ``shoulders (B, 2, 3)``: shoulder_l, shoulder_r in the body frame (used where ``valid``;
+    their median distance is the shoulder width the units come from); ``trunk``, ``arm`` and
+    ``hand`` are the camera's own lengths, only reported where unlike the units
+    (:func:`body_calibration`). ``valid (B,)``:
     the body frame is defined; ``trunk (B,)``: the neck → hip_mid chord undone to the upright
     trunk (NaN where not valid); ``arm (B, 4)``: upper arm + forearm, right then left, where
     shoulder, elbow and wrist are seen, then right and left again where only the shoulder and
@@ -613,61 +637,66 @@ def calibration_samples(lm: HolisticLandmarks, *, visibility_threshold: float = 
     return _samples(lm, _prepare(lm, "report", visibility_threshold), visibility_threshold)
 
 
-def body_calibration(samples: CalibrationSamples, *,
-                     hand_length_range: tuple[float, float] = HAND_LENGTH_RANGE) -> tuple[Calibration, list[str]]:
+#: Body proportions a camera producer gives the performer (spec §4.1 "A camera producer's
+#: units"): hand length, torso length (neck → navel by the §2.2 rule), arm length and shoulder
+#: width in metres of a 1.75 m adult (``helix-humanoid@1`` measured by the §4.1 site rules),
+#: scaled by the performer's measured shoulder width.
+class _Proportions(NamedTuple):
+    hand_length: float
+    torso_length: float
+    arm_length: float
+    shoulder_width: float
+
+
+CAMERA_PROPORTIONS = _Proportions(hand_length=0.19, torso_length=0.40, arm_length=0.56, shoulder_width=0.36)
+#: A camera's own hand, torso or arm length this far (relative) from the proportions is noted.
+CAMERA_MEASURE_REPORT = 0.2
+
+
+def body_calibration(samples: CalibrationSamples) -> tuple[Calibration, list[str]]:
     """:func:`calibration_from_samples` without the hands' depth gains (``samples.bones`` unused):
-    the distances and their notes (spec §4.1)."""
+    the distances and their notes (spec §4.1 "A camera producer's units").
+
+    The units come from the shoulder width ``S`` (median over frames of the body-frame
+    shoulder sites), the measure a camera gets right: ``d = CAMERA_PROPORTIONS · S / 0.36``
+    (``d_x = 0.5278·S``, ``d_y = 1.1111·S``, ``d_z = 1.5556·S``). The camera's own hand, torso and
+    arm lengths (medians of ``samples``) are not used, and noted where they are unlike these
+    proportions by more than :data:`CAMERA_MEASURE_REPORT`: its arms measure 0.41–0.98 m for
+    shoulders of 0.30–0.45 m and change within a recording, its hands look larger nearer the
+    camera, its torso rests on guessed hips in close shots — and units in other proportions
+    than the avatar's bend the avatar's arm (the arm itself is sent at ``d_z``,
+    :func:`landmarks_to_vectors`)."""
     notes: list[str] = []
-    # robust body-frame shoulder sites
     shoulder_l, shoulder_r = np.median(samples.shoulders[samples.valid], axis=0)
-    neck_med = 0.5 * (shoulder_l + shoulder_r)
+    width = float(np.linalg.norm(shoulder_l - shoulder_r))
+    scale = width / CAMERA_PROPORTIONS.shoulder_width
+    cal = Calibration(hand_length=CAMERA_PROPORTIONS.hand_length * scale,
+                      torso_length=CAMERA_PROPORTIONS.torso_length * scale,
+                      arm_length=CAMERA_PROPORTIONS.arm_length * scale, shoulder_width=width)
+    # what the camera itself measured (right side first), reported where it is unlike the
+    # proportions by more than CAMERA_MEASURE_REPORT (never silent)
     trunk = _median(samples.trunk[samples.valid])
-
-    def hand_length(column: int, side: Side) -> float | None:
-        if samples.hand is None:
-            return None
-        measured = _median(samples.hand[:, column])
-        low, high = hand_length_range
-        if measured is not None and not low <= measured <= high:
-            notes.append(f"hand length {measured:.3f} m ({side}) outside the plausible range "
-                         f"[{low}, {high}] m (perspective: hands nearer the camera than the "
-                         "shoulders look larger); not used")
-            return None
-        return measured
-
-    d_z = _median(samples.arm[:, 0])
-    if d_z is None and (d_z := _median(samples.arm[:, 1])) is not None:
-        notes.append("arm length measured on the left arm (no usable right-arm measurement)")
-    for column, side in ((2, "right"), (3, "left")):  # spec §4.1: the elbow never seen
-        if d_z is None and (d_z := _median(samples.arm[:, column])) is not None:
-            notes.append(f"arm length measured on the {side} arm with MediaPipe's estimate of an elbow "
-                         "it never saw (out of the image)")
-    d_x = hand_length(0, "r")
-    if d_x is None and (d_x := hand_length(1, "l")) is not None:
-        notes.append("hand length measured on the left hand (no usable right-hand measurement)")
-    if samples.hand is None:
-        notes.append("hand length not measurable: no hand_scale (image -> metres)")
-    # reference pose (spec §4.1): the measured arm hangs straight down from shoulder_r and
-    # the open hand continues it; measure_calibration then applies the §2.2 site rules.
-    sites: dict[str, F64] = {"shoulder_l": shoulder_l, "shoulder_r": shoulder_r}
-    if trunk is not None:
-        sites["hip_mid"] = neck_med + np.array([0.0, -trunk, 0.0])  # the upright trunk below the neck
-    else:  # spec §4.1 fallback: the y axis falls back to shoulder width (reported)
-        notes.append("torso length not measurable: no frame has both hip points")
-    if d_z is not None:
-        sites["wrist_r"] = shoulder_r + np.array([0.0, -d_z, 0.0])
-        if d_x is not None:
-            sites["middle_tip_r"] = sites["wrist_r"] + np.array([0.0, -d_x, 0.0])
-    elif d_x is not None:
-        notes.append("hand length unused: no wrist site without an arm length")
-    return measure_calibration(sites), notes
+    arm = next((m for m in (_median(samples.arm[:, k]) for k in range(4)) if m is not None), None)
+    hand = None
+    if samples.hand is not None:
+        hand = _median(samples.hand[:, 0])
+        hand = hand if hand is not None else _median(samples.hand[:, 1])
+    unlike = [f"{name} {measured:.3f} m ({derived:.3f} m from the shoulders)"
+              for name, measured, derived in (("hand length", hand, cal.hand_length),
+                                              ("torso length", None if trunk is None else NAVEL_FRACTION * trunk,
+                                               cal.torso_length),
+                                              ("arm length", arm, cal.arm_length))
+              if measured is not None and derived and abs(measured / derived - 1.0) > CAMERA_MEASURE_REPORT]
+    if unlike:
+        notes.append("the camera measured, unlike adult proportions of the shoulder width and not used "
+                     "(spec §4.1): " + ", ".join(unlike))
+    return cal, notes
 
 
-def calibration_from_samples(samples: CalibrationSamples, *,
-                             hand_length_range: tuple[float, float] = HAND_LENGTH_RANGE) -> LandmarkCalibration:
+def calibration_from_samples(samples: CalibrationSamples) -> LandmarkCalibration:
     """:func:`estimate_calibration` from the per-frame measurements (medians over frames,
     spec §4.1)."""
-    cal, notes = body_calibration(samples, hand_length_range=hand_length_range)
+    cal, notes = body_calibration(samples)
     found = estimate_depth_gain(samples.bones[:, 0]), estimate_depth_gain(samples.bones[:, 1])
     return with_depth_gains(cal, notes, found)
 
@@ -687,22 +716,16 @@ def with_depth_gains(cal: Calibration, notes: list[str],
                                hand_depth_gain={"l": gain["l"], "r": gain["r"]})
 
 
-def estimate_calibration(lm: HolisticLandmarks, *, visibility_threshold: float = 0.5,
-                         hand_length_range: tuple[float, float] = HAND_LENGTH_RANGE) -> LandmarkCalibration:
-    """Reference distances of the person in ``lm`` (spec §4.1), from robust statistics.
+def estimate_calibration(lm: HolisticLandmarks, *, visibility_threshold: float = 0.5) -> LandmarkCalibration:
+    """Reference distances of the person in ``lm`` (spec §4.1 "A camera producer's units").
 
-    Medians over frames: shoulder and hip sites in the body frame (shoulder width ``S``,
-    torso ``d_y = 0.8·|neck − hip_mid|``); arm length ``d_z`` = median of upper arm +
-    forearm (right arm; left if the right is never visible, noted); hand length ``d_x`` =
-    median of the wrist→middle-tip bone chain × ``hand_scale`` (right hand; left if the
-    right is never tracked, noted; a value outside ``hand_length_range`` is rejected and
-    noted — hands held toward the camera look larger than the shoulder-plane scale says).
-    Axes left without a distance fall back to ``S``
-    (:func:`posewire.codec.calibration.units` reports them). Raises ``usage.calibration`` when no
-    frame has a body frame.
+    The shoulder width ``S`` is the median over frames of the body-frame shoulder sites; the
+    distances are :data:`CAMERA_PROPORTIONS` scaled by ``S / 0.36`` (:func:`body_calibration`),
+    so no axis falls back. The camera's own hand, torso and arm lengths (medians of
+    :func:`calibration_samples`) are noted where they are unlike those proportions by more than
+    :data:`CAMERA_MEASURE_REPORT`. Raises ``usage.calibration`` when no frame has a body frame.
     """
-    return calibration_from_samples(_samples(lm, _prepare(lm, "report", visibility_threshold), visibility_threshold),
-                                    hand_length_range=hand_length_range)
+    return calibration_from_samples(_samples(lm, _prepare(lm, "report", visibility_threshold), visibility_threshold))
 
 
 # ---------------------------------------------------------------------------- dims
@@ -729,6 +752,25 @@ def _spread(body: F64, side: Side) -> tuple[F64, Bool]:
         straight[ok] = _norm(perp) < _STRAIGHT_ARM
         angle[straight] = 0.0
     return angle, straight
+
+
+def _rigid_wrist(body: F64, side: Side, arm_length: float | None) -> F64:
+    """The wrist ``(B, 3)`` sent for the pose points in the chest frame ``(B, 33, 3)`` (spec §4.1
+    "The arm at its calibrated length"): ``shoulder + (wrist − shoulder) · d_z / (|elbow −
+    shoulder| + |wrist − elbow|)`` — the seen direction and reach (shoulder → wrist over the
+    arm's own length in this frame) at the calibrated arm length ``d_z``. The wrist as seen
+    where the elbow is missing, the arm's length is under :data:`_MIN_LENGTH` or ``d_z`` is
+    None."""
+    shoulder = body[:, POSE_POINTS[f"shoulder_{side}"]]
+    elbow = body[:, POSE_POINTS[f"elbow_{side}"]]
+    wrist = body[:, POSE_POINTS[f"wrist_{side}"]]
+    if arm_length is None:
+        return wrist
+    length = _norm(elbow - shoulder) + _norm(wrist - elbow)
+    ok = np.isfinite(length) & (length > _MIN_LENGTH)
+    scale = np.where(ok, arm_length / np.where(ok, length, 1.0), 1.0)
+    out: F64 = np.where(ok[:, None], shoulder + (wrist - shoulder) * scale[:, None], wrist)
+    return out
 
 
 def _head(prep: _Prepared) -> tuple[F64, Bool, Bool]:
@@ -878,11 +920,13 @@ def _encode_batch(lm: HolisticLandmarks, calibration: LandmarkCalibration | None
     for side in ("l", "r"):
         s: Side = side
         wrist_i = POSE_POINTS[f"wrist_{s}"]
-        arm_ok = prep.valid & (lm.pose_visibility[:, wrist_i] >= visibility_threshold)
+        # spec §7.4: a wrist is seen when the pose says so or the hand model found that hand
+        hand_seen = _hand_present(prep.right if s == "r" else prep.left)
+        arm_ok = prep.valid & ((lm.pose_visibility[:, wrist_i] >= visibility_threshold) | hand_seen)
         arm_ok &= np.isfinite(body[:, wrist_i]).all(-1)
         tracked[f"arm_{s}"] = arm_ok
         if arm_ok.any():  # spec §4.1 inverse: n = sign_side · p / (2.5 L)
-            n = arm_to_normalized(body[arm_ok, wrist_i], cal.units, side=s)
+            n = arm_to_normalized(_rigid_wrist(body[arm_ok], s, cal.calibration.arm_length), cal.units, side=s)
             for k, axis in enumerate("xyz"):
                 vec[arm_ok, _idx(f"a_{axis}_{s}")] = n[:, k]
             spread, straight = _spread(body, s)
@@ -901,6 +945,8 @@ def _encode_batch(lm: HolisticLandmarks, calibration: LandmarkCalibration | None
             degenerate[f"hand_depth_flipped_{s}"] = int(dims.depth_flipped.sum())
         if dims.fingers_side_clamped is not None and dims.fingers_side_clamped.any():
             degenerate[f"fingers_side_clamped_{s}"] = int(dims.fingers_side_clamped.sum())
+        if dims.fingers_depth_repaired is not None and dims.fingers_depth_repaired.any():
+            degenerate[f"fingers_depth_repaired_{s}"] = int(dims.fingers_depth_repaired.sum())
         fallback = dims.tracked & ~prep.valid
         if fallback.any():
             degenerate[f"palm_camera_frame_{s}"] = int(fallback.sum())

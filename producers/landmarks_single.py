@@ -65,6 +65,7 @@ from posewire.producers.landmarks import (
     CAMERA_FALLBACK_ROTATION,
     FACE_POINTS,
     HEAD_CLAMP_KEY,
+    HIPS_VISIBILITY,
     IMPLAUSIBLE_NOTE,
     MIRROR_MIN_SINE,
     MIRRORED_NOTE,
@@ -145,6 +146,14 @@ def _hand(arr: NDArray[np.float64], x_sign: float) -> tuple[Points | None, Vec3]
 
 
 # ---------------------------------------------------------------------------- chest (spec §4.5)
+
+
+def _camera_up1(trunk: Vec3) -> Vec3:
+    """landmarks.camera_up of one trunk (spec §4.5): the image axis nearest it, +Y if NaN."""
+    tx, ty = trunk[0], trunk[1]
+    if abs(tx) > abs(ty):
+        return (-1.0 if tx < 0.0 else 1.0, 0.0, 0.0)
+    return (0.0, -1.0 if ty < 0.0 else 1.0, 0.0)
 
 
 def _trunk_vector(w: float, x: float, y: float, z: float) -> Vec3:
@@ -259,7 +268,8 @@ def _prepare(lm: HolisticLandmarks, x_sign: float, visibility_threshold: float) 
     # spec §4.5: the chest from the pelvis and the torso rotation Q
     sl, sr, hl, hr = pose["shoulder_l"], pose["shoulder_r"], pose["hip_l"], pose["hip_r"]
     # a hip point that is missing (NaN) is not seen, whatever its visibility says
-    hips_seen = (vis["hip_l"] >= visibility_threshold and vis["hip_r"] >= visibility_threshold
+    hip_threshold = max(visibility_threshold, HIPS_VISIBILITY)  # spec §4.5
+    hips_seen = (vis["hip_l"] >= hip_threshold and vis["hip_r"] >= hip_threshold
                  and all(math.isfinite(c) for c in (*hl, *hr)))
     solved = _chest(sl, sr, hl, hr) if hips_seen else None
     axes: Axes = (_NAN3, _NAN3, _NAN3)
@@ -279,7 +289,7 @@ def _prepare(lm: HolisticLandmarks, x_sign: float, visibility_threshold: float) 
     if body is None:  # hips out of view or misplaced: an upright torso from the shoulders
         trunk = sub1(_mid(sl, sr), _mid(hl, hr))
         x = unit1(sub1(sl, sr), _EPS)
-        y = unit1(reject1(trunk if _finite(trunk) else _EY1, x), _EPS)
+        y = unit1(reject1(_camera_up1(trunk), x), _EPS)
         valid = _finite(x) and _finite(y)
         axes = (x, y, cross1(x, y)) if valid else (_NAN3, _NAN3, _NAN3)
     neck = _mid(sl, sr) if valid else _NAN3
@@ -391,6 +401,19 @@ def _spread(shoulder: Vec3, elbow: Vec3, wrist: Vec3, side: Side) -> tuple[float
     return spread_angle1(u, offset, side=side), False
 
 
+def _rigid_wrist1(shoulder: Vec3, elbow: Vec3, wrist: Vec3, arm_length: float | None) -> Vec3:
+    """:func:`posewire.producers.landmarks._rigid_wrist` of one frame (spec §4.1 "The arm at its
+    calibrated length"): the seen shoulder → wrist at the calibrated arm length."""
+    if arm_length is None:
+        return wrist
+    length = norm1(sub1(elbow, shoulder)) + norm1(sub1(wrist, elbow))
+    if not (math.isfinite(length) and length > _MIN_LENGTH):
+        return wrist
+    k = arm_length / length
+    return (shoulder[0] + (wrist[0] - shoulder[0]) * k, shoulder[1] + (wrist[1] - shoulder[1]) * k,
+            shoulder[2] + (wrist[2] - shoulder[2]) * k)
+
+
 def _head(frame: _Frame, face: list[Vec3]) -> tuple[Vec3, bool] | None:
     """landmarks._head of one frame: normalized (h_yaw, h_pitch, h_roll) and the clamp,
     None without a face or a body frame (spec §4.4: R_bodyᵀ · R_face)."""
@@ -453,13 +476,16 @@ def encode1(lm: HolisticLandmarks, cal: LandmarkCalibration, *, visibility_thres
         s: Side = "l" if side == "l" else "r"
         # spec §4.1: hand position relative to the neck in units L, elbow spread
         wrist = to_frame1(frame.axes, sub1(frame.pose[f"wrist_{s}"], frame.neck))
-        arm_ok = valid and frame.visibility[f"wrist_{s}"] >= visibility_threshold and _finite(wrist)
+        # spec §7.4: a wrist is seen when the pose says so or the hand model found that hand
+        seen = frame.visibility[f"wrist_{s}"] >= visibility_threshold or frame.hands[s] is not None
+        arm_ok = valid and seen and _finite(wrist)
         tracked[f"arm_{s}"] = arm_ok
         if arm_ok:
             shoulder = to_frame1(frame.axes, sub1(frame.pose[f"shoulder_{s}"], frame.neck))
             elbow = to_frame1(frame.axes, sub1(frame.pose[f"elbow_{s}"], frame.neck))
             spread, straight = _spread(shoulder, elbow, wrist, s)
-            _put(row, _ARM_COLS[s], (*arm_to_normalized1(wrist, cal.units, side=s), spread / _SPREAD_MAX[s]),
+            sent = _rigid_wrist1(shoulder, elbow, wrist, cal.calibration.arm_length)  # spec §4.1
+            _put(row, _ARM_COLS[s], (*arm_to_normalized1(sent, cal.units, side=s), spread / _SPREAD_MAX[s]),
                  clamped_cols)
             degenerate[f"spread_straight_arm_{s}"] = int(straight)
         # spec §4.2, §4.3: palm and fingers (posewire.producers.hand_single)
@@ -475,6 +501,8 @@ def encode1(lm: HolisticLandmarks, cal: LandmarkCalibration, *, visibility_thres
                 degenerate[f"hand_depth_flipped_{s}"] = 1
             if dims.fingers_side_clamped:
                 degenerate[f"fingers_side_clamped_{s}"] = dims.fingers_side_clamped
+            if dims.fingers_depth_repaired:
+                degenerate[f"fingers_depth_repaired_{s}"] = dims.fingers_depth_repaired
             if not valid:
                 degenerate[f"palm_camera_frame_{s}"] = 1
             if dims.roll_unobservable:

@@ -38,9 +38,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from posewire.codec.errors import UsageError
+from posewire.codec.morph import FACE_DIM_INDICES, N_ARKIT
 from posewire.producers.filter import FilterResult, RotationFilter, filter_vectors
 from posewire.producers.hand import bone_log_lengths, estimate_depth_gain
 from posewire.producers.landmarks import (
@@ -304,16 +305,37 @@ def read_pose_file(path: str | Path) -> PoseFile:
     return pose_to_landmarks(pose)
 
 
+def _with_blendshapes(result: LandmarkResult, weights: F64) -> LandmarkResult:
+    """The face and mouth dims of ARKit ``weights (B, 52)`` put into ``result`` where a row is
+    finite (spec §4.6, as :class:`posewire.producers.live.LiveEncoder` does), tracked there."""
+    from posewire.producers.face import blendshape_dims
+
+    if weights.shape != (result.vectors.shape[0], N_ARKIT):
+        raise UsageError("usage.shape", f"expected blendshapes ({result.vectors.shape[0]}, {N_ARKIT}), "
+                         f"got {weights.shape}")
+    seen: NDArray[np.bool_] = np.asarray(np.isfinite(weights).all(-1))
+    vectors = result.vectors.copy()
+    face, _ = blendshape_dims(np.where(seen[:, None], weights, 0.0))
+    vectors[np.ix_(seen, FACE_DIM_INDICES)] = face[np.ix_(seen, FACE_DIM_INDICES)]
+    tracking = dict(result.tracking)
+    for part in ("face", "mouth"):
+        tracking[part] = np.where(seen, "tracked", tracking[part])
+    return replace(result, vectors=vectors, tracking=tracking)
+
+
 def pose_file_to_recording(
     path: str | Path, out_path: str | Path, *, visibility_threshold: float = 0.5, filter: bool = False,
-    mirrored: Literal["report", "flip"] = "report",
+    mirrored: Literal["report", "flip"] = "report", blendshapes: ArrayLike | None = None,
 ) -> RecordSummary:
     """Convert a ``.pose`` file into a posewire recording at ``out_path``: one frame per
     pose frame with the estimated dims and the tracking condition; the header carries
     the calibration measured from the person (spec §4.1). ``filter=True`` smooths the
     vectors with the One-Euro filter (:func:`posewire.producers.filter.filter_vectors`;
     off by default for files) and reports the jitter before and after; ``mirrored`` as in
-    :func:`posewire.producers.landmarks.landmarks_to_vectors`. Returns a summary."""
+    :func:`posewire.producers.landmarks.landmarks_to_vectors`. ``blendshapes``: ARKit weights
+    ``(B, 52)`` per frame in ``ARKIT_CHANNELS`` order (a NaN row: no face), e.g. MediaPipe's
+    blendshape model run on the file's face mesh (``tools/face_blendshapes.py``), encoded as
+    the live producer encodes them (spec §4.6: face and mouth tracked). Returns a summary."""
     pose_file = read_pose_file(path)
     if pose_file.fps <= 0:
         raise UsageError("usage.bad_option", f"the .pose file has no frame rate ({pose_file.fps})", path=str(path))
@@ -324,6 +346,8 @@ def pose_file_to_recording(
                                   chest_filter=RotationFilter() if filter else None, times=times if filter else None)
     if pose_file.notes:
         result = replace(result, report=replace(result.report, notes=(*pose_file.notes, *result.report.notes)))
+    if blendshapes is not None:
+        result = _with_blendshapes(result, np.asarray(blendshapes, dtype=np.float64))
     elapsed = time.perf_counter() - started
     filtered = None
     if filter:

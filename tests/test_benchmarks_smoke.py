@@ -152,6 +152,15 @@ def test_fidelity_bench_quick_run_prints_every_table(capsys: pytest.CaptureFixtu
     assert "| ours / kalidokit (median) |" in out and "One hand" in out
 
 
+def test_fidelity_bench_reprojection_section(capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 18: `--section reprojection` alone, with the per-arm figures (the committed signer at least)
+    bench = _load("fidelity_bench")
+    bench.SECTIONS["reprojection"](0)
+    out = capsys.readouterr().out
+    assert "| holistic_signer.pose |" in out and "arm l / r" in out
+    assert "Per arm (" in out and "0 above 8°" in out
+
+
 def test_tls_flood_bench_smoke(tmp_path: Path) -> None:
     """300 hello-less TCP connections to a TLS relay process (more than the per-address
     cap of 256) and 2 legitimate connects from another address: the excess is refused at

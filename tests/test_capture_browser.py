@@ -36,7 +36,7 @@ import numpy as np
 import pytest
 
 from posewire.codec.registry import DIMENSIONS, TRACKING_PARTS
-from posewire.viewer import JS_ROOT, ViewerConfig, ViewerServer
+from posewire.servers.viewer import JS_ROOT, ViewerConfig, ViewerServer
 
 ROOT = Path(__file__).resolve().parent.parent
 PHOTOS = ROOT / "tests" / "data" / "photos"

@@ -1,5 +1,5 @@
 """One command-line convention across the subcommands (issue 20, deliverable 5;
-posewire/conventions.py): stream, frames, speed, mirror, TLS and ping options, defaults
+posewire/cli/conventions.py): stream, frames, speed, mirror, TLS and ping options, defaults
 in --help, plain help text, plain-language errors with the stable code last."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from posewire.cli import build_parser, main
+from posewire.cli.command import build_parser, main
+from posewire.cli.conventions import DEFAULT_STREAM, describe_error
 from posewire.codec.errors import DecodeError, UsageError
-from posewire.conventions import DEFAULT_STREAM, describe_error
 from posewire.transport import RelayError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,7 +44,7 @@ def test_the_stream_is_an_option_with_one_default_everywhere() -> None:
 
 
 def test_consume_keeps_the_positional_stream_with_one_warning_line() -> None:
-    proc = subprocess.run([sys.executable, "-c", "from posewire.cli import build_parser; "
+    proc = subprocess.run([sys.executable, "-c", "from posewire.cli.command import build_parser; "
                            "print(build_parser().parse_args(['consume', 'alice']).stream)"],
                           capture_output=True, text=True, timeout=60, check=True)
     assert proc.stdout == "alice\n"

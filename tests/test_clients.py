@@ -15,7 +15,7 @@ from netutil import TIMEOUT, open_raw, padded_frame, wait_for
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.typing import Subprotocol
 
-from posewire.cli import _consume, build_parser
+from posewire.cli.command import _consume, build_parser
 from posewire.codec.calibration import REFERENCE_CALIBRATION
 from posewire.codec.conditions import Affect, Conditions, conditions_to_obj
 from posewire.codec.errors import DecodeError, UsageError
@@ -437,7 +437,7 @@ async def test_cli_serve_refuses_a_public_host_without_tls() -> None:
 
 
 def test_cli_exposure_flags_reach_the_relay_and_clients() -> None:
-    from posewire.net_options import client_options, serve_options
+    from posewire.cli.net_options import client_options, serve_options
 
     args = build_parser().parse_args([
         "serve", "--allow-origin", "https://a.example", "--allow-origin", "https://b.example",

@@ -1,4 +1,4 @@
-"""Relays sharing streams over a real NATS server (spec §5.7.1, posewire/cluster.py).
+"""Relays sharing streams over a real NATS server (spec §5.7.1, posewire/relay/cluster.py).
 
 Every test starts Debian's ``nats-server -js`` on loopback with a temporary store
 (``.ci/run`` installs it); relays run in-process, except in the end-to-end test, where
@@ -23,7 +23,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 from netutil import RawClient, open_raw, padded_frame, wait_for
 
-from posewire.cluster import Broker, stream_token
 from posewire.codec.conditions import conditions_from_obj
 from posewire.codec.errors import UsageError
 from posewire.codec.registry import REGISTRY
@@ -32,6 +31,7 @@ from posewire.codec.wire import Calibration, ConditionsMessage, ErrorMessage, Fr
 from posewire.consumers.subscriber import Subscriber
 from posewire.producers.publisher import Publisher
 from posewire.relay import Relay
+from posewire.relay.cluster import Broker, stream_token
 from posewire.transport import RelayError, RelayUrls
 
 cluster_bench = load_benchmark("cluster_bench")

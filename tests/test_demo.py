@@ -8,7 +8,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
-from posewire.demo import DEFAULT_RECORDING, load_recording, run_demo
+from posewire.servers.demo import DEFAULT_RECORDING, load_recording, run_demo
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,6 +28,26 @@ def test_the_default_recording_is_the_real_signer() -> None:
     assert DEFAULT_RECORDING.parent == ROOT / "posewire" / "data"
     licence = (DEFAULT_RECORDING.parent / "LICENSE-holistic_signer.txt").read_text()
     assert licence.count("Copyright (c) 2021 Amit Moryossef") == 1
+
+
+def test_the_default_recording_moves_face_and_mouth_in_every_frame() -> None:
+    # issue 20 deliverable 4: the face panel and the visemes are alive in the demo: MediaPipe's
+    # blendshape model on the signer's own face mesh (tools/face_blendshapes.py), every frame
+    from posewire.producers.recording import RecordedFrame
+
+    _header, frames = load_recording(DEFAULT_RECORDING)
+    recorded = [frame for frame in frames if isinstance(frame, RecordedFrame)]
+    assert len(recorded) == 47
+    for frame in recorded:
+        assert frame.conditions is not None  # frames read from a file carry the complete state
+        assert "face" not in frame.conditions.tracking and "mouth" not in frame.conditions.tracking
+    def spread(dim: str) -> float:
+        values = [frame.values[dim] for frame in recorded]
+        return max(values) - min(values)
+
+    # the signer mouths the word (lips pushed out and rolled in), blinks and looks around
+    assert spread("m_pucker") > 0.5 and spread("m_roll") > 0.3 and spread("m_jaw") > 0.05
+    assert spread("f_blink_l") > 0.1 and spread("f_gaze_yaw") > 0.3
 
 
 async def test_demo_serves_the_viewer_while_it_plays_and_loops() -> None:

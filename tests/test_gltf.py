@@ -14,7 +14,7 @@ import numpy as np
 import pygltflib
 import pytest
 
-from posewire import export_cli
+from posewire.cli import export as export_cli
 from posewire.codec.errors import UsageError
 from posewire.codec.vector import DEFAULTS, N_DIMS
 from posewire.consumers.gltf import MANNEQUIN_RETARGET, export_glb, mannequin_mesh, mannequin_skeleton
@@ -148,7 +148,7 @@ def test_bad_vectors(tmp_path: Path) -> None:
 
 
 def _cli(argv: list[str]) -> int:
-    # the sub-command as posewire/cli.py wires it (export_cli.add_parser)
+    # the sub-command as posewire/cli/command.py wires it (export_cli.add_parser)
     parser = argparse.ArgumentParser(prog="posewire")
     export_cli.add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)

@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 from posewire.codec.registry import REGISTRY
 from posewire.codec.vector import DEFAULTS
 from posewire.groundtruth import noise, random_vectors, render
+from posewire.producers import hand as hand_maths
 from posewire.producers.hand import (
     DEPTH_FLIP_FOLD_DEG,
     DEPTH_GAIN_MIN_FRAMES,
@@ -28,8 +29,10 @@ from posewire.producers.hand import (
     bone_log_lengths,
     estimate_depth_gain,
     finger_angles,
+    hand_dims,
     with_depth_gain,
 )
+from posewire.producers.hand_single import finger_angles1, hand_dims1
 from posewire.producers.landmarks import HolisticLandmarks, landmarks_to_vectors
 from posewire.producers.live import LiveCalibration
 from posewire.producers.poseformat import read_pose_file
@@ -140,20 +143,33 @@ def test_a_finger_turned_past_its_side_range_is_clamped_not_dropped() -> None:
     angles = finger_angles(hand, side="r")
     past = np.abs(angles["g_index_side"] - 20.0) > 30.0  # beyond the ±30° side range
     assert past.sum() >= batch // 2
-    assert bent.report.degenerate["fingers_side_clamped_r"] == int(past.sum())
+    # metric joints (VR: no depth ambiguity): every such finger is clamped and counted
+    metric = hand_dims(hand, np.broadcast_to(np.eye(3), (batch, 3, 3)), np.ones(batch, dtype=bool), side="r")
+    assert metric.fingers_side_clamped is not None
+    np.testing.assert_array_equal(metric.fingers_side_clamped, past.astype(int))
+    # a camera (monocular depth) may read it in range with its depth rescaled (spec §4.3 "Depth
+    # repair"), counted; the others are clamped and counted; none is dropped
     side = bent.vectors[:, REGISTRY.index("g_index_side_r")]
+    on_rail = past & (np.abs(side) == 1.0)
+    repaired = bent.report.degenerate.get("fingers_depth_repaired_r", 0)
+    assert bent.report.degenerate.get("fingers_side_clamped_r", 0) == int(on_rail.sum())
+    assert repaired == int((past & ~on_rail).sum())
+    assert on_rail.sum() >= 1
     # the side on its rail, with the sign of the turn; fold and curl as measured, never absent
-    np.testing.assert_array_equal(side[past], np.sign(angles["g_index_side"][past] - 20.0))
+    np.testing.assert_array_equal(side[on_rail], np.sign(angles["g_index_side"][on_rail] - 20.0))
     for kind in ("fold", "curl"):
         measured = np.clip(angles[f"g_index_{kind}"] / REGISTRY.by_id[f"g_index_{kind}_r"].row.angle_deg, -1, 1)
-        np.testing.assert_allclose(bent.vectors[:, REGISTRY.index(f"g_index_{kind}_r")], measured, atol=1e-9)
+        got = bent.vectors[:, REGISTRY.index(f"g_index_{kind}_r")]
+        np.testing.assert_allclose(got[on_rail], measured[on_rail], atol=1e-9)
+        assert np.isfinite(got).all()
     _assert_hand_dims_equal(bent.vectors, vec, skip=index_dims)
 
 
 def test_missing_hip_points_are_hips_not_seen_in_both_paths() -> None:
     # a hip landmark missing (NaN, e.g. confidence 0 in a .pose file) with a high
     # visibility: no crash; the frame takes the upright chest (spec §4.5), body dims are not
-    # estimated and reported, and without any hip the torso axis falls back to S (§4.1)
+    # estimated and reported; the units need no hip (§4.1: from the shoulder width), so no
+    # axis falls back, and the torso the camera could not measure is not reported as unlike
     rng = np.random.default_rng(3)
     gt = render(random_vectors(rng, 3))
     pose = gt.landmarks.pose_world.copy()
@@ -161,8 +177,9 @@ def test_missing_hip_points_are_hips_not_seen_in_both_paths() -> None:
     lm = replace(gt.landmarks, pose_world=pose)
     batch = landmarks_to_vectors(lm)
     assert batch.report.degenerate["body_hips_not_visible"] == 3
-    assert "y" in batch.calibration.units.fallback_axes
-    assert any("torso length not measurable" in n for n in batch.report.notes)
+    assert batch.calibration.units.fallback_axes == ()
+    assert batch.calibration.calibration.torso_length == pytest.approx(0.40, rel=1e-12)  # S = 0.36 here
+    assert not any("torso" in n for n in batch.report.notes)
     body = [REGISTRY.index(i) for i in ("b_yaw", "b_pitch", "b_roll")]
     assert np.isnan(batch.vectors[:, body]).all()
     assert np.isfinite(batch.vectors[:, REGISTRY.index("a_x_r")]).all()
@@ -310,3 +327,133 @@ def test_bone_log_lengths_median_is_numpys(seed: int) -> None:
             expected = np.where(usable[:, None, None], log_length - np.median(log_length, axis=-1, keepdims=True),
                                 np.nan)
             np.testing.assert_array_equal(bone_log_lengths(hands, bones=bones), expected)
+
+
+def _worked_hand(bones: dict[int, list[tuple[float, float, float]]]) -> F64:
+    """The spec's worked hands (§4.3): right hand in its own canonical frame (knuckles of
+    helix-humanoid@1, the fingers not given straight along their metacarpals, the thumb at rest)."""
+    hand = np.zeros((1, 21, 3))
+    for mcp, (x, y) in {5: (0.022, 0.090), 9: (0.0, 0.092), 13: (-0.02, 0.088), 17: (-0.038, 0.080)}.items():
+        hand[0, mcp] = (x, y, 0.0)
+        for k in range(3):
+            step = bones[mcp][k] if mcp in bones else 0.03 * hand[0, mcp] / np.linalg.norm(hand[0, mcp])
+            hand[0, mcp + 1 + k] = hand[0, mcp + k] + np.array(step)
+    hand[0, 1] = (0.02, 0.02, 0.0)
+    for k in (2, 3, 4):
+        hand[0, k] = hand[0, k - 1] + 0.035 * np.array([0.6, 0.8, 0.0])
+    return hand
+
+
+def test_spec_worked_tip_curl_example() -> None:
+    # spec §4.3 "tip curl": the right index at side 0.5, fold 30°, its distal joints bent 60°
+    # and 20°, phalanges 0.042, 0.025, 0.022 m -> (0.5, 0.25, 0.549527), in both paths
+    alpha, sigma = np.arctan2(-0.022, 0.090), np.radians(20.0 + 15.0)
+    d = np.array([-np.sin(alpha + sigma), np.cos(alpha + sigma), 0.0])
+    z = np.array([0.0, 0.0, 1.0])
+    bones = [length * (np.cos(a) * d + np.sin(a) * z)
+             for length, a in zip((0.042, 0.025, 0.022), np.radians([30.0, 90.0, 110.0]), strict=True)]
+    hand = _worked_hand({5: [tuple(b) for b in bones]})
+    angles = finger_angles(hand, side="r")
+    assert (angles["g_index_side"][0] - 20.0) / 30.0 == pytest.approx(0.5, abs=1e-9)
+    assert angles["g_index_fold"][0] / 120.0 == pytest.approx(0.25, abs=1e-9)
+    assert angles["g_index_curl"][0] / 90.0 == pytest.approx(0.549527, abs=1e-6)
+    single = finger_angles1([tuple(p) for p in hand[0]], side="r")
+    assert single[3] == pytest.approx(angles["g_index_curl"][0], abs=1e-9)
+
+
+def test_spec_worked_depth_repair_example() -> None:
+    # spec §4.3 "Depth repair": a right middle finger seen along the hand's X (the camera's
+    # depth), its depth misread: measured 70.55° beyond its splay; with the depth of its
+    # bones halved it reads (−0.617051, 0.537106, 0.748068), counted once; VR (metric) keeps it
+    bones = [(-0.044407, 0.022158, 0.038971), (-0.022075, -0.017725, 0.021449), (-0.015980, -0.021666, 0.0)]
+    local = _worked_hand({9: bones})
+    world = local[..., [1, 2, 0]]  # the hand's X along the camera's depth (the third axis)
+    seen = finger_angles(world, side="r")
+    assert seen["g_middle_side"][0] - 10.0 == pytest.approx(70.55, abs=0.01)
+    assert seen["g_middle_fold"][0] == pytest.approx(39.40, abs=0.01)
+    assert seen["g_middle_curl"][0] == pytest.approx(-2.40, abs=0.01)
+    repaired = finger_angles(world, side="r", depth_ambiguous=True)
+    assert (repaired["g_middle_side"][0] - 10.0) / 30.0 == pytest.approx(-0.617051, abs=1e-6)
+    assert repaired["g_middle_fold"][0] / 120.0 == pytest.approx(0.537106, abs=1e-6)
+    assert repaired["g_middle_curl"][0] / 90.0 == pytest.approx(0.748068, abs=1e-6)
+    for other in ("index", "ring", "pinky"):  # in range as measured: never changed
+        for kind in ("side", "fold", "curl"):
+            key = f"g_{other}_{kind}"
+            assert repaired[key][0] == seen[key][0]
+    axes = np.eye(3)[None]
+    dims = hand_dims(world, axes, np.ones(1, dtype=bool), side="r", depth_ambiguous=True)
+    assert dims.fingers_depth_repaired is not None and int(dims.fingers_depth_repaired[0]) == 1
+    assert dims.fingers_side_clamped is not None and int(dims.fingers_side_clamped[0]) == 0
+    one = hand_dims1([tuple(p) for p in world[0]], ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)), side="r",
+                     depth_ambiguous=True)
+    assert one is not None and one.fingers_depth_repaired == 1 and one.fingers_side_clamped == 0
+    for k, d in enumerate(dims.values):
+        assert one.values[k] == pytest.approx(float(dims.values[d][0]), abs=1e-9), d
+    metric = hand_dims(world, axes, np.ones(1, dtype=bool), side="r")
+    assert metric.fingers_side_clamped is not None and int(metric.fingers_side_clamped[0]) == 1
+
+
+@settings(max_examples=10)
+@given(st.integers(0, 2**32 - 1))
+def test_depth_repair_changes_only_fingers_out_of_range(seed: int) -> None:
+    # law (spec §4.3 "Depth repair"): a finger read in range (side within ±30° of its splay,
+    # fold within ±120°) is sent as read; one out of range is either left as read or replaced by
+    # a reading in range; the repaired count is the number replaced
+    rng = np.random.default_rng(seed)
+    gt = render(random_vectors(rng, 16), view_yaw_deg=rng.uniform(-60, 60, 16))
+    noisy = noise(gt.landmarks, rng, xy=0.004, depth=0.02)
+    for side in SIDES:
+        hand = _hand(noisy, side)
+        plain = finger_angles(hand, side=side)  # type: ignore[arg-type]
+        dims = hand_dims(hand, np.broadcast_to(np.eye(3), (16, 3, 3)), np.ones(16, dtype=bool),
+                         side=side, depth_ambiguous=True)  # type: ignore[arg-type]
+        repaired = finger_angles(hand, side=side, depth_ambiguous=True)  # type: ignore[arg-type]
+        changed = np.zeros(16, dtype=int)
+        for finger, splay in zip(FINGER_CHAINS, (20.0, 10.0, 10.0, 5.0), strict=True):
+            keys = [f"g_{finger}_{k}" for k in ("side", "fold", "curl")]
+            inside = (np.abs(plain[keys[0]] - splay) <= 30.0) & (np.abs(plain[keys[1]]) <= 120.0)
+            same = np.all([repaired[k] == plain[k] for k in keys], axis=0)
+            assert same[inside].all(), (side, finger)
+            fixed = ~same
+            assert (np.abs(repaired[keys[0]][fixed] - splay) <= 30.0).all()
+            assert (np.abs(repaired[keys[1]][fixed]) <= 120.0).all()
+            changed += fixed
+        assert dims.fingers_depth_repaired is not None
+        flipped = dims.depth_flipped if dims.depth_flipped is not None else np.zeros(16, dtype=bool)
+        np.testing.assert_array_equal(dims.fingers_depth_repaired[~flipped], changed[~flipped])
+
+
+@settings(max_examples=10)
+@given(st.integers(0, 2**32 - 1))
+def test_tip_curl_lies_between_the_two_distal_bends(seed: int) -> None:
+    # law (spec §4.3 "tip curl"): the sent curl is within the two measured distal bends (and
+    # ±90°), and equals them where they are equal (ground truth)
+    rng = np.random.default_rng(seed)
+    gt = render(random_vectors(rng, 16), view_yaw_deg=rng.uniform(-60, 60, 16))
+    exact = finger_angles(_hand(gt.landmarks, "r"), side="r")
+    vec = random_vectors(np.random.default_rng(seed), 16)
+    for finger in FINGER_CHAINS:
+        want = vec[:, REGISTRY.index(f"g_{finger}_curl_r")] * 90.0
+        np.testing.assert_allclose(exact[f"g_{finger}_curl"], want, atol=1e-6)
+    hand = _hand(noise(gt.landmarks, rng, xy=0.003, depth=0.01), "r")
+    basis = hand_maths._local_basis(hand, "r")
+    local = hand_maths._to_canonical(basis, hand - hand[:, :1], "r")
+    angles = finger_angles(hand, side="r")
+    for k, (finger, chain) in enumerate(FINGER_CHAINS.items()):
+        mcp, pip, dip, tip = (local[:, j] for j in chain)
+        side = np.radians(angles[f"g_{finger}_side"]) + np.arctan2(-mcp[:, 0], mcp[:, 1])
+        lateral = np.stack([np.cos(side), np.sin(side), np.zeros(16)], axis=-1)
+        first = np.degrees(hand_maths._signed_angle(pip - mcp, dip - pip, lateral))
+        second = np.degrees(hand_maths._signed_angle(dip - pip, tip - dip, lateral))
+        low = np.clip(np.minimum(first, second), -90.0, 90.0) - 1e-9
+        high = np.clip(np.maximum(first, second), -90.0, 90.0) + 1e-9
+        curl = angles[f"g_{finger}_curl"]
+        assert ((curl >= low) & (curl <= high)).all(), (finger, k)
+
+
+def test_tip_curl_reference_phalanges_are_the_skeletons() -> None:
+    # spec §4.3 "tip curl": the reference hand's phalanx lengths are helix-humanoid@1's (§4.10)
+    from posewire.consumers.skeleton import _HAND_LAYOUT
+    from posewire.producers.hand import PHALANGES
+    for k, finger in enumerate(FINGER_CHAINS):
+        assert tuple(PHALANGES[k].tolist()) == _HAND_LAYOUT[finger][1], finger

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fingerutil import tip_curl_deg
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
@@ -11,6 +12,7 @@ from numpy.typing import NDArray
 from posewire.codec.calibration import REFERENCE_CALIBRATION, units
 from posewire.codec.registry import REGISTRY
 from posewire.codec.vector import LOWER, UPPER, mirror
+from posewire.producers.hand import PHALANGES
 from posewire.producers.landmarks import (
     MEDIAPIPE_TO_Y_UP,
     HolisticLandmarks,
@@ -144,10 +146,14 @@ def test_fist_curls_and_folds_high() -> None:
     hand = right_hand(fold=80.0, pip=95.0, dip=65.0)
     vec = landmarks_to_vectors(make(body_points(), mirrored_hand(hand), hand), calibration=REF).vectors
     assert v("g_middle_fold_r", vec) == pytest.approx(80 / 120, abs=1e-9)  # metacarpal along +Y; fold +1 = 120°
-    for finger in ("index", "middle", "ring", "pinky"):
+    for k, finger in enumerate(("index", "middle", "ring", "pinky")):
         # the other metacarpals fan out from the wrist by up to 23°: fold is measured from them
         assert v(f"g_{finger}_fold_r", vec) == pytest.approx(80 / 120, abs=0.01)
-        assert v(f"g_{finger}_curl_r", vec) == pytest.approx(80 / 90, abs=0.01)  # mean(95, 65) / 90
+        # spec §4.3 "tip curl": the equal distal bend pointing the reference hand's fingertip
+        # where 95° + 65° point this one (the mean bend, 80°, falls short), at most the rail
+        want = tip_curl_deg(95.0, 65.0, (0.045, 0.028, 0.022), tuple(PHALANGES[k].tolist()))
+        assert 80.0 < want <= 90.0
+        assert v(f"g_{finger}_curl_r", vec) == pytest.approx(want / 90, abs=1e-6)
         assert v(f"g_{finger}_side_r", vec) == pytest.approx(0.0, abs=1e-6)
 
 
@@ -166,14 +172,49 @@ def test_palm_turned_medial_matches_spec_worked_encode() -> None:
     assert [v(f"w_q{a}_l", vec) for a in "xyz"] == pytest.approx([0.0, 0.707107, 0.0], abs=1e-6)
 
 
+def _elbow_for(shoulder: F64, wrist: F64, arm: float) -> F64:
+    """An elbow with upper arm = forearm = arm / 2 between ``shoulder`` and ``wrist`` (body frame)."""
+    axis = wrist - shoulder
+    half = 0.5 * float(np.linalg.norm(axis))
+    side = np.cross(axis, [0.0, 0.0, 1.0])
+    side /= np.linalg.norm(side)
+    out: F64 = shoulder + 0.5 * axis + side * np.sqrt((0.5 * arm) ** 2 - half**2)
+    return out
+
+
 def test_arm_position_in_calibrated_units_spec_4_1() -> None:
+    # an arm whose upper arm + forearm is the calibrated arm length: the wrist as seen
     p_r = np.array([-0.2, -0.3, 0.4])
-    out = landmarks_to_vectors(make(body_points(wrist_r=p_r, wrist_l=p_r @ M), right_hand(), right_hand()),
-                               calibration=REF)
+    e_r = _elbow_for(np.array([-0.18, 0.0, 0.0]), p_r, 0.56)
+    out = landmarks_to_vectors(make(body_points(wrist_r=p_r, wrist_l=p_r @ M, elbow_r=e_r, elbow_l=e_r @ M),
+                                    right_hand(), right_hand()), calibration=REF)
     unit = REF.units.L
     expected = [0.2 / (2.5 * unit[0]), -0.3 / (2.5 * unit[1]), 0.4 / (2.5 * unit[2])]
     for side in "lr":
         assert [v(f"a_{a}_{side}", out.vectors) for a in "xyz"] == pytest.approx(expected, abs=1e-9)
+
+
+@pytest.mark.parametrize("seen", [0.40, 0.56, 0.80])
+def test_arm_is_sent_at_its_calibrated_length_spec_4_1(seen: float) -> None:
+    # spec §4.1 "The arm at its calibrated length": a camera's arm measures 0.40 or 0.80 m in one
+    # frame for a calibrated 0.56; the wrist is sent along the seen shoulder -> wrist at the reach
+    # seen (|shoulder -> wrist| / (upper arm + forearm)) times 0.56, on both encoder paths
+    shoulder = np.array([-0.18, 0.0, 0.0])
+    direction = np.array([-0.1, -0.5, 0.6]) / np.linalg.norm([-0.1, -0.5, 0.6])
+    wrist = shoulder + 0.8 * seen * direction  # reach 0.8
+    elbow = _elbow_for(shoulder, wrist, seen)
+    lm = make(body_points(wrist_r=wrist, wrist_l=wrist @ M, elbow_r=elbow, elbow_l=elbow @ M),
+              right_hand(), right_hand())
+    sent = shoulder + 0.8 * 0.56 * direction
+    unit = REF.units.L
+    expected = [-sent[0] / (2.5 * unit[0]), sent[1] / (2.5 * unit[1]), sent[2] / (2.5 * unit[2])]
+    two = HolisticLandmarks(np.concatenate([lm.pose_world] * 2), np.ones((2, 33)), np.concatenate([lm.left_hand] * 2),
+                            np.concatenate([lm.right_hand] * 2), hand_scale=np.ones(2))
+    batch = landmarks_to_vectors(two, calibration=REF)  # the batch path (a batch of one takes the other)
+    one = landmarks_to_vectors(lm, calibration=REF)
+    for vectors in (batch.vectors[:1], one.vectors):
+        for side in "lr":
+            assert [v(f"a_{a}_{side}", vectors) for a in "xyz"] == pytest.approx(expected, abs=1e-9)
 
 
 def test_spread_zero_when_elbow_down_one_when_lateral() -> None:
@@ -266,8 +307,28 @@ def test_mirror_law(sample: tuple[F64, F64, F64, F64, F64]) -> None:
                 offset=np.array([0.1, 0.2, 2.0]))
     a = landmarks_to_vectors(lm, calibration=REF)
     b = landmarks_to_vectors(lm_m, calibration=REF)
-    np.testing.assert_allclose(b.vectors, mirror(a.vectors), atol=1e-7)
+    # a depth repair (spec §4.3) rescales a finger's depth along the camera's axis, which the
+    # mirror keeps only for a camera in the sagittal plane: those fingers' dims are left out
+    # here, and the law is checked in full for such a camera below
+    keep = np.ones(a.vectors.shape[1], dtype=bool)
+    for s, t in (("l", "r"), ("r", "l")):
+        if a.report.degenerate.get(f"fingers_depth_repaired_{s}") or b.report.degenerate.get(
+                f"fingers_depth_repaired_{t}"):
+            for finger in ("index", "middle", "ring", "pinky"):
+                for kind in ("curl", "fold", "side"):
+                    keep[[REGISTRY.index(f"g_{finger}_{kind}_{s}"), REGISTRY.index(f"g_{finger}_{kind}_{t}")]] = False
+    np.testing.assert_allclose(b.vectors[:, keep], mirror(a.vectors)[:, keep], atol=1e-7)
     assert a.tracking["hand_l"][0] == b.tracking["hand_r"][0]
+    sagittal = rot_x(float(np.degrees(np.arcsin(np.clip(-camera[1, 2], -1.0, 1.0)))))
+    lm = make(pose, left, right, face, rotation=sagittal, offset=np.array([0.1, 0.2, 2.0]))
+    lm_m = make(pose[POSE_PERM] @ M, right @ M, left @ M, face[FACE_PERM] @ M, rotation=sagittal,
+                offset=np.array([0.1, 0.2, 2.0]))
+    a = landmarks_to_vectors(lm, calibration=REF)
+    b = landmarks_to_vectors(lm_m, calibration=REF)
+    np.testing.assert_allclose(b.vectors, mirror(a.vectors), atol=1e-7)
+    for s, t in (("l", "r"), ("r", "l")):
+        key = "fingers_depth_repaired_"
+        assert a.report.degenerate.get(key + s, 0) == b.report.degenerate.get(key + t, 0)
 
 
 @settings(max_examples=60, deadline=None)
@@ -284,3 +345,56 @@ def test_noisy_landmarks_stay_in_bounds(seed: int) -> None:
     ok = np.isfinite(vec)
     assert ((vec >= LOWER) | ~ok).all() and ((vec <= UPPER) | ~ok).all()
     assert set(out.tracking) == {"arm_l", "arm_r", "hand_l", "hand_r", "head", "body", "face", "mouth"}
+
+
+def _turned(a: F64 | None, quarter_turns: int) -> F64 | None:
+    """Points of a camera turned about its optical axis by quarter turns: (x, y) -> (−y, x) each."""
+    if a is None:
+        return None
+    out = np.array(a, dtype=np.float64)
+    for _ in range(quarter_turns):
+        out = np.stack([-out[..., 1], out[..., 0], out[..., 2]], axis=-1)
+    return out
+
+
+@pytest.mark.parametrize("quarter_turns", [1, 2, 3])
+def test_a_chest_up_shot_reads_the_same_from_a_camera_on_its_side(quarter_turns: int) -> None:
+    # spec §4.5: without hips the chest stands on the camera's up, the image axis nearest the
+    # guessed trunk; a camera turned by quarter turns about its axis (a phone video stored on
+    # its side) turns every point alike, so every chest-relative dim is unchanged
+    from pathlib import Path
+
+    from posewire.producers.poseformat import read_pose_file
+
+    signer = read_pose_file(Path(__file__).parent / "data" / "holistic_signer.pose").landmarks
+    assert (signer.pose_visibility[:, [23, 24]] < 0.8).any(-1).all()  # a chest-up shot: hips never seen
+    base = landmarks_to_vectors(signer)
+    turned = HolisticLandmarks(
+        pose_world=_turned(signer.pose_world, quarter_turns), pose_visibility=signer.pose_visibility,
+        left_hand=_turned(signer.left_hand, quarter_turns), right_hand=_turned(signer.right_hand, quarter_turns),
+        face=_turned(signer.face, quarter_turns), hand_scale=signer.hand_scale,
+        pose_image=_turned(signer.pose_image, quarter_turns))
+    out = landmarks_to_vectors(turned, calibration=base.calibration)
+    assert np.isnan(out.vectors).sum() == np.isnan(base.vectors).sum()
+    assert np.allclose(out.vectors, base.vectors, atol=1e-9, equal_nan=True)
+
+
+def test_hips_at_the_frames_edge_are_not_seen() -> None:
+    # spec §4.5: both hips count as seen from visibility 0.8 (or a higher caller threshold)
+    from pathlib import Path
+
+    from posewire.producers.landmarks import HIPS_VISIBILITY
+    from posewire.producers.poseformat import read_pose_file
+
+    assert HIPS_VISIBILITY == 0.8
+    signer = read_pose_file(Path(__file__).parent / "data" / "holistic_signer.pose").landmarks
+    vis = signer.pose_visibility.copy()
+    b_yaw = REGISTRY.index("b_yaw")
+    for hips, seen in ((0.79, False), (0.8, True)):
+        vis[:, [23, 24]] = hips
+        lm = HolisticLandmarks(pose_world=signer.pose_world, pose_visibility=vis, left_hand=signer.left_hand,
+                               right_hand=signer.right_hand, face=signer.face, hand_scale=signer.hand_scale,
+                               pose_image=signer.pose_image)
+        res = landmarks_to_vectors(lm)
+        assert bool(np.isfinite(res.vectors[:, b_yaw]).any()) is seen, hips
+        assert (res.report.degenerate.get("body_hips_not_visible", 0) > 0) is not seen

@@ -16,6 +16,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = ("codec", "transport", "producers", "consumers")
+#: the application layer (posewire/), grouped by what each part is
+APP_GROUPS = ("cli", "relay", "servers", "bridges")
+#: what every subcommand shares (posewire/cli/): the servers and bridges add their own subcommands with these
+CLI_SHARED = ("posewire.cli.conventions", "posewire.cli.net_options", "posewire.cli.waiting")
 SOURCE_DIRS = (*LAYERS, "posewire", "tests", "benchmarks", "spec")
 
 
@@ -62,16 +66,68 @@ def test_layers_import_only_downwards() -> None:
                     assert name.startswith(ok), f"{layer}/{file.name} imports {name}"
 
 
+def _posewire_imports(file: Path) -> set[str]:
+    """The posewire modules ``file`` (under posewire/) imports, relative imports resolved and
+    ``from package import module`` named as the module."""
+    package = list(file.relative_to(ROOT).with_suffix("").parts)
+    package = package[:-1]  # a module's package; an __init__'s own package
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names if alias.name.startswith("posewire"))
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join([*package[:len(package) - node.level + 1], *([base] if base else [])])
+            if not base.startswith("posewire"):
+                continue
+            names.add(base)
+            for alias in node.names:
+                sub = ROOT.joinpath(*f"{base}.{alias.name}".split("."))
+                if sub.with_suffix(".py").is_file() or (sub / "__init__.py").is_file():
+                    names.add(f"{base}.{alias.name}")
+    return names
+
+
+def test_application_groups_depend_one_way() -> None:
+    # posewire.cli (the command) -> posewire.servers, posewire.bridges -> the options every
+    # subcommand shares (CLI_SHARED), which import none of them: no import cycle between groups
+    app = ROOT / "posewire"
+    assert _posewire_imports(app / "cli" / "__init__.py") == set()
+    for group in ("servers", "bridges"):
+        for file in (app / group).rglob("*.py"):
+            for name in _posewire_imports(file):
+                if name.startswith("posewire.cli"):
+                    assert name in ("posewire.cli", *CLI_SHARED), f"{group}/{file.name} imports {name}"
+                other = "bridges" if group == "servers" else "servers"
+                assert not name.startswith(f"posewire.{other}"), f"{group}/{file.name} imports {name}"
+    for shared in CLI_SHARED:
+        file = app.joinpath(*shared.split(".")[1:]).with_suffix(".py")
+        for name in _posewire_imports(file):
+            assert not name.startswith(("posewire.servers", "posewire.bridges")), f"{file.name} imports {name}"
+            assert not name.startswith("posewire.cli") or name in ("posewire.cli", *CLI_SHARED), \
+                f"{file.name} imports {name}"
+    # and the resolver sees what it checks: the command imports each group
+    command = _posewire_imports(app / "cli" / "command.py")
+    assert {"posewire.servers.demo", "posewire.servers.viewer", "posewire.bridges.vmc", "posewire.cli.produce",
+            "posewire.relay"} <= command
+
+
 def test_layers_are_mapped_by_package_dir_not_links() -> None:
     import tomllib
 
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     assert config["package-dir"] == {f"posewire.{layer}": layer for layer in LAYERS} | {
         "posewire.conformance.vectors": "spec/conformance"}
-    # posewire.data: the demo's recording (package data, posewire/assets.py); posewire.relay:
-    # the relay server, a package of its own (posewire/relay/)
+    # posewire.data: the demo's recording (package data, posewire/servers/assets.py); the application
+    # grouped by what it is: posewire.cli (the command line), posewire.relay (the relay server),
+    # posewire.servers (viewer, demo), posewire.bridges (VMC)
     assert set(config["packages"]) == {"posewire", "posewire.conformance", "posewire.conformance.vectors",
-                                       "posewire.data", "posewire.relay", *(f"posewire.{layer}" for layer in LAYERS)}
+                                       "posewire.data", *(f"posewire.{group}" for group in APP_GROUPS),
+                                       *(f"posewire.{layer}" for layer in LAYERS)}
+    # every package folder under posewire/ is installed (a new one not listed would be left out of the wheel)
+    folders = {".".join(init.parent.relative_to(ROOT).parts) for init in (ROOT / "posewire").rglob("__init__.py")}
+    assert folders <= set(config["packages"])
     # no symbolic link is committed (a checkout without links works)
     listed = subprocess.run(["git", "ls-files", "-s"], cwd=ROOT, capture_output=True, text=True, check=False)
     if listed.returncode == 0:
@@ -191,7 +247,7 @@ def test_installed_wheel_imports_outside_the_repository(wheel: Path, tmp_path: P
         "print(posewire.codec.__file__);"
         "print(posewire.codec.REGISTRY.version);"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('codec', 'transport', 'producers', 'consumers')));"
-        "from posewire import assets; print(assets.js_root()); print(assets.DEMO_RECORDING.is_file())"
+        "from posewire.servers import assets; print(assets.js_root()); print(assets.DEMO_RECORDING.is_file())"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], check=True, capture_output=True, text=True, cwd=tmp_path,
@@ -251,7 +307,7 @@ def test_wheel_entry_points(wheel: Path) -> None:
         names = archive.namelist()
         entry = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
         text = archive.read(entry).decode()
-    assert text.split() == ["[console_scripts]", "posewire", "=", "posewire.cli:main"]
+    assert text.split() == ["[console_scripts]", "posewire", "=", "posewire.cli.command:main"]
     assert "posewire/__main__.py" in names
 
 
@@ -259,7 +315,7 @@ def _posewire(*args: str, block: tuple[str, ...] = (), cwd: Path = ROOT) -> subp
     """``posewire ARGS`` in a fresh interpreter where the modules ``block`` do not import."""
     code = ("import sys\n"
             f"for m in {block!r}: sys.modules[m] = None\n"
-            "from posewire.cli import main\n"
+            "from posewire.cli.command import main\n"
             "sys.exit(main(sys.argv[1:]))\n")
     env = {k: v for k, v in os.environ.items() if k != "POSEWIRE_TOKEN"}
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
@@ -323,7 +379,7 @@ def test_core_commands_need_no_extra(tmp_path: Path) -> None:
 def test_a_late_import_of_a_missing_extra_is_one_line(monkeypatch: pytest.MonkeyPatch,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     # the safety net behind the early check: an optional import deep inside a command
-    from posewire import cli
+    from posewire.cli import command as cli
 
     def late(args: object) -> int:
         import pythonosc  # noqa: F401
@@ -343,7 +399,7 @@ def test_an_installed_extra_with_a_broken_import_is_not_called_missing(tmp_path:
     # command's own import then reports the real missing module
     import argparse
 
-    from posewire.extras import missing_extra
+    from posewire.cli.extras import missing_extra
 
     fake = tmp_path / "pythonosc"
     fake.mkdir()

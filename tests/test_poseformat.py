@@ -119,16 +119,20 @@ def test_recording_replays_through_the_reader(name: str, tmp_path: Path) -> None
 
 
 @needs_shared
-def test_7bd6_reports_the_hand_length_fallback() -> None:
+def test_7bd6_reports_the_hand_length_it_does_not_use() -> None:
+    # spec §4.1 "A camera producer's units": the units come from the shoulder width, so no axis
+    # falls back; the hand held toward the camera measures too long and is reported, not used
     pose_file = read_pose_file(DATA / "7bd6dd48722def3cf84258b96371cb1e.pose")
     summary_cal = landmarks_to_vectors(pose_file.landmarks).calibration
-    assert summary_cal.units.fallback_axes == ("x",)  # hand held toward the camera: implausible length
-    assert any("hand length" in note for note in summary_cal.notes)
+    assert summary_cal.units.fallback_axes == ()
+    cal = summary_cal.calibration
+    assert cal.hand_length == pytest.approx(0.19 / 0.36 * (cal.shoulder_width or 0.0), rel=1e-12)
+    assert any("hand length" in note and "not used" in note for note in summary_cal.notes)
 
 
 @needs_shared
 def test_record_cli_prints_a_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from posewire import record_cli
+    from posewire.cli import record as record_cli
 
     parser = argparse.ArgumentParser(prog="posewire")
     record_cli.add_parser(parser.add_subparsers(dest="command", required=True))
@@ -289,7 +293,7 @@ def test_reduced_layout_arms_are_rebuilt(name: str) -> None:
 def test_a_truncated_pose_file_says_so_without_internals(keep: float, tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     # issue 20: a truncated .pose file reported the reader's struct internals
-    from posewire.cli import main
+    from posewire.cli.command import main
     from posewire.codec.errors import UsageError
 
     data = (HERE / "holistic_signer.pose").read_bytes()
@@ -305,3 +309,32 @@ def test_a_truncated_pose_file_says_so_without_internals(keep: float, tmp_path: 
     assert capsys.readouterr().err == (f"posewire produce: not a readable .pose file: it ends early ({n} bytes; "
                                        f"truncated or damaged) (at {cut}) (usage.bad_option)\n")
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_blendshapes_give_a_recording_its_face_as_the_live_producer_encodes_it(tmp_path: Path) -> None:
+    # the demo's recording (issue 20 deliverable 4): ARKit weights per frame (here MediaPipe's
+    # blendshape model on the capture's face mesh) encoded by blendshape_dims (spec §4.6);
+    # a NaN row keeps that frame's face as the landmarks gave it (not estimated)
+    import json
+
+    from posewire.codec.errors import UsageError
+    from posewire.codec.registry import ARKIT_CHANNELS
+    from posewire.producers.face import blendshape_dims
+
+    source = Path(__file__).parent / "data" / "holistic_signer.pose"
+    doc = json.loads((source.parent / "holistic_signer_blendshapes.json").read_text())
+    assert doc["channels"] == list(ARKIT_CHANNELS) and len(doc["frames"]) == 47
+    weights = np.array(doc["frames"], dtype=np.float64)
+    weights[3] = np.nan
+    out = tmp_path / "face.jsonl"
+    pose_file_to_recording(source, out, blendshapes=weights)
+    _, frames = read_recording(out)
+    expected, _ = blendshape_dims(weights[0])
+    for dim in ("m_pucker", "f_blink_l", "f_gaze_yaw"):
+        assert frames[0].values[dim] == pytest.approx(float(expected[REGISTRY.index(dim)]), abs=1e-12)
+    assert frames[0].conditions is not None and "face" not in frames[0].conditions.tracking
+    assert frames[3].conditions is not None and frames[3].conditions.tracking["face"] == "not_estimated"
+    assert "m_pucker" not in frames[3].values
+    with pytest.raises(UsageError) as err:
+        pose_file_to_recording(source, tmp_path / "bad.jsonl", blendshapes=weights[:10])
+    assert err.value.code == "usage.shape"

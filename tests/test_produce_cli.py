@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from posewire.cli import build_parser, main
+from posewire.cli.command import build_parser, main
 from posewire.producers.recording import read_recording
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,7 +71,7 @@ def _ticks(times: list[float]) -> Callable[[], float]:
 def test_progress_in_a_log_prints_each_second_then_every_ten_and_its_last_state() -> None:
     import io
 
-    from posewire.produce_cli import Progress
+    from posewire.cli.produce import Progress
 
     out = io.StringIO()  # not a terminal
     times = [0.0, 0.4, 0.8, 1.2, 1.6, 31.0, 35.0, 42.0]
@@ -95,7 +95,7 @@ def test_progress_in_a_log_prints_each_second_then_every_ten_and_its_last_state(
 def test_progress_counts_to_count_when_it_is_smaller() -> None:
     from types import SimpleNamespace
 
-    from posewire.produce_cli import _expected
+    from posewire.cli.produce import _expected
 
     video = SimpleNamespace(total=795, live=False)
     assert _expected(video, 150) == 150

@@ -5,8 +5,9 @@ page subscribes over the websocket, decodes each frame with the JavaScript clien
 poses the three.js mannequin. For every frame the bone quaternions read back from the
 page's scene graph must equal the Python decoder's (run now on the same quantized
 frame) within 1e-4; the face panel's weights equal :func:`posewire.consumers.face.face_weights`;
-a part reported lost eases to its defaults; and two poses render differently where the
-mannequin stands (and nowhere else), with the mannequin visible against the background.
+a part reported lost holds its last pose (0.4 s of stream time), then eases to its defaults;
+and two poses render differently where the mannequin stands (and nowhere else), with the
+mannequin visible against the background.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from posewire.consumers.skeleton import Skeleton
 from posewire.producers.publisher import Publisher
 from posewire.producers.recording import read_recording
 from posewire.relay import Relay
-from posewire.viewer import JS_ROOT, ViewerConfig, ViewerServer
+from posewire.servers.viewer import JS_ROOT, ViewerConfig, ViewerServer
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -74,7 +75,7 @@ def mannequin_as_vrm() -> bytes:
     (``VRMC_vrm`` extension, https://github.com/vrm-c/vrm-specification)."""
     import pygltflib
 
-    from posewire.viewer import mannequin_glb
+    from posewire.servers.viewer import mannequin_glb
 
     gltf = pygltflib.GLTF2.load_from_bytes(mannequin_glb())
     node = {n.name: i for i, n in enumerate(gltf.nodes)}
@@ -177,7 +178,8 @@ async def test_viewer_in_chromium_matches_the_python_decoder(tmp_path: Path) -> 
                     await pub.send_frame(lost, conditions=Conditions(tracking={"arm_r": "lost"}))
                     seq = 2 + len(randoms)
                     first = await page.ask(seq=seq)
-                    eased = await page.ask(seq=seq, delay_ms=2500)
+                    # a stream that stops while the arm is lost eases it after HOLD_S + 1 s of page time
+                    eased = await page.ask(seq=seq, delay_ms=5000)
                     target = lost.copy()
                     for d in DIMENSIONS:
                         if d.part == "arm_r":
@@ -185,6 +187,13 @@ async def test_viewer_in_chromium_matches_the_python_decoder(tmp_path: Path) -> 
                     check_bones(eased, target, canon.avatar_names, skel)
                     with pytest.raises(AssertionError):  # it had not jumped there at once
                         check_bones(first, target, canon.avatar_names, skel)
+                    # it holds the last tracked arm first (HOLD_S = 0.4 s of stream time, spec §3.4.2
+                    # "hold or ease"): a wrist missed for a few frames does not drop the arm
+                    held = lost.copy()
+                    for d in DIMENSIONS:
+                        if d.part == "arm_r":
+                            held[d.index] = randoms[-1][d.index]
+                    check_bones(first, held, canon.avatar_names, skel)
                     assert "lost/not estimated: arm_r" in eased["status"]
 
                     # a dropped .vrm is decoded on its own humanoid and driven too

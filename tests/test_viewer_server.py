@@ -12,7 +12,7 @@ import urllib.request
 import pytest
 
 from posewire.codec.wire import REGISTRY_HASH8
-from posewire.viewer import ViewerConfig, ViewerServer, avatar_description
+from posewire.servers.viewer import ViewerConfig, ViewerServer, avatar_description
 
 
 def get(url: str) -> tuple[int, bytes, str]:

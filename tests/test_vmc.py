@@ -1,6 +1,6 @@
 """The VMC bridge against a real python-osc server on loopback.
 
-A real relay, publisher and ``posewire.vmc.run_vmc`` send VMC bundles over UDP to a
+A real relay, publisher and ``posewire.bridges.vmc.run_vmc`` send VMC bundles over UDP to a
 python-osc ``ThreadingOSCUDPServer``; every ``/VMC/Ext/Bone/Pos`` value must equal the
 Python decoder's local rotation of that bone (run now on the same quantized frame),
 converted to Unity's left-handed frame, to float32 precision, and the blend shapes must
@@ -18,16 +18,7 @@ import pytest
 from pythonosc.dispatcher import Dispatcher
 from pythonosc.osc_server import ThreadingOSCUDPServer
 
-from posewire.codec.conditions import Conditions
-from posewire.codec.registry import ARKIT_CHANNELS, VISEMES
-from posewire.codec.vector import LOWER, UPPER
-from posewire.codec.wire import Frame, decode, encode
-from posewire.consumers.face import face_weights
-from posewire.consumers.gltf import mannequin_skeleton
-from posewire.consumers.pose import decode_pose
-from posewire.producers.publisher import Publisher
-from posewire.relay import Relay
-from posewire.vmc import (
+from posewire.bridges.vmc import (
     EYE_PITCH_DEG,
     EYE_YAW_DEG,
     FACE_BONES,
@@ -39,6 +30,15 @@ from posewire.vmc import (
     to_unity,
     vmc_frame,
 )
+from posewire.codec.conditions import Conditions
+from posewire.codec.registry import ARKIT_CHANNELS, VISEMES
+from posewire.codec.vector import LOWER, UPPER
+from posewire.codec.wire import Frame, decode, encode
+from posewire.consumers.face import face_weights
+from posewire.consumers.gltf import mannequin_skeleton
+from posewire.consumers.pose import decode_pose
+from posewire.producers.publisher import Publisher
+from posewire.relay import Relay
 
 
 def test_to_unity_mirrors_x() -> None:
@@ -216,7 +216,7 @@ def test_blend_names_in_each_receivers_spelling() -> None:
     assert len(sync) == len(arkit) == len(upper) == 52 + 11
     assert blend_name("mouthSmileLeft", "perfect-sync") == "MouthSmileLeft"
     assert blend_name("Blink_L", "perfect-sync", preset=True) == "Blink_L"
-    from posewire.cli import build_parser
+    from posewire.cli.command import build_parser
 
     assert build_parser().parse_args(["vmc"]).blend_names == "perfect-sync"
     assert build_parser().parse_args(["vmc", "--blend-names", "upper"]).blend_names == "upper"

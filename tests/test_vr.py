@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pytest
+from fingerutil import tip_curl_deg
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
@@ -16,6 +17,7 @@ from posewire.codec.calibration import REFERENCE_CALIBRATION, BodyFrame, units
 from posewire.codec.errors import UsageError
 from posewire.codec.quaternion import from_axis_angle, from_matrix, rotate
 from posewire.codec.registry import REGISTRY
+from posewire.producers.hand import PHALANGES as REFERENCE_PHALANGES
 from posewire.producers.landmarks import MEDIAPIPE_TO_Y_UP, HolisticLandmarks, LandmarkCalibration, landmarks_to_vectors
 from posewire.producers.vr import (
     OPENXR_BODY_ROTATION,
@@ -216,7 +218,11 @@ def test_known_angles_come_back() -> None:
     vec = vr_vec(POSE, "r")
     for k, finger in enumerate(FINGERS[1:]):
         assert vec[0, col(f"g_{finger}_fold_r")] == pytest.approx(POSE.fold[k] / 120, abs=1e-9)  # +1 = 120°
-        assert vec[0, col(f"g_{finger}_curl_r")] == pytest.approx((POSE.pip[k] + POSE.dip[k]) / 2 / 90, abs=1e-9)
+        # spec §4.3: the equal distal bend pointing the reference hand's fingertip where this
+        # one points (its own bend when both joints bend equally)
+        want = tip_curl_deg(POSE.pip[k], POSE.dip[k], PHALANGES, tuple(REFERENCE_PHALANGES[k].tolist()))
+        assert vec[0, col(f"g_{finger}_curl_r")] == pytest.approx(want / 90, abs=1e-9)
+    assert tip_curl_deg(40.0, 40.0, PHALANGES, (0.032, 0.02, 0.02)) == pytest.approx(40.0, abs=1e-9)
     assert vec[0, col("g_middle_side_r")] == pytest.approx(POSE.middle_side / 30, abs=1e-9)
     assert vec[0, col("g_thumb_fold_r")] == pytest.approx(POSE.thumb_fold / 90, abs=1e-9)
     assert vec[0, col("g_thumb_side_r")] == pytest.approx(POSE.thumb_side / 45, abs=1e-9)

@@ -16,8 +16,8 @@ import pytest
 from netutil import wait_for
 
 from posewire.codec.errors import UsageError
-from posewire.demo import run_demo
 from posewire.relay import Relay
+from posewire.servers.demo import run_demo
 
 ROOT = Path(__file__).resolve().parents[1]
 WAVE = ROOT / "tests" / "data" / "wave.jsonl"

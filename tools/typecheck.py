@@ -58,7 +58,7 @@ def main(argv: list[str]) -> int:
         [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
          "--cache-dir", str(ROOT / ".mypy_cache" / "typecheck"), *argv, "posewire"],
         cwd=TREE, capture_output=True, text=True, check=False)
-    # longest installed folder first: posewire/codec/x.py -> codec/x.py, posewire/cli.py stays
+    # longest installed folder first: posewire/codec/x.py -> codec/x.py, posewire/cli/command.py stays
     pattern = re.compile("|".join(re.escape(k + "/") for k in sorted(folders, key=len, reverse=True)))
     for stream, text in ((sys.stdout, result.stdout), (sys.stderr, result.stderr)):
         stream.write(pattern.sub(lambda m: folders[m.group(0)[:-1]] + "/", text))

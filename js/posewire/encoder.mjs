@@ -77,6 +77,12 @@ const FLAT_LATERAL = 1e-18;
 const OBSERVABLE_BEND = 0.2783462019201309; // 2·sin(8°): the bend axis is seen past ~16° of bend
 const PALM_MIN_SINE = 1e-6;
 const DEPTH_FLIP_FOLD_DEG = 60.0;
+const DEPTH_REPAIR_SCALES = [0.5, 2.0, 0.0, -1.0]; // spec §4.3 "Depth repair"
+const TIP_CURL_STEPS = 4; const TIP_CURL_MIN_SLOPE = 1e-3; // spec §4.3 "tip curl"
+const SPLAY = [20, 10, 10, 5]; // index…pinky relaxed splay σ (the side rows' neutral_deg)
+// index…pinky phalanx lengths of the reference hand, helix-humanoid@1 (spec §4.3 "tip curl")
+const PHALANGES = [[0.042, 0.025, 0.022], [0.045, 0.028, 0.022], [0.042, 0.026, 0.022], [0.032, 0.020, 0.020]];
+const SIDE_RANGE_DEG = 30.0; const FOLD_RANGE_DEG = 120.0;
 const W_WRIST = 0; const W_INDEX = 5; const W_MIDDLE = 9; const W_PINKY = 17;
 const DEG = 180.0 / Math.PI; // np.degrees' factor
 
@@ -87,6 +93,7 @@ const BODY_CLAMP_KEY = 'b_* (angle beyond max)';
 
 // ---------------------------------------------------------------------------- 3-vectors
 const NAN3 = [NaN, NaN, NaN];
+const HIPS_VISIBILITY = 0.8; // spec §4.5
 const EX = [1, 0, 0]; const EY = [0, 1, 0]; const EZ = [0, 0, 1];
 const cross = (a, b) => [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]];
 const dot = (a, b) => 0.0 + a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
@@ -215,6 +222,11 @@ function handPoints(arr, xSign) {
 }
 
 // ---------------------------------------------------------------------------- chest (spec §4.5)
+function cameraUp(trunk) { // spec §4.5: the image axis nearest the guessed trunk, +Y if NaN
+  if (Math.abs(trunk[0]) > Math.abs(trunk[1])) return [trunk[0] < 0 ? -1.0 : 1.0, 0.0, 0.0];
+  return [0.0, trunk[1] < 0 ? -1.0 : 1.0, 0.0];
+}
+
 function trunkVector(w, x, y, z) { // Σ w_k · R(u, C_k·θ)·e_y by Rodrigues
   const sinHalf = Math.sqrt(x * x + y * y + z * z);
   const d = sinHalf > 0 ? sinHalf : 1.0;
@@ -297,7 +309,8 @@ function prepare(frame, xSign, threshold) {
   const [left, wristL] = handPoints(frame.left_hand, xSign);
   const [right, wristR] = handPoints(frame.right_hand, xSign);
   const { shoulder_l: sl, shoulder_r: sr, hip_l: hl, hip_r: hr } = pose;
-  const hipsSeen = vis.hip_l >= threshold && vis.hip_r >= threshold && [...hl, ...hr].every(Number.isFinite);
+  const hipThreshold = Math.max(threshold, HIPS_VISIBILITY); // spec §4.5: hips at the frame's edge
+  const hipsSeen = vis.hip_l >= hipThreshold && vis.hip_r >= hipThreshold && [...hl, ...hr].every(Number.isFinite);
   const solved = hipsSeen ? chest(sl, sr, hl, hr) : null;
   let axes = [NAN3, NAN3, NAN3];
   let body = null; let bodyClamped = false; let implausible = false;
@@ -314,7 +327,7 @@ function prepare(frame, xSign, threshold) {
   if (body === null) { // hips out of view or misplaced: an upright torso from the shoulders
     const trunk = sub(mid(sl, sr), mid(hl, hr));
     const x = unit(sub(sl, sr), EPS);
-    const y = unit(reject(finite3(trunk) ? trunk : EY, x), EPS);
+    const y = unit(reject(cameraUp(trunk), x), EPS);
     valid = finite3(x) && finite3(y);
     axes = valid ? [x, y, cross(x, y)] : [NAN3, NAN3, NAN3];
   }
@@ -375,42 +388,138 @@ function localPoints(pts, fingers, normal, side) { // the canonical right-hand l
   });
 }
 
-function fingerAngles(local, chain) { // (curl, fold, side) degrees of index…pinky, spec §4.3
-  const [m, p, q, t] = chain.map((k) => local[k]);
-  const [mx, my] = m;
-  const b1 = sub(p, m); const b2 = sub(q, p); const b3 = sub(t, q);
-  const mxx = 0.0 + b1[0] * b1[0] + b2[0] * b2[0] + b3[0] * b3[0];
-  const myy = 0.0 + b1[1] * b1[1] + b2[1] * b2[1] + b3[1] * b3[1];
-  const mxy = 0.0 + b1[0] * b1[1] + b2[0] * b2[1] + b3[0] * b3[1];
+const signedAngle = (u, v, axis) => chainAngles([u, v], axis)[0]; // hand._signed_angle of one pair
+
+function pcaLateral(v1, v2, v3, mx, my) { // hand._pca_lateral: d_pca × Z (signed along m) and the spread
+  const mxx = 0.0 + v1[0] * v1[0] + v2[0] * v2[0] + v3[0] * v3[0];
+  const myy = 0.0 + v1[1] * v1[1] + v2[1] * v2[1] + v3[1] * v3[1];
+  const mxy = 0.0 + v1[0] * v1[1] + v2[0] * v2[1] + v3[0] * v3[1];
   const theta = 0.5 * Math.atan2(2.0 * mxy, mxx - myy);
-  let dx = Math.cos(theta); let dy = Math.sin(theta);
-  if (dx * mx + dy * my < 0.0) { dx = -dx; dy = -dy; }
-  const n1 = norm(b1); const n2 = norm(b2); const n3 = norm(b3);
-  const length = n1 + n2 + n3;
+  const dx = Math.cos(theta); const dy = Math.sin(theta);
+  const sign = dx * mx + dy * my < 0.0 ? -1.0 : 1.0;
+  const half = 0.5 * (mxx - myy);
+  return [dy * sign, -dx * sign, Math.sqrt(0.5 * (mxx + myy) + Math.sqrt(half * half + mxy * mxy))];
+}
+
+function lateralSide(lx, ly, metaTurn) { // hand._lateral_side: unit lateral axis and side (degrees)
+  const n = Math.sqrt(lx * lx + ly * ly);
+  if (!(n > 0.0)) return [NaN, NaN, NaN];
+  const ux = lx / n; const uy = ly / n;
+  const turn = Math.atan2(uy, ux) - metaTurn;
+  return [ux, uy, (pymod(turn + Math.PI, 2.0 * Math.PI) - Math.PI) * DEG];
+}
+
+function tipCurl(psi0, first, second, n1, n2, n3) { // hand._tip_curl (radians)
+  const curl = 0.5 * (first + second);
+  const psi = pymod(psi0 + Math.PI, 2.0 * Math.PI) - Math.PI;
+  const half = 0.5 * Math.PI;
+  const clip = (x, lo, hi) => (x !== x ? NaN : Math.min(Math.max(x, lo), hi));
+  const low = clip(Math.min(first, second), -half, half);
+  const high = clip(Math.max(first, second), -half, half);
+  let c = clip(curl, low, high);
+  const floor = TIP_CURL_MIN_SLOPE * (n1 + n2 + n3);
+  const base = n1 * Math.sin(-psi);
+  for (let i = 0; i < TIP_CURL_STEPS; i++) {
+    const g = base + n2 * Math.sin(c - psi) + n3 * Math.sin(2.0 * c - psi);
+    const slope = n2 * Math.cos(c - psi) + 2.0 * n3 * Math.cos(2.0 * c - psi);
+    if (slope > floor) c = clip(c - g / slope, low, high);
+  }
+  return Number.isFinite(c) ? c : curl;
+}
+
+function otherReadings(b1, b2, b3, p2, tip, n1, n2, n3, lpx, lpy, spread, mx, my, metaTurn) {
+  // readings (1)–(4) of hand._finger_reading: bend axis + spread, phalanges' spread, joints' spread, bend axis
+  const [ptx, pty, spreadPts] = pcaLateral(b1, p2, tip, mx, my);
+  let length = n1 + n2 + n3;
+  if (!(length > EPS)) length = NaN;
   let c12 = [0, 0, 0]; let c23 = [0, 0, 0];
   if (n2 > EPS) {
     const v = [b2[0] / n2, b2[1] / n2, b2[2] / n2];
     if (n1 > EPS) c12 = cross([b1[0] / n1, b1[1] / n1, b1[2] / n1], v);
     if (n3 > EPS) c23 = cross(v, [b3[0] / n3, b3[1] / n3, b3[2] / n3]);
   }
-  const bend = [c12[0] + c23[0], c12[1] + c23[1], c12[2] + c23[2]];
-  const flip = bend[0] * dy + bend[1] * -dx < 0.0 ? -1.0 : 1.0;
-  const half = 0.5 * (mxx - myy);
-  const spreadLen = Math.sqrt(0.5 * (mxx + myy) + Math.sqrt(half * half + mxy * mxy));
-  const w2 = 2.0 * (length > EPS ? spreadLen / length : NaN);
-  let lateral = [bend[0] * flip + w2 * dy, bend[1] * flip + w2 * -dx, (bend[2] * flip + w2 * 0.0) * 0.0];
-  let squared = lateral[0] * lateral[0] + lateral[1] * lateral[1] + lateral[2] * lateral[2];
-  if (squared < FLAT_LATERAL) { // a straight finger along the palm normal: side 0
-    lateral = [my, -mx, 0.0];
-    squared = my * my + mx * mx;
+  let bx = c12[0] + c23[0]; let by = c12[1] + c23[1];
+  if (bx * lpx + by * lpy < 0.0) { bx = -bx; by = -by; }
+  const w2 = 2.0 * (spread / length);
+  const cx = bx + w2 * lpx; const cy = by + w2 * lpy;
+  const weight = spread / length; const ptsWeight = spreadPts / length;
+  return [[cx, cy, 0.0 + cx * cx + cy * cy], [lpx, lpy, weight * weight],
+    [ptx, pty, ptsWeight * ptsWeight], [bx, by, bx * bx + by * by]]
+    .map(([lx, ly, seen]) => [...lateralSide(lx, ly, metaTurn), seen >= FLAT_LATERAL]);
+}
+
+function fingerReading(m, b1, b2, b3, splay, phalanges) { // hand._finger_reading: [curl, fold, side] degrees, in range
+  const [mx, my] = m;
+  const [lpx, lpy, spread] = pcaLateral(b1, b2, b3, mx, my);
+  const p2 = [b1[0] + b2[0], b1[1] + b2[1], b1[2] + b2[2]];
+  const tip = [p2[0] + b3[0], p2[1] + b3[1], p2[2] + b3[2]];
+  const n1 = norm(b1); const n2 = norm(b2); const n3 = norm(b3);
+  const metaTurn = Math.atan2(-mx, my);
+  const tn = norm(tip);
+  let tlx = NaN; let tly = NaN;
+  if (tn > 0.0) {
+    tlx = tip[1] / tn; tly = -(tip[0] / tn);
+    if (tlx * lpx + tly * lpy < 0.0) { tlx = -tlx; tly = -tly; }
   }
-  const ln = Math.sqrt(squared);
-  lateral = ln > 0.0 ? [lateral[0] / ln, lateral[1] / ln, lateral[2] / ln] : NAN3;
-  const d = [-lateral[1], lateral[0], 0.0];
-  const turn = Math.atan2(-d[0], d[1]) - Math.atan2(-mx, my);
-  const side = (pymod(turn + Math.PI, 2.0 * Math.PI) - Math.PI) * DEG;
-  const [fold, first, second] = chainAngles([d, b1, b2, b3], lateral);
-  return [0.5 * (first + second) * DEG, fold * DEG, side];
+  const tipReading = [...lateralSide(tlx, tly, metaTurn), tlx * tlx + tly * tly >= FLAT_LATERAL];
+  let pick = -1; let best = Infinity; let sides;
+  if (tipReading[3] && Math.abs(tipReading[2] - splay) <= SIDE_RANGE_DEG) { // the tip, within range
+    pick = 0; sides = [tipReading];
+  } else {
+    sides = [tipReading, ...otherReadings(b1, b2, b3, p2, tip, n1, n2, n3, lpx, lpy, spread, mx, my, metaTurn)];
+    const [, , tipSide, tipValid] = tipReading;
+    sides.forEach(([, , sideK, valid], k) => {
+      if (valid && Math.abs(sideK - splay) <= SIDE_RANGE_DEG) {
+        const distance = tipValid ? Math.abs(sideK - tipSide) : 0.0;
+        if (distance < best || pick < 0) { pick = k; best = distance; }
+      }
+    });
+  }
+  const within = pick >= 0;
+  if (!within) {
+    best = Infinity;
+    sides.forEach(([, , sideK, valid], k) => {
+      if (valid && (Math.abs(sideK - splay) < best || pick < 0)) { pick = k; best = Math.abs(sideK - splay); }
+    });
+  }
+  let lateral; let side;
+  if (pick >= 0) {
+    lateral = [sides[pick][0], sides[pick][1], 0.0]; side = sides[pick][2];
+  } else { // a straight finger along the palm normal shows no direction: side 0 (its metacarpal)
+    lateral = unit([my, -mx, 0.0], EPS); side = 0.0;
+  }
+  const d = [-lateral[1], lateral[0], 0.0]; // Z × lateral
+  const fold = signedAngle(d, b1, lateral);
+  const curl = tipCurl(signedAngle(d, tip, lateral) - fold, signedAngle(b1, b2, lateral),
+    signedAngle(b2, b3, lateral), ...phalanges);
+  const foldDeg = fold * DEG;
+  return [curl * DEG, foldDeg, side, (within || pick < 0) && Math.abs(foldDeg) <= FOLD_RANGE_DEG];
+}
+
+// (curl, fold, side) degrees of index…pinky and whether it was depth-repaired, spec §4.3
+function fingerAngles(local, chain, splay, phalanges, depth) {
+  const [m, p, q, t] = chain.map((k) => local[k]);
+  const bones = [sub(p, m), sub(q, p), sub(t, q)];
+  const [curl, fold, side, ok] = fingerReading(m, ...bones, splay, phalanges);
+  if (ok || depth === null) return [curl, fold, side, false];
+  const [kx, ky, kz] = depth;
+  for (const scale of DEPTH_REPAIR_SCALES) { // spec §4.3 "Depth repair"
+    const f = scale - 1.0;
+    const scaled = bones.map(([bx, by, bz]) => {
+      const a = f * (0.0 + bx * kx + by * ky + bz * kz);
+      return [bx + a * kx, by + a * ky, bz + a * kz];
+    });
+    const [c2, f2, s2, ok2] = fingerReading(m, ...scaled, splay, phalanges);
+    if (ok2) return [c2, f2, s2, true];
+  }
+  return [curl, fold, side, false];
+}
+
+function depthAxis(fingers, normal, side) { // the camera's depth axis (third world axis), canonical local
+  const y = unit(fingers, EPS);
+  const z = unit(reject(normal, y), EPS);
+  const x = cross(y, z);
+  return [(side === 'l' ? -1.0 : 1.0) * x[2], y[2], z[2]];
 }
 
 function thumbAngles(local) { // (curl, fold, side, roll) degrees, spec §4.3
@@ -440,17 +549,21 @@ function thumbAngles(local) { // (curl, fold, side, roll) degrees, spec §4.3
   return [curl * DEG, fold * DEG, side * DEG, roll];
 }
 
-function allAngles(pts, fingers, normal, side) {
+function allAngles(pts, fingers, normal, side, depthAmbiguous = false) {
   const out = new Array(FINGER_ROWS.length).fill(NaN);
   const local = localPoints(pts, fingers, normal, side);
-  if (local === null) return out;
+  if (local === null) return [out, 0];
   const [c, f, s] = SLOTS[0];
   [out[c], out[f], out[s], out[ROLL]] = thumbAngles(local);
+  const depth = depthAmbiguous ? depthAxis(fingers, normal, side) : null;
+  let repaired = 0;
   CHAINS.forEach((chain, k) => {
     const [ck, fk, sk] = SLOTS[k + 1];
-    [out[ck], out[fk], out[sk]] = fingerAngles(local, chain);
+    let fixed;
+    [out[ck], out[fk], out[sk], fixed] = fingerAngles(local, chain, SPLAY[k], PHALANGES[k], depth);
+    if (fixed) repaired += 1;
   });
-  return out;
+  return [out, repaired];
 }
 
 /** One present hand (21 finite y-up points) in the body axes -> palm and finger dims (not yet
@@ -463,7 +576,7 @@ export function handDims(pts, axes, side, depthAmbiguous = false) {
   if (!(fn > EPS && Math.sqrt(dot(ortho, ortho)) > PALM_MIN_SINE * Math.max(fn * Math.sqrt(dot(nBody, nBody)), EPS))) {
     return null;
   }
-  let angles = allAngles(pts, fingers, normal, side);
+  let [angles, repaired] = allAngles(pts, fingers, normal, side, depthAmbiguous);
   let flipped = false;
   const [f0, f1, f2, f3] = FOLDS;
   if (depthAmbiguous && (angles[f0] + angles[f1] + angles[f2] + angles[f3]) / 4.0 < -DEPTH_FLIP_FOLD_DEG) {
@@ -471,7 +584,7 @@ export function handDims(pts, axes, side, depthAmbiguous = false) {
     const z2 = 2.0 * pts[W_WRIST][2];
     pts = pts.map(([x, y, z]) => [x, y, z * -1.0 + z2]);
     [fingers, normal] = handFrame(pts, side);
-    angles = allAngles(pts, fingers, normal, side);
+    [angles, repaired] = allAngles(pts, fingers, normal, side, depthAmbiguous);
     fBody = toFrame(axes, fingers); nBody = toFrame(axes, normal);
     flipped = true;
   }
@@ -481,7 +594,7 @@ export function handDims(pts, axes, side, depthAmbiguous = false) {
   const sideClamped = SIDE_SLOTS.filter((k) => Math.abs(values[k]) > 1.0).length;
   const unobservable = !Number.isFinite(values[ROLL]);
   if (unobservable) values[ROLL] = 0.0;
-  return { values: [...stored, ...values], palmClamped, rollUnobservable: unobservable, sideClamped, flipped };
+  return { values: [...stored, ...values], palmClamped, rollUnobservable: unobservable, sideClamped, flipped, repaired };
 }
 
 function withDepthGain(pts, gain) { // spec §4.3 "Hand depth gain"
@@ -508,6 +621,17 @@ export function makeCalibration(cal = null, handDepthGain = { l: 1.0, r: 1.0 }) 
 const REF = REGISTRY.reference_avatar;
 export const REGISTRY_REFERENCE = { hand_length: REF.hand_length, torso_length: REF.torso_length,
   arm_length: REF.arm_length, shoulder_width: REF.shoulder_width };
+
+/** spec §4.1 "The arm at its calibrated length" (producers/landmarks_single.py _rigid_wrist1):
+ * the seen shoulder -> wrist at the calibrated arm length d_z (the wrist as seen without an elbow). */
+function rigidWrist(shoulder, elbow, wrist, armLength) {
+  if (armLength === null || armLength === undefined) return wrist;
+  const length = norm(sub(elbow, shoulder)) + norm(sub(wrist, elbow));
+  if (!(Number.isFinite(length) && length > MIN_LENGTH)) return wrist;
+  const k = armLength / length;
+  return [shoulder[0] + (wrist[0] - shoulder[0]) * k, shoulder[1] + (wrist[1] - shoulder[1]) * k,
+    shoulder[2] + (wrist[2] - shoulder[2]) * k];
+}
 
 function put(row, cols, values, clamped) { // spec §3.1: only in-bounds values leave; clamps counted
   cols.forEach((col, k) => {
@@ -557,7 +681,9 @@ export function encodeFrame(input, cal, { mirrored = 'report', visibilityThresho
   for (const s of ['l', 'r']) {
     // spec §4.1: hand position relative to the neck in units L, elbow spread
     const wrist = toFrame(frame.axes, sub(frame.pose[`wrist_${s}`], frame.neck));
-    const armOk = valid && frame.vis[`wrist_${s}`] >= visibilityThreshold && finite3(wrist);
+    // spec §7.4: a wrist is seen when the pose says so or the hand model found that hand
+    const seen = frame.vis[`wrist_${s}`] >= visibilityThreshold || frame.hands[s] !== null;
+    const armOk = valid && seen && finite3(wrist);
     tracked[`arm_${s}`] = armOk;
     if (armOk) {
       const shoulder = toFrame(frame.axes, sub(frame.pose[`shoulder_${s}`], frame.neck));
@@ -570,8 +696,9 @@ export function encodeFrame(input, cal, { mirrored = 'report', visibilityThresho
         if (norm(reject(offset, u)) < STRAIGHT_ARM) { spread = 0.0; straight = true; } else spread = spreadAngle(u, offset, s);
       }
       const sign = ARM_SIGN[s]; const L = cal.L;
-      const n = [wrist[0] * sign[0] / (ARM_MAX * L[0]), wrist[1] * sign[1] / (ARM_MAX * L[1]),
-        wrist[2] * sign[2] / (ARM_MAX * L[2])];
+      const sent = rigidWrist(shoulder, elbow, wrist, cal.calibration.arm_length); // spec §4.1
+      const n = [sent[0] * sign[0] / (ARM_MAX * L[0]), sent[1] * sign[1] / (ARM_MAX * L[1]),
+        sent[2] * sign[2] / (ARM_MAX * L[2])];
       put(row, ARM_COLS[s], [...n, spread / SPREAD_MAX[s]], clampedCols);
       degenerate[`spread_straight_arm_${s}`] = straight ? 1 : 0;
     }
@@ -584,6 +711,7 @@ export function encodeFrame(input, cal, { mirrored = 'report', visibilityThresho
     if (dims !== null) {
       if (dims.flipped) degenerate[`hand_depth_flipped_${s}`] = 1;
       if (dims.sideClamped) degenerate[`fingers_side_clamped_${s}`] = dims.sideClamped;
+      if (dims.repaired) degenerate[`fingers_depth_repaired_${s}`] = dims.repaired;
       if (!valid) degenerate[`palm_camera_frame_${s}`] = 1;
       if (dims.rollUnobservable) degenerate[`thumb_roll_unobservable_${s}`] = 1;
       palmClamped[s] = dims.palmClamped;

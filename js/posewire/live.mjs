@@ -4,12 +4,12 @@
 // LiveCalibration) and the One-Euro filter (producers/filter.py).
 //
 // What differs from the Python producer, and why (spec/07-camera.md §7.5):
-// * live calibration measures shoulders, torso, arm and hand length like the Python estimate,
-//   in world coordinates rather than the body frame, the torso as the straight chord (the
-//   Python estimate undoes the spine's bend);
+// * live calibration measures the shoulder width like the Python estimate (its units are the
+//   shoulder width in adult proportions, spec §4.1), in world coordinates rather than the body
+//   frame;
 
 import { POSE_POINTS, FACE_POINTS, N_DIMS } from './encoder.mjs';
-import { REGISTRY, calibrationMeasure } from './codec.mjs';
+import { REGISTRY } from './codec.mjs';
 
 // ---------------------------------------------------------------------------- MediaPipe -> frame
 const pt = (l, w, h) => [l.x * w, l.y * h, l.z * w]; // isotropic pixels (the z of image landmarks has x's scale)
@@ -124,7 +124,8 @@ const median = (xs) => {
 const yUp = (p) => (p ? [p[0], -p[1], -p[2]] : null);
 const dist = (a, b) => Math.hypot(a[0] - b[0], a[1] - b[1], a[2] - b[2]);
 const okPoint = (p) => p !== null && p.every(Number.isFinite);
-const HAND_LENGTH_RANGE = [0.12, 0.26]; // metres (producers/landmarks.py)
+// spec §4.1: the proportions a camera gives the performer, metres (landmarks.CAMERA_PROPORTIONS)
+const CAMERA_PROPORTIONS = { hand_length: 0.19, torso_length: 0.40, arm_length: 0.56, shoulder_width: 0.36 };
 // spec §4.3 "Hand depth gain" (producers/hand.py): gains 1.00, 1.05 … 5.00 tried on the 20 bones
 const DEPTH_GAINS = Array.from({ length: 81 }, (_, k) => Math.round((1.0 + 0.05 * k) * 100) / 100);
 const DEPTH_GAIN_MIN_FRAMES = 10;
@@ -183,34 +184,17 @@ export class LiveCalibration {
     this.handDepthGain = { l: 1.0, r: 1.0 }; // spec §4.3: the producer's own, never sent
   }
 
-  /** Feed one frame object (and its hand scale, metres per hand unit: handScale());
+  /** Feed one frame object (`scale`, metres per hand unit: handScale(), is not used since the
+   * units come from the shoulder width, spec §4.1; kept for callers);
    * returns the new calibration when it changed (to be sent). */
   update(frame, scale = NaN) {
     const P = POSE_POINTS;
     const get = (k) => yUp(frame.pose_world[P[k]]);
     const [sl, sr, hl, hr] = ['shoulder_l', 'shoulder_r', 'hip_l', 'hip_r'].map(get);
     if (![sl, sr, hl, hr].every(okPoint)) return null;
-    const vis = (k) => frame.pose_visibility[P[k]] ?? 0;
-    const sample = { shoulder: dist(sl, sr), trunk: NaN, arm: NaN, hand: [NaN, NaN],
-      bones: [boneLogLengths(frame.right_hand), boneLogLengths(frame.left_hand)] };
-    // d_x: the wrist -> middle MCP -> PIP -> DIP -> tip chain × the hand scale, right then left
-    ['right_hand', 'left_hand'].forEach((k, column) => {
-      const h = frame[k];
-      if (!h || !Number.isFinite(scale) || !h.every((p) => p && p.every(Number.isFinite))) return;
-      const chain = [0, 9, 10, 11, 12].map((i) => h[i]);
-      let length = 0;
-      for (let i = 1; i < chain.length; i++) length += dist(chain[i - 1], chain[i]);
-      sample.hand[column] = length * scale;
-    });
-    { // the trunk from the hip landmarks even where they are guessed (as the Python estimate)
-      sample.trunk = dist([0.5 * (sl[0] + sr[0]), 0.5 * (sl[1] + sr[1]), 0.5 * (sl[2] + sr[2])],
-        [0.5 * (hl[0] + hr[0]), 0.5 * (hl[1] + hr[1]), 0.5 * (hl[2] + hr[2])]);
-    }
-    for (const s of ['r', 'l']) { // d_z: upper arm + forearm, right arm first (spec §4.1)
-      const [a, e, w] = [`shoulder_${s}`, `elbow_${s}`, `wrist_${s}`].map(get);
-      if (!Number.isFinite(sample.arm) && [a, e, w].every(okPoint) && vis(`elbow_${s}`) >= this.visibilityThreshold
-          && vis(`wrist_${s}`) >= this.visibilityThreshold) sample.arm = dist(a, e) + dist(e, w);
-    }
+    // spec §4.1 "A camera producer's units": the shoulder width (the units' only measure) and the
+    // hands' bones (their depth gains, §4.3)
+    const sample = { shoulder: dist(sl, sr), bones: [boneLogLengths(frame.right_hand), boneLogLengths(frame.left_hand)] };
     this.samples.push(sample);
     if (this.samples.length > this.window) this.samples.shift();
     this.since += 1;
@@ -244,21 +228,11 @@ export class LiveCalibration {
   _estimate() {
     const S = median(this.samples.map((s) => s.shoulder));
     if (S === null) return null;
-    const trunk = median(this.samples.map((s) => s.trunk));
-    const arm = median(this.samples.map((s) => s.arm));
-    // a hand length outside the plausible adult range is not used (landmarks.HAND_LENGTH_RANGE)
-    const plausible = (x) => (x !== null && x >= HAND_LENGTH_RANGE[0] && x <= HAND_LENGTH_RANGE[1] ? x : null);
-    const hand = plausible(median(this.samples.map((s) => s.hand[0])))
-      ?? plausible(median(this.samples.map((s) => s.hand[1])));
-    // the reference pose of spec §4.1: shoulders level, the upright trunk below the neck,
-    // the measured arm hanging straight down from shoulder_r; §2.2 site rules by calibration.measure
-    const sites = { shoulder_l: [0.5 * S, 0, 0], shoulder_r: [-0.5 * S, 0, 0] };
-    if (trunk !== null) sites.hip_mid = [0, -trunk, 0];
-    if (arm !== null) sites.wrist_r = [-0.5 * S, -arm, 0];
-    if (arm !== null && hand !== null) sites.middle_tip_r = [-0.5 * S, -arm - hand, 0];
-    const m = calibrationMeasure({ sites });
-    return { hand_length: m.hand_length ?? null, torso_length: m.torso_length ?? null,
-      arm_length: m.arm_length ?? null, shoulder_width: m.shoulder_width ?? S };
+    // spec §4.1 "A camera producer's units": the units from the shoulder width in adult
+    // proportions (landmarks.CAMERA_PROPORTIONS); the camera's hand, torso and arm are not used
+    const k = S / CAMERA_PROPORTIONS.shoulder_width;
+    return { hand_length: CAMERA_PROPORTIONS.hand_length * k, torso_length: CAMERA_PROPORTIONS.torso_length * k,
+      arm_length: CAMERA_PROPORTIONS.arm_length * k, shoulder_width: S };
   }
 }
 

@@ -16,6 +16,12 @@ import { Subscriber } from '../posewire/client.mjs';
 
 /** Seconds for a lost part to ease (1 − 1/e of the way) to its defaults. */
 const EASE_TAU = 0.25;
+/** Seconds of the stream (frame timestamps) a lost part holds its last pose before it eases
+ * (spec §3.4.2 "hold or ease"): a wrist the camera misses for a few frames does not drop the
+ * arm. Stream time, not the page's: a slow renderer holds as long as a fast one; a stream
+ * that stops while a part is lost still eases it after HOLD_S of the page's time. */
+const HOLD_S = 0.4;
+const lostSince = {}; // part -> { streamUs, pageS } when it was first lost
 const params = new URLSearchParams(location.search);
 const $ = (id) => document.getElementById(id);
 
@@ -266,7 +272,15 @@ function step(dt) {
   if (!current) return;
   const k = 1 - Math.exp(-dt / EASE_TAU);
   for (const [part, dims] of Object.entries(PART_DIMS)) {
-    const tracked = partState(current.conditions, part) === 'tracked';
+    const state = partState(current.conditions, part);
+    const tracked = state === 'tracked';
+    if (state !== 'lost') delete lostSince[part];
+    else {
+      const since = (lostSince[part] ??= { streamUs: current.timestampUs, pageS: 0 });
+      since.pageS += dt;
+      const held = (current.timestampUs - since.streamUs) / 1e6 < HOLD_S && since.pageS < HOLD_S + 1.0;
+      if (held && dims.every((i) => Number.isFinite(shown[i]))) continue;
+    }
     for (const i of dims) {
       if (tracked) {
         if (!Object.is(shown[i], current.values[i])) { shown[i] = current.values[i]; needDecode = true; }

@@ -108,20 +108,27 @@ class _Client:
 
     async def until_closed(self) -> tuple[list[Message], int | None]:
         """Everything received until the relay closes, and the close code."""
-        got: list[Message] = []
-        try:
-            async with asyncio.timeout(self.timeout):
-                async for data in self.ws:
-                    if isinstance(data, bytes):
-                        with contextlib.suppress(DecodeError):
-                            got.append(decode(data, max_size=1 << 20))
-        except ConnectionClosed:
-            pass
-        except TimeoutError as exc:
-            raise _RuleError(f"the relay did not close the connection within {self.timeout} s"
-                        ) from exc
+        got = await _until_closed(self.ws, self.timeout,
+                                  f"the relay did not close the connection within {self.timeout} s")
         await self.ws.wait_closed()
         return got, self.ws.close_code
+
+
+async def _until_closed(ws: ClientConnection, seconds: float, still_open: str) -> list[Message]:
+    """The messages that decode, received until the relay closes ``ws``; the rule error
+    ``still_open`` after ``seconds``."""
+    got: list[Message] = []
+    try:
+        async with asyncio.timeout(seconds):
+            async for data in ws:
+                if isinstance(data, bytes):
+                    with contextlib.suppress(DecodeError):
+                        got.append(decode(data, max_size=1 << 20))
+    except ConnectionClosed:
+        pass
+    except TimeoutError as exc:
+        raise _RuleError(still_open) from exc
+    return got
 
 
 async def _open(ctx: _Ctx, role: str, stream: str, *, hello: bytes | None = None,
@@ -394,18 +401,9 @@ async def _hello_deadline(ctx: _Ctx) -> None:
     except (OSError, InvalidHandshake, TimeoutError) as exc:
         raise _RuleError(f"§5.1 cannot open a websocket: {exc}") from exc
     ctx.opened.append(ws)
-    got: list[Message] = []
-    try:
-        async with asyncio.timeout(ctx.hello_deadline + ctx.timeout):
-            async for data in ws:
-                if isinstance(data, bytes):
-                    with contextlib.suppress(DecodeError):
-                        got.append(decode(data, max_size=1 << 20))
-    except ConnectionClosed:
-        pass
-    except TimeoutError as exc:
-        raise _RuleError(f"§5.7.8 a connection without a hello is closed at the hello deadline: "
-                         f"still open after {ctx.hello_deadline + ctx.timeout:.0f} s") from exc
+    got = await _until_closed(ws, ctx.hello_deadline + ctx.timeout,
+                              "§5.7.8 a connection without a hello is closed at the hello deadline: "
+                              f"still open after {ctx.hello_deadline + ctx.timeout:.0f} s")
     code = ws.close_code
     errors = [m for m in got if isinstance(m, ErrorMessage)]
     if code not in (CLOSE_CODES["decode.state"], 1000, 1001, 1006, None) or (

@@ -46,7 +46,7 @@ Example (in-process, e.g. from a test)::
 
 A message broker linking relays hooks in with :meth:`Relay.fan_out` (messages from
 elsewhere to local consumers) and :attr:`Relay.publish_hooks` (local producers' messages);
-``broker=`` (:class:`posewire.cluster.Broker`) also admits producers and consumers
+``broker=`` (:class:`posewire.relay.cluster.Broker`) also admits producers and consumers
 cluster-wide (spec §5.7.1).
 
 The package, by concern: :mod:`.server` (the :class:`Relay`: options, lifecycle, each

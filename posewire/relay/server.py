@@ -66,7 +66,7 @@ from .state import Client, Item, Stream
 from .stats import ConsumerInfo, LogLimiter, RelayStats
 
 if TYPE_CHECKING:
-    from posewire.cluster import Broker
+    from posewire.relay.cluster import Broker
 
 
 log = logging.getLogger("posewire.relay")
@@ -112,7 +112,7 @@ class Relay(AdmissionMixin, OriginMixin, FanOutMixin):
       ``send_window_s`` seconds of frames at that rate (None: no time bound), at least 2.
     * ``status_every`` — seconds between status lines on ``status_file`` (0/None: off);
       ``send_buffer`` — kernel send buffer per connection in bytes (None: OS default).
-    * ``broker`` — a :class:`posewire.cluster.Broker`: share the streams with the relays
+    * ``broker`` — a :class:`posewire.relay.cluster.Broker`: share the streams with the relays
       on the same NATS server (spec §5.7.1).
     * ``proxy_protocol`` / ``trusted_proxies`` — behind a TCP load balancer: connections
       from these networks (``"10.0.0.2/32"``) start with a PROXY protocol header naming

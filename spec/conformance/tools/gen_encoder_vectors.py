@@ -173,12 +173,36 @@ hidden = base.pose_visibility[4:5].copy()
 hidden[0, [P["hip_l"], P["hip_r"]]] = 0.2
 case("fail-hips-not-visible", "§4.5: hips below the visibility threshold: body lost, chest upright from the "
      "shoulders, degenerate.body_hips_not_visible", {"frames": [mutated(4, pose_visibility=hidden)]})
+edge = base.pose_visibility[4:5].copy()
+edge[0, [P["hip_l"], P["hip_r"]]] = 0.6
+case("hips-at-the-edge", "§4.5: hips at visibility 0.6 (seen only from 0.8): body lost, chest on the camera's up",
+     {"frames": [mutated(4, pose_visibility=edge)]})
+
+
+def on_its_side(a: np.ndarray | None) -> np.ndarray | None:
+    """The points of a camera turned 90° about its optical axis: (x, y, z) -> (−y, x, z)."""
+    return None if a is None else np.stack([-a[..., 1], a[..., 0], a[..., 2]], axis=-1)
+
+
+k = picks[2]
+case("chest-camera-on-its-side", "§4.5: a signer frame (hips unseen) from a camera turned 90°: the camera's up is "
+     "the image axis nearest the guessed trunk (±X here), the chest-relative dims as upright",
+     {"frames": [frame(cut(signer, k, pose_world=on_its_side(signer.pose_world[k:k + 1]),
+                           left_hand=on_its_side(signer.left_hand[k:k + 1]),
+                           right_hand=on_its_side(signer.right_hand[k:k + 1]),
+                           face=on_its_side(None if signer.face is None else signer.face[k:k + 1]),
+                           pose_image=on_its_side(None if signer.pose_image is None else signer.pose_image[k:k + 1])),
+                       0)],
+      "calibration": signer_cal})
 wrist = base.pose_visibility[5:6].copy()
 wrist[0, P["wrist_r"]] = 0.1
-case("fail-wrist-not-visible", "§4.1: a wrist below the visibility threshold: that arm lost",
-     {"frames": [mutated(5, pose_visibility=wrist)]})
+no_hand = np.full((1, 21, 3), np.nan)
+case("fail-wrist-not-visible", "§4.1, §7.4: a wrist below the visibility threshold, its hand not found: that arm "
+     "lost", {"frames": [mutated(5, pose_visibility=wrist, right_hand=no_hand)]})
+case("wrist-hidden-hand-found", "§7.4: a wrist below the visibility threshold whose hand was found is in view: "
+     "that arm tracked", {"frames": [mutated(5, pose_visibility=wrist)]})
 case("visibility-threshold-option", "§6.10: visibility_threshold moves the wrist/hip visibility cut",
-     {"frames": [mutated(5, pose_visibility=wrist)], "visibility_threshold": 0.05})
+     {"frames": [mutated(5, pose_visibility=wrist, right_hand=no_hand)], "visibility_threshold": 0.05})
 no_pose = np.full((1, 33, 3), np.nan)
 case("fail-hands-only", "§4.2: no body frame: palm in the camera fallback frame (degenerate.palm_camera_frame_*), "
      "arms and body lost, degenerate.body_frame",

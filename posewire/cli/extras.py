@@ -88,7 +88,7 @@ def needed(args: argparse.Namespace) -> tuple[str, ...]:
     if command == "demo":
         if args.webcam is not None:
             return live
-        from .demo import DEFAULT_RECORDING
+        from posewire.servers.demo import DEFAULT_RECORDING
 
         return ("pose_format",) if _is_pose(args.recording or DEFAULT_RECORDING) else ()
     return ()

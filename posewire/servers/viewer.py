@@ -7,7 +7,7 @@ as a consumer) and decodes every frame in the browser with the JavaScript client
 face weights) onto the skinned ``mannequin-x`` wooden mannequin rendered with three.js.
 Nothing is fetched from the internet: three.js and ``@pixiv/three-vrm`` come from
 ``js/node_modules`` (pinned by ``js/package-lock.json``, installed by ``make``), or in an
-installed wheel from its copy of the files the page imports (:mod:`posewire.assets`).
+installed wheel from its copy of the files the page imports (:mod:`posewire.servers.assets`).
 
 Routes (GET only; anything else is 404/405):
 
@@ -59,7 +59,7 @@ __all__ = ["JS_ROOT", "ViewerConfig", "ViewerServer", "add_parser", "avatar_desc
            "serve_viewer"]
 
 #: The JavaScript client and the page, with its pinned npm libraries: ``js/`` in a
-#: checkout, ``posewire/web`` in an installed wheel (:mod:`posewire.assets`).
+#: checkout, ``posewire/web`` in an installed wheel (:mod:`posewire.servers.assets`).
 JS_ROOT = assets.js_root()
 _SCHEMAS = assets.schemas_root()
 #: Seconds ``posewire view`` tries to reach the relay from here before serving the page.
@@ -270,11 +270,10 @@ async def _check_relay(args: argparse.Namespace, token: str | None) -> bool:
     """Connect to the relay once from here, saying where and why it waits (the page
     itself keeps retrying); ``False`` when reconnecting cannot help (a certificate that
     does not verify, a wrong token)."""
+    from posewire.cli.net_options import client_options
+    from posewire.cli.waiting import StatusLines
     from posewire.consumers.subscriber import Subscriber
     from posewire.transport import RelayError
-
-    from .net_options import client_options
-    from .waiting import StatusLines
 
     status = StatusLines("view")
     sub = Subscriber(args.url, args.stream, token=token, client="posewire-view", on_status=status,
@@ -303,7 +302,7 @@ def _cmd_view(args: argparse.Namespace) -> int:
     try:
         server = serve_viewer(ViewerConfig(args.url, args.stream, token), port=args.port)
     except OSError as exc:
-        from .conventions import describe_error
+        from posewire.cli.conventions import describe_error
 
         print(f"posewire view: {describe_error(exc)}", file=sys.stderr)
         return 1
@@ -336,8 +335,8 @@ def _cmd_view(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``view`` sub-command to the ``posewire`` parser."""
-    from .conventions import add_stream_option
-    from .net_options import add_client_options
+    from posewire.cli.conventions import add_stream_option
+    from posewire.cli.net_options import add_client_options
 
     p = subparsers.add_parser("view", help="serve the live browser viewer of a stream on loopback")
     add_stream_option(p)

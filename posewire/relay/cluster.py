@@ -71,7 +71,7 @@ __all__ = [
     "stream_token",
 ]
 
-log = logging.getLogger("posewire.cluster")
+log = logging.getLogger("posewire.relay.cluster")
 
 #: The late-join state kept in the key-value store, in delivery order (spec §5.7).
 STATE_KINDS: tuple[str, ...] = ("cal", "cond", "f")

@@ -8,7 +8,7 @@
   ``--rate-scale`` is a hidden alias;
 * mirrored (selfie) input: the flag ``--mirrored`` (un-mirror it) everywhere;
 * TLS and liveness: ``--ca-file``, ``--ping-interval``, ``--ping-timeout`` on every
-  client (:mod:`posewire.net_options`);
+  client (:mod:`posewire.cli.net_options`);
 * every option's default in its ``--help`` (:class:`HelpFormatter`), plain text (no
   reStructuredText markup);
 * errors: ``posewire COMMAND: what went wrong (code)`` — the plain-language message

@@ -23,7 +23,7 @@ from pathlib import Path
 __all__ = ["DEMO_RECORDING", "NPM_ENTRIES", "PAGE_FILES", "js_root", "lock_versions", "npm_closure",
            "schemas_root", "vendor_web"]
 
-_PACKAGE = Path(__file__).resolve().parent
+_PACKAGE = Path(__file__).resolve().parents[1]  # posewire/ (this module is posewire/servers/assets.py)
 _CHECKOUT = _PACKAGE.parent
 #: The installed copy of the page and its libraries (wheel installs).
 WEB = _PACKAGE / "web"

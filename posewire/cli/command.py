@@ -1,4 +1,5 @@
-"""The ``posewire`` command line."""
+"""The ``posewire`` command: its parser, its entry point (``posewire``, ``python -m posewire``)
+and the subcommands small enough to live here (``registry``, ``serve``, ``consume``, ``generate``)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,13 @@ from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
+from posewire import __version__
+from posewire.bridges import vmc
 from posewire.codec.registry import DIMENSIONS, REGISTRY
+from posewire.conformance import command as conformance_command
+from posewire.servers import demo, viewer
 
-from . import __version__, demo, export_cli, produce_cli, record_cli, viewer, vmc
-from .conformance import command as conformance_command
+from . import export, produce, record
 from .conventions import HelpFormatter, describe_error
 from .extras import missing_extra, missing_module_line
 
@@ -42,7 +46,7 @@ def _cmd_registry(args: argparse.Namespace) -> int:
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
-    from .generate import check_all, write_all
+    from posewire.generate import check_all, write_all
 
     root = Path(args.root)
     if args.check:
@@ -58,9 +62,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     import logging
 
     from posewire.codec.errors import UsageError
+    from posewire.relay import Relay
 
     from .net_options import serve_options
-    from .relay import Relay
 
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     logging.getLogger("websockets").setLevel(logging.WARNING)  # no per-connection lines
@@ -68,7 +72,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     try:
         broker = None
         if args.broker:  # spec §5.7.1
-            from .cluster import Broker
+            from posewire.relay.cluster import Broker
 
             broker = Broker(args.broker, creds=args.broker_creds, ca_file=args.broker_ca)
         relay = Relay(args.host, args.port, token=token, no_auth=args.no_auth,
@@ -241,13 +245,13 @@ def build_parser() -> argparse.ArgumentParser:
     conformance_command.add_parser(sub)
 
     _add_net_parsers(sub)
-    record_cli.add_parser(sub)
-    produce_cli.add_parser(sub)
-    export_cli.add_parser(sub)
+    record.add_parser(sub)
+    produce.add_parser(sub)
+    export.add_parser(sub)
     demo.add_parser(sub)
     viewer.add_parser(sub)
     vmc.add_parser(sub)
-    for p in sub.choices.values():  # one convention: every default shown (posewire.conventions)
+    for p in sub.choices.values():  # one convention: every default shown (posewire.cli.conventions)
         p.formatter_class = HelpFormatter
     return parser
 

@@ -4,7 +4,7 @@ It starts, on loopback:
 
 1. a relay (:class:`posewire.relay.Relay`) on ``--relay-port`` (default 8765, the
    clients' default URL; 0: a free port), its URL printed;
-2. the live viewer (:class:`posewire.viewer.ViewerServer`): a page that subscribes to the
+2. the live viewer (:class:`posewire.servers.viewer.ViewerServer`): a page that subscribes to the
    stream and poses the skinned mannequin with the JavaScript decoder;
 3. a producer: with ``--webcam``, the live MediaPipe producer (``posewire produce
    --webcam``); otherwise the real signer recording shipped in the package
@@ -39,12 +39,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from posewire.cli.conventions import DEFAULT_STREAM, describe_error
 from posewire.codec.errors import UsageError
 from posewire.codec.wire import Frame, encode
+from posewire.transport import RelayError
 
 from .assets import DEMO_RECORDING
-from .conventions import DEFAULT_STREAM, describe_error
-from .transport import RelayError
 
 if TYPE_CHECKING:
     from posewire.consumers.subscriber import SubscribedFrame
@@ -110,8 +110,8 @@ async def run_demo(recording: Path, *, frames: int = 0, speed: float = 1.0, port
     from posewire.consumers.subscriber import Subscriber
     from posewire.producers.publisher import Publisher
     from posewire.producers.recording import RecordedFrame, RecordingHeader
+    from posewire.relay import Relay
 
-    from .relay import Relay
     from .viewer import ViewerConfig, serve_viewer
 
     if webcam is None:
@@ -247,7 +247,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``demo`` sub-command to the ``posewire`` parser."""
-    from .conventions import add_frames_option, add_speed_option, add_stream_option
+    from posewire.cli.conventions import add_frames_option, add_speed_option, add_stream_option
 
     p = subparsers.add_parser("demo", help="relay + producer + live browser viewer on loopback, "
                                            "one command (make run)")

@@ -269,16 +269,15 @@ async def run_vmc(url: str, stream: str, host: str, port: int, *, token: str | N
                   client_options: dict[str, Any] | None = None, blend_names: str = "perfect-sync") -> int:
     """Subscribe to ``stream`` and send every frame to ``host:port`` as one VMC bundle;
     ``count``: stop after that many frames (0: never). Says on stderr where it connects
-    and what it waits for; ``timeout``: give up (:class:`~posewire.waiting.WaitTimeoutError`)
-    when no frame came within that many seconds (:mod:`posewire.waiting`);
-    ``client_options``: TLS and liveness (:func:`posewire.net_options.client_options`);
+    and what it waits for; ``timeout``: give up (:class:`~posewire.cli.waiting.WaitTimeoutError`)
+    when no frame came within that many seconds (:mod:`posewire.cli.waiting`);
+    ``client_options``: TLS and liveness (:func:`posewire.cli.net_options.client_options`);
     ``blend_names``: :data:`BLEND_NAME_STYLES`.
     Returns the frames sent."""
     import socket
 
+    from posewire.cli.waiting import StatusLines, first_frame, then, within
     from posewire.consumers.subscriber import Subscriber
-
-    from .waiting import StatusLines, first_frame, then, within
 
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM)
     started = time.monotonic()
@@ -314,12 +313,11 @@ def _cmd_vmc(args: argparse.Namespace) -> int:
         return 2
     host = (host or args.to).strip("[]")
     token = args.token or os.environ.get("POSEWIRE_TOKEN")
+    from posewire.cli.conventions import describe_error
+    from posewire.cli.net_options import client_options
+    from posewire.cli.waiting import WaitTimeoutError
     from posewire.codec.errors import UsageError
-
-    from .conventions import describe_error
-    from .net_options import client_options
-    from .transport import RelayError
-    from .waiting import WaitTimeoutError
+    from posewire.transport import RelayError
 
     try:
         sent = asyncio.run(run_vmc(args.url, args.stream, host, port, token=token, count=args.frames,
@@ -336,9 +334,9 @@ def _cmd_vmc(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``vmc`` sub-command to the ``posewire`` parser."""
-    from .conventions import add_frames_option, add_stream_option
-    from .net_options import add_client_options
-    from .waiting import add_timeout_option
+    from posewire.cli.conventions import add_frames_option, add_stream_option
+    from posewire.cli.net_options import add_client_options
+    from posewire.cli.waiting import add_timeout_option
 
     p = subparsers.add_parser("vmc", help="send a stream as the VMC protocol (OSC/UDP) to a VTuber app")
     add_stream_option(p)

@@ -155,6 +155,16 @@ def live_frames(source: FrameSource, estimator: MediaPipeEstimator, encoder: Liv
         yield LiveItem(frame, obs, encoder.encode(obs, t_us=frame.t_us))
 
 
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not (value > 0 and value <= 600):
+        raise argparse.ArgumentTypeError(f"expected seconds in (0, 600], got {text!r}")
+    return value
+
+
 def _open_live(args: argparse.Namespace) -> tuple[FrameSource, MediaPipeEstimator, LiveEncoder]:
     from posewire.producers.filter import VectorFilter
     from posewire.producers.live import LiveEncoder
@@ -179,8 +189,11 @@ def _open_live(args: argparse.Namespace) -> tuple[FrameSource, MediaPipeEstimato
         raise
     # smoothing (One-Euro, posewire.producers.filter): on for streams, off for independent photos
     smooth = args.filter if args.filter is not None else args.images is None
+    # spec §7.3 "Neutral face": the first SECONDS of frames at the source's rate
+    neutral = 0 if args.calibrate_face is None else max(1, round(args.calibrate_face * source.fps))
     return source, estimator, LiveEncoder(face_expected=not args.no_face,
-                                          smoothing=VectorFilter() if smooth else None)
+                                          smoothing=VectorFilter() if smooth else None,
+                                          neutral_face_frames=neutral)
 
 
 class FileNotes:
@@ -576,6 +589,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     live.add_argument("--filter", action=argparse.BooleanOptionalAction, default=None,
                       help="One-Euro smoothing of the values (default: on for --webcam/--video, "
                            "off for --images)")
+    live.add_argument("--calibrate-face", type=_positive_seconds, default=None, metavar="SECONDS",
+                      help="hold a relaxed face for the first SECONDS: the face and mouth dims are then sent "
+                           "re-centred on that neutral (spec §7.3 'Neutral face'; default: off)")
     live.add_argument("--verbose", action="store_true",
                       help="show the native libraries' log lines (MediaPipe, TFLite, OpenCV)")
     rec = p.add_argument_group("recorded sources (--replay, --pose-file)")
