@@ -149,13 +149,13 @@ class FanOutMixin:
         wire: bytes | None = None
         written = 0
         now = 0.0
+        is_open, ws_open = State.OPEN, WsState.OPEN
         for consumer in stream.consumers:
             box = consumer.mailbox
             assert box is not None
-            ws = consumer.ws
-            if consumer.conn.state is not State.OPEN or ws.protocol.state is not WsState.OPEN:
+            if consumer.conn.state is not is_open or consumer.protocol.state is not ws_open:
                 continue  # closing: the handler cleans up
-            transport = ws.transport
+            transport = consumer.transport
             if (not box.slots and consumer.sent - consumer.acked < window
                     and transport.get_write_buffer_size() < limit):
                 # fast path: nothing is queued for this consumer, its socket keeps up and
@@ -165,14 +165,14 @@ class FanOutMixin:
                     wire = WsFrame(Opcode.BINARY, data).serialize(mask=False, extensions=[])
                 out = wire
                 if is_frame:
-                    consumer.sent += 1
-                    if (consumer.sent + consumer.phase) % (consumer.spacing or half) == 0:
+                    sent = consumer.sent = consumer.sent + 1
+                    if (sent + consumer.phase) % (consumer.spacing or half) == 0:
                         # the window ping goes in the same write (one send, one segment)
-                        consumer.ping_mark = consumer.sent
-                        out = wire + _PING_HEAD + consumer.sent.to_bytes(8, "big")
+                        consumer.ping_mark = sent
+                        out = wire + _PING_HEAD + sent.to_bytes(8, "big")
                         if not now:
                             now = monotonic()
-                        ws.window_pinged(now)
+                        consumer.ws.window_pinged(now)
                 try:
                     transport.write(out)
                 except RuntimeError:

@@ -44,6 +44,9 @@ class Client:
 
     def __init__(self, ws: RelayConnection, conn: Connection, session: str) -> None:
         self.ws = ws
+        #: the websocket's transport and sans-I/O protocol (read for every frame written)
+        self.transport = ws.transport
+        self.protocol = ws.protocol
         self.conn = conn
         self.session = session
         self.role: Literal["producer", "consumer"] | None = None
