@@ -107,7 +107,8 @@ class Relay(AdmissionMixin, OriginMixin, FanOutMixin):
       busy stream replaces a producer that does not answer a ping within ``ping_timeout``.
     * ``send_window`` / ``send_window_s`` — the send window W (spec §5.7 rule 4): frames a
       consumer may have in flight beyond the last acknowledged one before the relay holds
-      only its newest frame (a window ping after every half window): at most
+      only its newest frame (a window ping every W/2 frames, up to W − 2 for a consumer
+      whose pongs come back at once; its pongs stand for keepalive pongs): at most
       ``send_window`` frames and, once the stream's rate is known, at most
       ``send_window_s`` seconds of frames at that rate (None: no time bound), at least 2.
     * ``status_every`` — seconds between status lines on ``status_file`` (0/None: off);
