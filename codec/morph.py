@@ -28,6 +28,7 @@ in :data:`posewire.codec.registry.ARKIT_CHANNELS` order (52) or registry order (
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -187,17 +188,23 @@ def _drive(face: NDArray[np.float64]) -> NDArray[np.float64]:
 _PRIM1 = tuple(zip(_PRIM_K.tolist(), _PRIM_SIGN.tolist(), strict=True))
 _SEC1 = tuple(zip(_SEC_K.tolist(), _SEC_SIGN.tolist(), _SEC_GAIN.tolist(), strict=True))
 _LAYERS1 = tuple(tuple(zip(terms.tolist(), channels.tolist(), strict=True)) for terms, channels in _SEC_LAYERS)
+#: _drive1's tables: each distinct (face value, sign) drive once, the primary drive of every
+#: channel as one C-level gather of those, and the secondary terms layer by layer as
+#: (drive, gain, channel)
+_DRIVES1 = tuple(dict.fromkeys([*_PRIM1, *((k, sign) for k, sign, _ in _SEC1)]))
+_PRIM_GET1 = operator.itemgetter(*(_DRIVES1.index(p) for p in _PRIM1))
+_SEC_ORDER1 = tuple((_DRIVES1.index(_SEC1[term][:2]), _SEC1[term][2], channel)
+                    for layer in _LAYERS1 for term, channel in layer)
 
 
 def _drive1(face: list[float]) -> list[float]:
     """:func:`_drive` of one frame's finite face/mouth values as Python floats: the same
     products, maxima and additions, layer by layer (each IEEE operation alone: the same values)."""
     # np.maximum(x, 0.0) of a finite x, zeros +0.0 as numpy's SIMD maximum gives them
-    raw = [x if (x := face[k] * sign) > 0.0 else 0.0 for k, sign in _PRIM1]
-    secondary = [(x if (x := face[k] * sign) > 0.0 else 0.0) * gain for k, sign, gain in _SEC1]
-    for layer in _LAYERS1:
-        for term, channel in layer:
-            raw[channel] = raw[channel] + secondary[term]
+    drive = [x if (x := face[k] * sign) > 0.0 else 0.0 for k, sign in _DRIVES1]
+    raw = list(_PRIM_GET1(drive))
+    for term, gain, channel in _SEC_ORDER1:  # a channel's secondaries in layer order
+        raw[channel] = raw[channel] + drive[term] * gain
     return raw
 
 

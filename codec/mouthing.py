@@ -23,6 +23,7 @@ Arrays are float64, batch first; vectors ``(..., N)`` in registry order, shares
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -38,12 +39,14 @@ from .vector import N_DIMS, as_vector
 
 __all__ = [
     "BASELINE_TABLE",
+    "MIX_STEP",
     "MOUTH_DIM_INDICES",
     "N_VISEMES",
     "SHARE_SUM_TOLERANCE",
     "MouthingMorphs",
     "apply_mouthing",
     "as_shares",
+    "mix_from_mouth",
     "mouthing_delta",
     "mouthing_to_arkit",
     "normalize_shares",
@@ -259,18 +262,105 @@ def _valid_mouthing_arkit(
 _MOUTH1 = tuple(MOUTH_DIM_INDICES.tolist())
 _FACE1 = tuple(FACE_DIM_INDICES.tolist())
 _FACE_MOUTH_K1 = tuple(_FACE_MOUTH_K.tolist())
+_FACE_GET1 = operator.itemgetter(*_FACE1)
+#: (face slot, vector index, baseline terms) of the mouth dims with a baseline term: the
+#: non-zero entries of BASELINE_TABLE's column in increasing viseme order, as
+#: _BASELINE_MOUTH.apply1 adds them. A mouth dim without any has the baseline +0.0 for
+#: every mix, so its delta is ``authored · (1.0 − 0.0)`` = the authored value, bit for bit
+#: (spec §4.7: an all-zero baseline leaves the dim as authored)
+_MOUTH_TERMS1 = tuple(
+    (k, i, terms) for k, i, column in zip(_FACE_MOUTH_K1, _MOUTH1, BASELINE_TABLE[:, MOUTH_DIM_INDICES].T.tolist(),
+                                          strict=True)
+    if (terms := tuple((v, c) for v, c in enumerate(column) if c != 0.0)))
 
 
 def _valid_mouthing_arkit1(vec: list[float], shares: list[float]) -> tuple[list[float], bool]:
     """:func:`_valid_mouthing_arkit` of one frame in Python floats (the live decoder's one frame
     at a time, where numpy's per-call overhead is the cost): the raw weights clipped to 1, and
     whether any was over 1. The same operations in the same order (bit for bit)."""
-    face = [vec[i] for i in _FACE1]
-    for k, i, b in zip(_FACE_MOUTH_K1, _MOUTH1, _BASELINE_MOUTH.apply1(shares), strict=True):
+    raw = _mouthing_drive1(vec, shares)
+    return [w if w < 1.0 else 1.0 for w in raw], max(raw) > 1.0
+
+
+def _mouthing_drive1(vec: list[float], shares: list[float]) -> list[float]:
+    """The raw (unclipped) weights of :func:`_valid_mouthing_arkit1`."""
+    face = list(_FACE_GET1(vec))
+    for k, i, terms in _MOUTH_TERMS1:  # the mouth dims with a baseline (the others: as authored)
+        b = 0.0
+        for v, c in terms:
+            b = b + shares[v] * c
         baseline = b if -1.0 <= b <= 1.0 else (-1.0 if b < -1.0 else 1.0)  # np.clip of a finite b
         magnitude = abs(baseline)
         authored = vec[i]
         opposite = (authored > 0.0 and baseline < 0.0) or (authored < 0.0 and baseline > 0.0)
         face[k] = authored * (magnitude if opposite else 1.0 - magnitude)
-    raw = _drive1(face)
-    return [w if w < 1.0 else 1.0 for w in raw], max(raw) > 1.0
+    return _drive1(face)
+
+
+# ---------------------------------------------------------------------------- a producer's mix
+#: Step of the shares a producer estimates from the mouth it measured (spec §4.7 "A mix from
+#: the measured mouth"): the mix changes, and travels (§5.5), only when the mouth does.
+MIX_STEP = 0.05
+_MIX_DIVISIONS = 20  # 1 / MIX_STEP: shares are k / 20, the nearest doubles to 0.05, 0.1, …
+#: Projected-gradient steps of :func:`mix_from_mouth` (a fixed count: the same bits everywhere).
+_MIX_ITERATIONS = 64
+
+
+def _project_mix(shares: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The nearest point of ``{s ≥ 0, Σ s ≤ 1}`` to ``shares (..., V)`` (Euclidean)."""
+    s = np.maximum(shares, 0.0)
+    total = s.sum(axis=-1)
+    over = total > 1.0
+    if over.any():  # onto the simplex Σ s = 1 (sort-based threshold)
+        u = -np.sort(-shares[over], axis=-1)
+        cumulative = np.cumsum(u, axis=-1) - 1.0
+        k = np.arange(1, u.shape[-1] + 1)
+        rho = (u - cumulative / k > 0.0).sum(axis=-1)
+        theta = cumulative[np.arange(u.shape[0]), rho - 1] / rho
+        s[over] = np.maximum(shares[over] - theta[:, None], 0.0)
+    return s
+
+
+def mix_from_mouth(mouth: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """A viseme mix and the authored mouth dims that give the measured mouth (spec §4.7 "A mix
+    from the measured mouth"): ``mouth (..., N)`` vectors with the measured mouth dims ``e``
+    (an absent, NaN, dim is left out of the fit and stays absent; ±inf is
+    ``usage.not_finite``). Returns ``(shares (..., 15), authored (..., N))``: the shares
+    ``s ≥ 0, Σ s ≤ 1`` whose baseline ``b`` (:func:`viseme_baseline`) best explains ``e`` in
+    least squares (the seed table's visemes only; 64 projected-gradient steps from 0 with step
+    ``1/ΣT²``), rounded to :data:`MIX_STEP` (no mix — all zero — where its baseline would point
+    against the measured mouth on a dim: the law cannot reach that); and ``vector`` with each
+    mouth dim replaced by the ``a`` whose law value is ``e``: ``b + Δ(a) = e`` (``a = (e − b)/(1 − |b|)`` in ``b``'s
+    direction or at ``b = 0``, ``(e − b)/|b|`` against it; 0 where ``e = b``), limited to
+    ``[-1, 1]``. Other dims pass through."""
+    vec = as_vector(mouth)
+    measured = vec[..., MOUTH_DIM_INDICES]
+    if np.isinf(measured).any():
+        raise UsageError("usage.not_finite", "a mouth dim is infinite", path="mouth")
+    known = ~np.isnan(measured)  # an absent dim (NaN) is left out of the fit and stays absent
+    e = np.where(known, measured, 0.0)
+    table = BASELINE_TABLE[:, MOUTH_DIM_INDICES]  # (V, M)
+    used = np.flatnonzero(np.abs(table).sum(axis=-1) > 0.0)
+    t = table[used]  # (U, M)
+    step = 1.0 / float((t * t).sum())
+    s = np.zeros((*e.shape[:-1], used.size))
+    for _ in range(_MIX_ITERATIONS):
+        residual = np.where(known, (s[..., :, None] * t).sum(axis=-2) - e, 0.0)  # (…, M)
+        s = _project_mix(s - step * (residual[..., None, :] * t).sum(axis=-1))
+    shares = np.zeros((*e.shape[:-1], N_VISEMES))
+    shares[..., used] = np.round(s * _MIX_DIVISIONS) / _MIX_DIVISIONS
+    shares = _project_mix(shares)  # rounding up may pass Σ = 1
+    # the law reaches only e on b's side of 0: a mix whose baseline points against the
+    # measured mouth on some dim is not sent (that frame's mouth stays absolute)
+    against: NDArray[np.bool_] = np.asarray(((viseme_baseline(shares)[..., MOUTH_DIM_INDICES] * e) < 0.0).any(axis=-1))
+    shares = np.where(against[..., None], 0.0, shares)
+    b = viseme_baseline(shares)[..., MOUTH_DIM_INDICES]
+    d = e - b
+    magnitude = np.abs(b)
+    same = (d == 0.0) | (b == 0.0) | ((d > 0.0) == (b > 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.where(same, d / (1.0 - magnitude), d / magnitude)
+    a = np.where(d == 0.0, 0.0, np.nan_to_num(a, nan=0.0, posinf=1.0, neginf=-1.0))
+    authored = vec.copy()
+    authored[..., MOUTH_DIM_INDICES] = np.where(known, np.clip(a, -1.0, 1.0), np.nan)
+    return shares, authored

@@ -18,6 +18,7 @@ Weights in [0, 1], arrays batch first: vector ``(..., N)``, shares ``(..., 15)``
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -25,7 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from posewire.codec.errors import UsageError
-from posewire.codec.mouthing import _valid_mouthing_arkit, _valid_mouthing_arkit1, apply_mouthing, normalize_shares
+from posewire.codec.mouthing import _mouthing_drive1, _valid_mouthing_arkit, apply_mouthing, normalize_shares
 from posewire.codec.registry import ARKIT_CHANNELS, REGISTRY, VISEMES
 from posewire.codec.vector import DEFAULTS, LOWER, N_DIMS, UPPER, ValidationReport, validate
 
@@ -87,10 +88,12 @@ def _validate_clamp_changed(arr: F64) -> tuple[F64, ValidationReport, bool]:
         return out, report, not report.ok
     clipped: F64 = np.minimum(np.maximum(arr, LOWER), UPPER)
     clamped = clipped != arr
-    changed = bool(clamped.any())
-    if changed and not np.isfinite(arr).all():
-        out, report = validate(arr, policy="clamp")
-        return out, report, True
+    changed = bool(np.count_nonzero(clamped))  # a C call (ndarray.any goes through Python)
+    if changed:
+        finite = np.isfinite(arr)
+        if not finite.all():  # a dim absent from the frame (NaN) or ±inf: the default
+            # = validate: finite out-of-range values clamped (clipped differs), the rest replaced
+            return np.where(finite, clipped, DEFAULTS), ValidationReport(clamped & finite, ~finite), True
     none = _NONE_REPLACED.get(arr.shape)
     if none is None:
         none = np.zeros(arr.shape, dtype=np.bool_)
@@ -112,11 +115,45 @@ class FaceWeights:
     """What one capability plays: ``arkit`` ``{name: (...,) weight}`` restricted to the
     channels the rung drives (all 52 for viseme15/vowel5, ``jawOpen`` for jaw, none for
     none); ``visemes`` ``{name: (...,)}`` (the 15 visemes, the 5 vowels, or empty);
-    ``report``: notes (clips, normalized mix, replaced dims, capability none)."""
+    ``report``: notes (clips, normalized mix, replaced dims, capability none), a read-only
+    mapping; the replaced and clamped dims are named on first access (diagnostics, built
+    only when asked for)."""
 
     arkit: dict[str, F64]
     visemes: dict[str, F64]
-    report: dict[str, object] = field(default_factory=dict)
+    report: Mapping[str, object] = field(default_factory=dict)
+
+
+class _FaceReport(Mapping[str, object]):
+    # FaceWeights.report of a validation that changed dims: {"clamped": [...], "replaced":
+    # [...]} (the non-empty ones) and then the notes, built on first access
+    __slots__ = ("_built", "_notes", "_validation")
+
+    def __init__(self, validation: ValidationReport, notes: dict[str, object]) -> None:
+        self._validation, self._notes = validation, notes
+        self._built: dict[str, object] | None = None
+
+    def _dict(self) -> dict[str, object]:
+        if self._built is None:
+            self._built = {**{k: v for k, v in self._validation.dims().items() if v}, **self._notes}
+        return self._built
+
+    def __getitem__(self, key: str) -> object:
+        return self._dict()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._dict())
+
+    def __len__(self) -> int:
+        return len(self._dict())
+
+    def __repr__(self) -> str:
+        return repr(self._dict())
+
+
+def _report(changed: ValidationReport | None, notes: dict[str, object]) -> Mapping[str, object]:
+    # FaceWeights.report: the notes, and the dims a validation changed (None: none changed)
+    return notes if changed is None else _FaceReport(changed, notes)
 
 
 def face_weights(vector: ArrayLike, *, capability: Capability,
@@ -135,21 +172,22 @@ def face_weights(vector: ArrayLike, *, capability: Capability,
 
 
 def _face_weights(vec: F64, validation: ValidationReport, capability: Capability,
-                  visemes: ArrayLike | None, changed: bool | None = None) -> FaceWeights:
+                  visemes: ArrayLike | None, changed: bool | None = None,
+                  vl: list[float] | None = None) -> FaceWeights:
     # face_weights of a vector already validated (posewire.consumers.pose.decode_frame: once a
-    # frame); ``changed``: whether the validation changed anything (None: look at the masks)
-    report: dict[str, object] = {}
+    # frame); ``changed``: whether the validation changed anything (None: look at the masks);
+    # ``vl``: one frame's vector as Python floats, when the caller has them
+    report: dict[str, object] = {}  # notes; the changed dims are named on first access (_report)
     if changed is None:
         changed = not validation.ok
-    if changed:
-        report = {k: v for k, v in validation.dims().items() if v}
+    shown = validation if changed else None
     if capability == "none":
         report["capability"] = "none: no face morphs played"
-        return FaceWeights({}, {}, report)
+        return FaceWeights({}, {}, _report(shown, report))
     if capability != "jaw" and vec.size == N_DIMS:
         one = _shares1(visemes, vec.shape[:-1])
         if one is not None:  # one frame, a valid mix: Python floats, the same values
-            return _face_weights1(vec, one[0], one[1], capability, report)
+            return _face_weights1(vec, one[0], one[1], capability, shown, report, vl)
     shares = _NO_MIX if visemes is None else np.asarray(visemes, dtype=np.float64)
     shares, normalized = normalize_shares(shares)
     if normalized.any():
@@ -157,7 +195,7 @@ def _face_weights(vec: F64, validation: ValidationReport, capability: Capability
     if capability == "jaw":
         _, effective = apply_mouthing(vec, shares)
         jaw = np.clip(effective[..., REGISTRY.index("m_jaw")], 0.0, 1.0)
-        return FaceWeights({"jawOpen": jaw}, {}, report)
+        return FaceWeights({"jawOpen": jaw}, {}, _report(shown, report))
     # = mouthing_to_arkit(vec, shares) for this validated vector and normalized mix (one
     # frame with a valid mix took _face_weights1 above)
     weights, clipped = _valid_mouthing_arkit(vec, shares)
@@ -167,8 +205,8 @@ def _face_weights(vec: F64, validation: ValidationReport, capability: Capability
     mix = np.empty((*weights.shape[:-1], len(VISEMES)))  # the shares, per frame
     mix[...] = shares
     if capability == "viseme15":
-        return FaceWeights(arkit, _by_name(VISEMES, mix), report)
-    return FaceWeights(arkit, _by_name(VOWELS, _fold(mix)), report)
+        return FaceWeights(arkit, _by_name(VISEMES, mix), _report(shown, report))
+    return FaceWeights(arkit, _by_name(VOWELS, _fold(mix)), _report(shown, report))
 
 
 _NO_MIX1 = [0.0] * len(VISEMES)
@@ -188,29 +226,40 @@ def _shares1(visemes: ArrayLike | None, batch: tuple[int, ...]) -> tuple[list[fl
     if arr.shape[:-1] not in ((), batch) or arr.shape[-1:] != (len(VISEMES),):
         return None
     s = arr.ravel().tolist()
-    for x in s:
-        if not 0.0 <= x <= _MAX:  # negative, NaN or inf: as_shares raises
-            return None
     total = (((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
              + s[8] + s[9] + s[10] + s[11] + s[12] + s[13] + s[14])
+    # negative, NaN or inf (as_shares raises), or a sum that overflows: the array path.
+    # A NaN makes the total NaN; without one, min() is exact
+    if not (total <= _MAX and min(s) >= 0.0):
+        return None
     if total > 1.0:
         return [x / total for x in s], True
     return s, False
 
 
 def _face_weights1(vec: F64, shares: list[float], normalized: bool, capability: Capability,
-                   report: dict[str, object]) -> FaceWeights:
-    # the viseme15 / vowel5 rungs of one frame (vec (1, N) or (N,)) and a normalized mix
+                   shown: ValidationReport | None, notes: dict[str, object],
+                   vl: list[float] | None = None) -> FaceWeights:
+    # the viseme15 / vowel5 rungs of one frame (vec (1, N) or (N,)) and a normalized mix;
+    # the report: ``notes`` (mix normalized, clipped added here) and the dims ``shown`` changed
     if normalized:
-        report["mix_normalized"] = True
-    one, over = _valid_mouthing_arkit1(vec.ravel().tolist(), shares)
-    if over:
-        report["clipped"] = True
+        notes["mix_normalized"] = True
+    raw = _mouthing_drive1(vec.ravel().tolist() if vl is None else vl, shares)
+    if max(raw) > 1.0:
+        notes["clipped"] = True
     shape = vec.shape[:-1]
-    arkit = _by_name(ARKIT_CHANNELS, np.array(one).reshape(*shape, len(ARKIT_CHANNELS)))
-    if capability == "viseme15":
-        return FaceWeights(arkit, _by_name(VISEMES, np.array(shares).reshape(*shape, len(VISEMES))), report)
-    return FaceWeights(arkit, _by_name(VOWELS, np.array(_fold1(shares)).reshape(*shape, len(VOWELS))), report)
+    report = _report(shown, notes)
+    # one array of every weight (the ARKit ones clipped to 1 in place: = _valid_mouthing_arkit1,
+    # bit for bit), then the mix; named rows of it
+    names = VISEMES if capability == "viseme15" else VOWELS
+    n = len(ARKIT_CHANNELS)
+    weights = np.array(raw + (shares if capability == "viseme15" else _fold1(shares)))
+    np.minimum(weights[:n], 1.0, out=weights[:n])
+    if shape == (1,):  # (1,) rows
+        rows = list(weights.reshape(-1, 1))
+        return FaceWeights(dict(zip(ARKIT_CHANNELS, rows, strict=False)),  # the first n
+                           dict(zip(names, rows[n:], strict=True)), report)
+    return FaceWeights(_by_name(ARKIT_CHANNELS, weights[:n]), _by_name(names, weights[n:]), report)
 
 
 def _by_name(names: tuple[str, ...], values: F64) -> dict[str, F64]:

@@ -51,8 +51,9 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Generic, Literal, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -75,7 +76,7 @@ from posewire.codec.registry import REGISTRY, SPINE_SHARES
 from posewire.codec.vector import N_DIMS, ValidationReport
 
 from .face import CAPABILITIES, Capability, FaceWeights, _face_weights, _validate_clamp, _validate_clamp_changed
-from .ik import _LATERAL, IKResult, _pole, _pole1, _solve, _solve1, _unit, two_bone_ik
+from .ik import _LATERAL, IKResult, _arm1, _pole, _solve, _unit, two_bone_ik
 from .skeleton import FINGERS, Skeleton, calibration_of
 
 __all__ = ["HEAD_SHARES", "DecodePlan", "PoseResult", "decode_frame", "decode_plan", "decode_pose"]
@@ -304,13 +305,15 @@ def decode_plan(skel: Skeleton) -> DecodePlan:
 
 
 @functools.lru_cache(maxsize=32)
-def _arm_scale(cal: Calibration) -> tuple[CalibrationUnits, F64]:
-    # spec §4.1: units of this calibration and p = sign · n · 2.5 · L per side (l, r)
+def _arm_scale(cal: Calibration) -> tuple[CalibrationUnits, F64, tuple[Vec3, Vec3]]:
+    # spec §4.1: units of this calibration and p = sign · n · 2.5 · L per side (l, r), also
+    # as Python floats (one frame)
     arm_units = units(cal)
     _readonly(arm_units.L)
     scale = _ARM_SIGN * ARM_MAX * arm_units.L
     _readonly(scale)
-    return arm_units, scale
+    (lx, ly, lz), (rx, ry, rz) = scale.tolist()
+    return arm_units, scale, ((lx, ly, lz), (rx, ry, rz))
 
 
 @dataclass(frozen=True)
@@ -324,12 +327,18 @@ class PoseResult:
     rescaled/clamped (spec §3.3); ``validation``: NaN/out-of-range dims replaced or
     clamped (spec §3.5); ``units``: arm units with ``fallback_axes`` (spec §4.1);
     ``skipped``: canonical joints the skeleton lacks (seed 001: skipped).
+
+    ``targets``, ``ik`` and ``palm_clamped`` are read-only mappings ``"l"``/``"r"`` → value
+    (one frame's flag arrays are shared and read-only);
+    for one frame their arrays are made on first access (an avatar client reads the local
+    rotations; the IK details and flags are diagnostics, computed with the frame and
+    packed into arrays only when asked for).
     """
 
     local_rotations: F64
-    targets: dict[str, F64]
-    ik: dict[str, IKResult]
-    palm_clamped: dict[str, NDArray[np.bool_]]
+    targets: Mapping[str, F64]
+    ik: Mapping[str, IKResult]
+    palm_clamped: Mapping[str, NDArray[np.bool_]]
     validation: ValidationReport
     units: CalibrationUnits
     skipped: tuple[str, ...]
@@ -379,17 +388,18 @@ def decode_frame(vectors: ArrayLike, skeleton: Skeleton, *, capability: Capabili
         raise UsageError("usage.bad_option", f"capability must be one of {CAPABILITIES}, not {capability!r}")
     arr = np.asarray(vectors, dtype=np.float64)
     vec, validation, changed = _validate_clamp_changed(arr.reshape(-1, arr.shape[-1]) if arr.ndim else arr)
-    return (_decode(vec, validation, skeleton, calibration),
-            _face_weights(vec, validation, capability, visemes, changed))
+    vl = vec.ravel().tolist() if vec.size == N_DIMS else None  # one frame: its Python floats, once
+    return (_decode(vec, validation, skeleton, calibration, vl),
+            _face_weights(vec, validation, capability, visemes, changed, vl))
 
 
 def _decode(vec: F64, validation: ValidationReport, skeleton: Skeleton,
-            calibration: Calibration | None) -> PoseResult:
+            calibration: Calibration | None, vl: list[float] | None = None) -> PoseResult:
     batch = vec.shape[0]
     plan = decode_plan(skeleton)
-    arm_units, arm_scale = _arm_scale(plan.calibration if calibration is None else calibration)
+    arm_units, arm_scale, arm_scale1 = _arm_scale(plan.calibration if calibration is None else calibration)
     if batch == 1 and not plan.arm_fallback:
-        return _decode_one(vec, validation, plan, arm_units, arm_scale)
+        return _decode_one(vec, validation, plan, arm_units, arm_scale1, vl)
 
     # every elementary rotation of the frame: (B, T, 3) half angles -> (B, T, 4)
     half = vec[:, plan.rot_dims] * plan.rot_half_gain + plan.rot_half_offset
@@ -466,8 +476,10 @@ def _decode(vec: F64, validation: ValidationReport, skeleton: Skeleton,
 # add: rotations about one axis commute), so a row is a sum over at most 2^K products of
 # K cosines/sines with fixed quaternion coefficients (K ≤ 4 on the canonical skeleton);
 # half angles come from one gain matrix, rows from one gather and one matmul. The
-# bind-frame products are 4×4 matrices; the two arms, palms and fractional powers are
-# Python floats (posewire.consumers.ik._solve1). Equal to the batch path to float round-off
+# bind-frame products are 4×4 matrices; the two arms (posewire.consumers.ik._arm1: pole and
+# two-bone solve in one function), palms and fractional powers are Python floats, written
+# into the G table as one flat list. Targets, IK results and palm flags stay Python floats
+# until first read (_Sides1). Equal to the batch path to float round-off
 # (tests/test_consumer_speed_equivalence.py).
 
 def _left_matrix(q: F64) -> F64:
@@ -489,22 +501,26 @@ def _right_matrix(q: F64) -> F64:
 class _OnePlan:
     angle_matrix: F64  # (U, N): half angle u = Σ gain · n over its dims (entry 0: the constant 0)
     angle_const: F64  # (U,) plus a constant half angle (finger metacarpal, §4.3)
-    factor_at: NDArray[np.intp]  # (K, S + 2 + F, 2^K) flat index into [cos(U) | sin(U)] of
-    # factor k of each term: row r (body, head, S − 2 unused, the hand rows) = Σ_terms Π_k · coef
-    row_coef: F64  # (S + 2 + F, 2^K, 4) coefficient of each term, hand rows with mirror, · P⁻¹
-    hand_world: NDArray[np.intp]  # (2 + F,) row of the small table holding that side's palm
+    # the table's rows: A (hand rows of at most two factors, the two hands first; 4 terms),
+    # B (body, head, then the hand rows of more: 2^K terms), then the n_small G slots;
+    # a row = Σ_terms Π_k (cos|sin)(half angle) · coef, indices into [cos(U) | sin(U)]
+    factor_a: NDArray[np.intp]  # (2, A, 4) the two factors of each term
+    coef_a: F64  # (A, 4, 4) coefficient of each term, with mirror and · P⁻¹
+    factor_b: NDArray[np.intp]  # (K, B, 2^K)
+    coef_b: F64  # (B, 2^K, 4)
+    hand_rows: NDArray[np.intp]  # (2 + F, 16) flat gathers of the hand rows (for hands_a)
     rest: F64 | None  # (J, 4, 4): L_rest·W_rest⁻¹ · x · W_rest
-    powers: tuple[tuple[int, float], ...]  # (source 0 body / 1 head, share)
-    shoulder: tuple[tuple[float, float, float], ...]
-    upper_dir: tuple[tuple[float, float, float], ...]
-    lower_dir: tuple[tuple[float, float, float], ...]
-    upper_len: tuple[float, ...]
-    lower_len: tuple[float, ...]
+    n_small: int  # G slots before the hand rows: identity, powers, arms (4), hands (2)
+    spine_shares: tuple[float, ...]  # cumulative fractional powers of Q (spec §4.5)
+    head_shares: tuple[float, ...]  # ... of H, carried by Q (spec §4.4)
     neck: tuple[float, float, float]
+    # per side (l, r): arm dims x, y, z, spread dim, lateral, fixed sense, shoulder, upper
+    # dir, upper length, lower dir, lower length, palm dims, mirrored (spec §4.1, §4.2)
+    arms: tuple[tuple[int, int, int, int, Vec3, float, Vec3, Vec3, float, Vec3, float,
+                      tuple[int, int, int], bool], ...]
     hands_a: NDArray[np.intp]  # (2 + F, 16) flat gathers for multiply_unchecked(palm of side, hand row)
-    hands_b: NDArray[np.intp]
     local_a: NDArray[np.intp]  # (J, 16) flat gathers for conj(G_parent) · G_j
-    raw_fingers: bool  # local_a/b index [small table, hands l r, hand rows] (see _one_plan)
+    raw_fingers: bool  # local_a/b index the table (hands, fingers without the palm; _one_plan)
     local_b: NDArray[np.intp]
 
 
@@ -601,121 +617,195 @@ def _one_plan(plan: DecodePlan) -> _OnePlan:
     def triples(x: F64) -> tuple[tuple[float, float, float], ...]:
         return tuple((float(r[0]), float(r[1]), float(r[2])) for r in x)
 
-    hands_a, hands_b = _pairs(hand_world, np.arange(n_rows))
+    # the padded rows above, split: most finger rows have two factors (side, then the
+    # merged fold + curls), so 4 of their 2^K terms are not zero (the padding factors'
+    # bits 0); the unused rows 2 .. n_small − 1 are dropped (the small table follows).
+    # K ≥ 3 (the body's three Euler factors); A starts with the two hand rows (no factor)
+    n_factors = [len(r) for r in rows]
+    two = [k for k, b in enumerate(bits) if not any(b[2:])]
+    rows_a = [r for r in range(n_small, len(rows)) if n_factors[r] <= 2]
+    rows_b = [0, 1, *(r for r in range(n_small, len(rows)) if n_factors[r] > 2)]
+    at = np.empty(len(rows), dtype=np.intp)  # padded row -> table row
+    at[rows_a + rows_b] = np.arange(len(rows_a) + len(rows_b))
+    at[2:n_small] = -1
+    n_table = len(rows_a) + len(rows_b)
+
+    def table(slot_row: NDArray[np.intp]) -> NDArray[np.intp]:  # padded row or G slot -> table row
+        out: NDArray[np.intp] = np.where(slot_row >= n_small, at[np.minimum(slot_row, len(rows) - 1)],
+                                         n_table + slot_row)
+        return out
+
+    hands_a, _ = _pairs(hand_world, np.arange(n_rows))
+    hand_rows = 4 * at[n_small:, None] + _PAIR_J
     # conj(G_p)·G_j is unchanged when both carry the same left factor: a finger whose
     # parent is its hand or a finger takes the hand rows without the palm (the hand
-    # joint itself and its parent keep the full G). Table: slots < n_small as in the
-    # plan, then the 2 + F hand rows from n_small.
+    # joint itself and its parent keep the full G): its slot n_small + f is padded row
+    # n_small + 2 + f. Otherwise the per-frame table is the plan's slots: the small table
+    # less the palms, then the hand rows with the palm.
     joint, parent = plan.joint_slot, plan.parent_slot
     finger = joint >= n_small
     raw = bool((parent[finger] >= n_small - 2).all())
     if raw:
-        joint = np.where(finger, joint + 2, joint)
-        parent = np.where(finger, parent + 2, parent)
+        joint = table(np.where(finger, joint + 2, joint))
+        parent = table(np.where(finger, parent + 2, parent))
     local_a, local_b = _pairs(parent, joint)
+    factor_a = np.ascontiguousarray(factor_at[:2][:, rows_a][:, :, two])
+    coef_a = np.ascontiguousarray(coef[rows_a][:, two])
+    factor_b = np.ascontiguousarray(factor_at[:, rows_b])
+    coef_b = np.ascontiguousarray(coef[rows_b])
+    shares = plan.power_share.tolist()
+    shoulder, upper_dir, lower_dir = triples(plan.shoulder), triples(plan.upper_dir), triples(plan.lower_dir)
+    arms = tuple((*_ARM_DIMS[k].tolist(), int(_SPREAD_DIMS[k]), triples(_LATERAL_LR)[k], float(_FIXED_SENSE[k]),
+                  shoulder[k], upper_dir[k], float(plan.upper_len[k]), lower_dir[k], float(plan.lower_len[k]),
+                  tuple(_PALM_DIMS[k].tolist()), s == "l") for k, s in enumerate(SIDES))
     one = _OnePlan(
-        angle_matrix=matrix, angle_const=const, factor_at=factor_at, row_coef=coef,
-        hand_world=hand_world, rest=rest,
-        powers=tuple(zip(plan.power_source.tolist(), plan.power_share.tolist(), strict=True)),
-        shoulder=triples(plan.shoulder), upper_dir=triples(plan.upper_dir),
-        lower_dir=triples(plan.lower_dir), upper_len=tuple(plan.upper_len.tolist()),
-        lower_len=tuple(plan.lower_len.tolist()), neck=triples(plan.neck[None])[0],
-        hands_a=hands_a, hands_b=hands_b, local_a=local_a, local_b=local_b, raw_fingers=raw)
-    _readonly(matrix, const, factor_at, coef, hand_world, one.hands_a, one.hands_b, one.local_a,
+        angle_matrix=matrix, angle_const=const, factor_a=factor_a, coef_a=coef_a, factor_b=factor_b,
+        coef_b=coef_b, hand_rows=hand_rows, rest=rest, n_small=n_small,
+        spine_shares=tuple(shares[:plan.n_spine]), head_shares=tuple(shares[plan.n_spine:]),
+        neck=triples(plan.neck[None])[0], arms=arms,
+        hands_a=hands_a, local_a=local_a, local_b=local_b, raw_fingers=raw)
+    _readonly(matrix, const, factor_a, coef_a, factor_b, coef_b, hand_rows, one.hands_a, one.local_a,
               one.local_b, *(() if rest is None else (rest,)))
     return one
 
 
-_ARM_DIMS_L = [d.tolist() for d in _ARM_DIMS]
-_SPREAD_DIMS_L = _SPREAD_DIMS.tolist()
-_PALM_DIMS_L = [d.tolist() for d in _PALM_DIMS]
-_LATERAL_L = [tuple(x.tolist()) for x in _LATERAL_LR]
-_FIXED_L = _FIXED_SENSE.tolist()
+_FALSE1 = np.zeros(1, dtype=np.bool_)  # the (1,) flags of one frame, shared (read-only)
+_TRUE1 = np.ones(1, dtype=np.bool_)
+_readonly(_FALSE1, _TRUE1)
 
 
-def _decode_one(vec: F64, validation: ValidationReport, plan: DecodePlan,
-                arm_units: CalibrationUnits, arm_scale: F64) -> PoseResult:
+def _decode_one(vec: F64, validation: ValidationReport, plan: DecodePlan, arm_units: CalibrationUnits,
+                arm_scale: tuple[Vec3, Vec3], vl: list[float] | None = None) -> PoseResult:
+    # ``vl``: vec[0] as Python floats when the caller has them (decode_frame)
     one = _one_plan(plan)
     v = vec[0]
-    vl = v.tolist()
-    # body, head and hand rows: Σ_terms Π_k (cos|sin)(half angle) · coef (see _row_factors)
+    if vl is None:
+        vl = v.tolist()
+    # the table (_OnePlan): rows A, rows B (Σ_terms Π_k (cos|sin)(half angle) · coef, see
+    # _row_factors), then the small table's G slots, written below
     half = one.angle_matrix @ v + one.angle_const
     cs = np.concatenate((np.cos(half), np.sin(half)))
-    rows = (cs[one.factor_at].prod(axis=0)[:, None, :] @ one.row_coef)[:, 0]
-    n_small = rows.shape[0] - one.hand_world.size
+    n_a, n_b = one.coef_a.shape[0], one.coef_b.shape[0]
+    g = np.empty(4 * (n_a + n_b + one.n_small))
+    g3 = g.reshape(-1, 1, 4)
+    np.matmul((cs[one.factor_a[0]] * cs[one.factor_a[1]])[:, None, :], one.coef_a, out=g3[:n_a])
+    np.matmul(np.multiply.reduce(cs[one.factor_b])[:, None, :], one.coef_b, out=g3[n_a:n_a + n_b])
+    bw, bx, by, bz, hw, hx, hy, hz = g[4 * n_a:4 * n_a + 8].tolist()
 
-    # spec §4.5 / §4.4 fractional powers, §4.1 arms, §4.2 palms: Python floats
-    euler = rows[:2].ravel().tolist()
-    body: Quat = (euler[0], euler[1], euler[2], euler[3])
-    axis_angle = []
-    for r in (0, 4):
-        w, x, y, z = euler[r], euler[r + 1], euler[r + 2], euler[r + 3]
-        sin_half = math.sqrt(x * x + y * y + z * z)
+    # spec §4.5 / §4.4 fractional powers about each rotation's axis (|angles| ≤ 90°, so
+    # w > 0), §4.1 arms, §4.2 palms: Python floats, written as one flat list of the G slots
+    small = [1.0, 0.0, 0.0, 0.0]
+    if one.spine_shares:
+        sin_half = math.sqrt(bx * bx + by * by + bz * bz)
         d = sin_half if sin_half > 0.0 else 1.0
-        axis_angle.append((x / d, y / d, z / d, math.atan2(sin_half, w)))
-    small: list[Quat] = [(1.0, 0.0, 0.0, 0.0)]
-    n_spine = 1 + plan.n_spine
-    for source, share in one.powers:
-        ax, ay, az, ang = axis_angle[source]
-        angle = ang * share
-        s = math.sin(angle)
-        q: Quat = (math.cos(angle), s * ax, s * ay, s * az)
-        small.append(q if len(small) < n_spine else multiply1(body, q))  # head: Q · H^c
-    targets: list[Vec3] = []
-    upper: list[Quat] = []
-    lower: list[Quat] = []
-    ik_rows: list[tuple[float, ...]] = []
+        ax, ay, az, ang = bx / d, by / d, bz / d, math.atan2(sin_half, bw)
+        for share in one.spine_shares:
+            angle = ang * share
+            s = math.sin(angle)
+            small += (math.cos(angle), s * ax, s * ay, s * az)
+    if one.head_shares:
+        sin_half = math.sqrt(hx * hx + hy * hy + hz * hz)
+        d = sin_half if sin_half > 0.0 else 1.0
+        ax, ay, az, ang = hx / d, hy / d, hz / d, math.atan2(sin_half, hw)
+        for share in one.head_shares:
+            angle = ang * share
+            s = math.sin(angle)
+            qw, qx, qy, qz = math.cos(angle), s * ax, s * ay, s * az
+            small += (bw * qw - bx * qx - by * qy - bz * qz, bw * qx + bx * qw + by * qz - bz * qy,  # Q · H^c
+                      bw * qy - bx * qz + by * qw + bz * qx, bw * qz + bx * qy - by * qx + bz * qw)
+    body: Quat = (bw, bx, by, bz)
+    lower: list[float] = []
+    palms: list[Quat] = []
+    quats: list[float] = []  # per side: G_upper, G_lower (body-local IK results)
+    points: list[float] = []  # per side: target, elbow, wrist
     clamped: list[bool] = []
     palm_clamped: list[bool] = []
-    neck, scale = one.neck, arm_scale.tolist()
-    for k in range(2):
-        sc, sh, dims = scale[k], one.shoulder[k], _ARM_DIMS_L[k]
-        target = (neck[0] + vl[dims[0]] * sc[0], neck[1] + vl[dims[1]] * sc[1],
-                  neck[2] + vl[dims[2]] * sc[2])
-        pole = _pole1((target[0] - sh[0], target[1] - sh[1], target[2] - sh[2]),
-                      vl[_SPREAD_DIMS_L[k]], _LATERAL_L[k], _FIXED_L[k])
-        g_up, g_low, elbow, wrist, hit = _solve1(
-            sh, one.upper_dir[k], one.upper_len[k], one.lower_dir[k], one.lower_len[k],
-            target, pole)
-        targets.append(target)
-        upper.append(multiply1(body, g_up))  # body-local arms carried by Q (seed 003)
-        lower.append(multiply1(body, g_low))
-        ik_rows.append((*g_up, *g_low, *elbow, *wrist))
+    nx, ny, nz = one.neck
+    for (dx, dy, dz, spread, lateral, fixed, sh, up_dir, up_len, low_dir, low_len, (pxi, pyi, pzi),
+         mirror), (cx, cy, cz) in zip(one.arms, arm_scale, strict=True):
+        target = (nx + vl[dx] * cx, ny + vl[dy] * cy, nz + vl[dz] * cz)
+        g_up, g_low, elbow, wrist, hit = _arm1(sh, up_dir, up_len, low_dir, low_len, target, vl[spread],
+                                                lateral, fixed)
+        small += multiply1(body, g_up)  # body-local arms carried by Q (seed 003)
+        lower += multiply1(body, g_low)
+        quats += (*g_up, *g_low)
+        points += (*target, *elbow, *wrist)
         clamped.append(hit)
-    palms: list[Quat] = []
-    for k in range(2):
-        dims = _PALM_DIMS_L[k]
-        px, py, pz = vl[dims[0]], vl[dims[1]], vl[dims[2]]
+        # spec §4.2: rescale |v| > 1, clamp to 0.98, w ≥ 0; the left hand mirrored
+        px, py, pz = vl[pxi], vl[pyi], vl[pzi]
         norm = math.sqrt(px * px + py * py + pz * pz)
         over = norm > PALM_CLAMP
         if over:
             f = PALM_CLAMP / norm
             px, py, pz = px * f, py * f, pz * f
         w = math.sqrt(max(0.0, 1.0 - (px * px + py * py + pz * pz)))
-        palms.append(multiply1(body, (w, px, -py, -pz) if k == 0 else (w, px, py, pz)))
+        palms.append(multiply1(body, (w, px, -py, -pz) if mirror else (w, px, py, pz)))
         palm_clamped.append(over)
+    small += lower
 
-    # hands; L_j (module docstring)
+    # hands; L_j = conj(G_parent) · G_j (module docstring)
     if one.raw_fingers:
-        h = rows[n_small:n_small + 2].tolist()
-        hand_g = [multiply1(palms[0], (h[0][0], h[0][1], h[0][2], h[0][3])),
-                  multiply1(palms[1], (h[1][0], h[1][1], h[1][2], h[1][3]))]
-        rows[:n_small] = small + upper + lower + hand_g  # over body, head (read above)
-        g = rows.ravel()
+        h = g[:8].tolist()  # the two hands: the first rows of A
+        small += multiply1(palms[0], (h[0], h[1], h[2], h[3]))
+        small += multiply1(palms[1], (h[4], h[5], h[6], h[7]))
+        g[4 * (n_a + n_b):] = small
     else:
-        g_small = np.array(small + upper + lower + palms)
-        hands = (g_small.ravel()[one.hands_a] * rows[n_small:].ravel()[one.hands_b]) @ HAMILTON_TABLE
-        g = np.concatenate([g_small[:-2], hands]).ravel()
-    local = (g[one.local_a] * g[one.local_b]) @ _QMUL_CONJ_TABLE  # conj(G_parent) · G_j
+        g_small = np.array(small + [x for q in palms for x in q])
+        hands = (g_small[one.hands_a] * g[one.hand_rows]) @ HAMILTON_TABLE
+        g = np.concatenate([g_small[:-8], hands.ravel()])
+    local = (g[one.local_a] * g[one.local_b]) @ _QMUL_CONJ_TABLE
     if one.rest is not None:
         local = (one.rest @ local[:, :, None])[:, :, 0]
     local[0] = plan.root_rest
 
-    # one array per result type, then (1, k) views of it per side
-    rows = np.array([[*targets[k], *ik_rows[k]] for k in range(2)])[:, None]
-    flags = np.array([clamped, palm_clamped])[:, :, None]
-    ik: dict[str, IKResult] = {s: IKResult(rows[k, :, 3:7], rows[k, :, 7:11], rows[k, :, 11:14],
-                      rows[k, :, 14:17], flags[0, k], False) for k, s in enumerate(SIDES)}
-    return PoseResult(local[None], {s: rows[k, :, 0:3] for k, s in enumerate(SIDES)}, ik,
-                      {s: flags[1, k] for k, s in enumerate(SIDES)}, validation, arm_units,
-                      plan.skipped)
+    sides = _Sides1(quats + points, clamped, palm_clamped)  # arrays on first access
+    return PoseResult(local[None], _SideMap(sides, 0), _SideMap(sides, 1), _SideMap(sides, 2),
+                      validation, arm_units, plan.skipped)
+
+
+class _Sides1:
+    # one frame's per-side results as Python floats (G_upper, G_lower of l then r; target,
+    # elbow, wrist of l then r) and flags; their arrays are made once, on first access
+    __slots__ = ("_built", "_clamped", "_floats", "_palm_clamped")
+
+    def __init__(self, floats: list[float], clamped: list[bool], palm_clamped: list[bool]) -> None:
+        self._floats, self._clamped, self._palm_clamped = floats, clamped, palm_clamped
+        self._built: tuple[dict[str, F64], dict[str, IKResult], dict[str, NDArray[np.bool_]]] | None = None
+
+    def built(self) -> tuple[dict[str, F64], dict[str, IKResult], dict[str, NDArray[np.bool_]]]:
+        if self._built is None:  # one array of the results, (1, 4) and (1, 3) views of it
+            out = np.array(self._floats)
+            up_l, low_l, up_r, low_r = out[:16].reshape(4, 1, 4)
+            t_l, e_l, w_l, t_r, e_r, w_r = out[16:].reshape(6, 1, 3)
+            c, p = self._clamped, self._palm_clamped
+            self._built = ({"l": t_l, "r": t_r},
+                           {"l": IKResult(up_l, low_l, e_l, w_l, _TRUE1 if c[0] else _FALSE1, False),
+                            "r": IKResult(up_r, low_r, e_r, w_r, _TRUE1 if c[1] else _FALSE1, False)},
+                           {"l": _TRUE1 if p[0] else _FALSE1, "r": _TRUE1 if p[1] else _FALSE1})
+        return self._built
+
+
+_V = TypeVar("_V")
+
+
+class _SideMap(Mapping[str, _V], Generic[_V]):
+    # PoseResult.targets / ik / palm_clamped of one frame: a read-only "l"/"r" mapping over
+    # its _Sides1 (which: 0 targets, 1 IK, 2 palm flags)
+    __slots__ = ("_sides", "_which")
+
+    def __init__(self, sides: _Sides1, which: int) -> None:
+        self._sides, self._which = sides, which
+
+    def __getitem__(self, side: str) -> _V:
+        value: _V = self._sides.built()[self._which][side]  # type: ignore[assignment]
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(SIDES)
+
+    def __len__(self) -> int:
+        return len(SIDES)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+

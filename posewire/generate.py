@@ -319,7 +319,8 @@ def demo_recording_jsonl() -> str | None:
     recording, so that an installed ``posewire demo`` needs no ``.pose`` reader (issue 20,
     deliverable 1), with the face and mouth of MediaPipe's blendshape model run on the
     capture's own face mesh (``tests/data/holistic_signer_blendshapes.json``, made by
-    ``tools/face_blendshapes.py``). ``None`` (skipped) without pose-format."""
+    ``tools/face_blendshapes.py``) and the viseme mix estimated from that mouth (spec §4.7).
+    ``None`` (skipped) without pose-format."""
     import json
     import tempfile
 
@@ -336,7 +337,7 @@ def demo_recording_jsonl() -> str | None:
             out = Path(tmp) / "recording.jsonl"
             weights = json.loads((source.parent / "holistic_signer_blendshapes.json").read_text(encoding="utf-8"))
             rows = [[float("nan")] * len(weights["channels"]) if f is None else f for f in weights["frames"]]
-            pose_file_to_recording(source, out, blendshapes=rows)
+            pose_file_to_recording(source, out, blendshapes=rows, mouthing=True)
             return out.read_text(encoding="utf-8")
     except ModuleNotFoundError:
         return None

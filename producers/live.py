@@ -41,6 +41,7 @@ from posewire.codec.calibration import REFERENCE_CALIBRATION, Calibration, units
 from posewire.codec.conditions import Conditions
 from posewire.codec.errors import UsageError
 from posewire.codec.morph import FACE_DIM_INDICES, N_ARKIT
+from posewire.codec.mouthing import mix_from_mouth
 from posewire.codec.registry import REGISTRY
 from posewire.producers.face import (
     EYE_MESH_INDEX,
@@ -335,13 +336,17 @@ class LiveEncoder:
     None for raw values; with it, :meth:`encode` needs the frame time ``t_us``;
     ``neutral_face_frames``: when > 0, the performer's neutral face is measured over that many
     frames with a face and the face and mouth dims are re-centred on it afterwards
-    (:class:`posewire.producers.face.NeutralFace`, spec §7.3).
+    (:class:`posewire.producers.face.NeutralFace`, spec §7.3); ``mouthing``: a frame with a
+    tracked mouth also carries a viseme mix estimated from it, its mouth dims sent as the
+    deltas that give the same mouth (:func:`posewire.codec.mouthing.mix_from_mouth`, spec §4.7).
     """
 
     def __init__(self, *, calibration: LandmarkCalibration | None = None, face_expected: bool = True,
                  visibility_threshold: float = 0.5, live: LiveCalibration | None = None,
-                 smoothing: VectorFilter | None = None, neutral_face_frames: int = 0) -> None:
+                 smoothing: VectorFilter | None = None, neutral_face_frames: int = 0,
+                 mouthing: bool = False) -> None:
         self.smoothing = smoothing
+        self.mouthing = mouthing
         # spec §7.3 "Smoothing": with the vector filter, the chest frame is smoothed as well
         self.chest = RotationFilter() if smoothing is not None else None
         self.neutral_face = NeutralFace(neutral_face_frames) if neutral_face_frames > 0 else None
@@ -446,7 +451,11 @@ class LiveEncoder:
         if self.smoothing is not None and t_us is not None:
             vec = self.smoothing(t_us / 1e6, vec)
         tracked = tuple(p for p, s in states.items() if s == "tracked")
-        conditions = Conditions(tracking={p: s for p, s in states.items() if s != "tracked"})
+        mix = None
+        if self.mouthing and states.get("mouth") == "tracked":  # spec §4.7: a mix from the mouth
+            shares, vec = mix_from_mouth(vec)
+            mix = tuple(float(x) for x in shares) if shares.any() else None
+        conditions = Conditions(mouthing=mix, tracking={p: s for p, s in states.items() if s != "tracked"})
         self.report.frames += 1
         self.report.tracked.update(tracked)
         if changed is not None:

@@ -42,6 +42,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from posewire.codec.errors import UsageError
 from posewire.codec.morph import FACE_DIM_INDICES, N_ARKIT
+from posewire.codec.mouthing import mix_from_mouth
 from posewire.producers.filter import FilterResult, RotationFilter, filter_vectors
 from posewire.producers.hand import bone_log_lengths, estimate_depth_gain
 from posewire.producers.landmarks import (
@@ -62,6 +63,7 @@ __all__ = [
     "pose_file_to_recording",
     "pose_to_landmarks",
     "read_pose_file",
+    "with_blendshapes",
 ]
 
 F64 = NDArray[np.float64]
@@ -305,11 +307,13 @@ def read_pose_file(path: str | Path) -> PoseFile:
     return pose_to_landmarks(pose)
 
 
-def _with_blendshapes(result: LandmarkResult, weights: F64) -> LandmarkResult:
-    """The face and mouth dims of ARKit ``weights (B, 52)`` put into ``result`` where a row is
-    finite (spec §4.6, as :class:`posewire.producers.live.LiveEncoder` does), tracked there."""
+def with_blendshapes(result: LandmarkResult, weights: ArrayLike) -> LandmarkResult:
+    """The face and mouth dims of ARKit ``weights (B, 52)`` (``ARKIT_CHANNELS`` order) put into
+    ``result`` where a row is finite (spec §4.6, as :class:`posewire.producers.live.LiveEncoder`
+    does), tracked there."""
     from posewire.producers.face import blendshape_dims
 
+    weights = np.asarray(weights, dtype=np.float64)
     if weights.shape != (result.vectors.shape[0], N_ARKIT):
         raise UsageError("usage.shape", f"expected blendshapes ({result.vectors.shape[0]}, {N_ARKIT}), "
                          f"got {weights.shape}")
@@ -326,6 +330,7 @@ def _with_blendshapes(result: LandmarkResult, weights: F64) -> LandmarkResult:
 def pose_file_to_recording(
     path: str | Path, out_path: str | Path, *, visibility_threshold: float = 0.5, filter: bool = False,
     mirrored: Literal["report", "flip"] = "report", blendshapes: ArrayLike | None = None,
+    mouthing: bool = False,
 ) -> RecordSummary:
     """Convert a ``.pose`` file into a posewire recording at ``out_path``: one frame per
     pose frame with the estimated dims and the tracking condition; the header carries
@@ -335,7 +340,10 @@ def pose_file_to_recording(
     :func:`posewire.producers.landmarks.landmarks_to_vectors`. ``blendshapes``: ARKit weights
     ``(B, 52)`` per frame in ``ARKIT_CHANNELS`` order (a NaN row: no face), e.g. MediaPipe's
     blendshape model run on the file's face mesh (``tools/face_blendshapes.py``), encoded as
-    the live producer encodes them (spec §4.6: face and mouth tracked). Returns a summary."""
+    the live producer encodes them (spec §4.6: face and mouth tracked); ``mouthing``: each frame
+    with a tracked mouth also carries the viseme mix estimated from it (spec §4.7,
+    :func:`posewire.codec.mouthing.mix_from_mouth`; ``LiveEncoder(mouthing=True)``). Returns a
+    summary."""
     pose_file = read_pose_file(path)
     if pose_file.fps <= 0:
         raise UsageError("usage.bad_option", f"the .pose file has no frame rate ({pose_file.fps})", path=str(path))
@@ -347,16 +355,27 @@ def pose_file_to_recording(
     if pose_file.notes:
         result = replace(result, report=replace(result.report, notes=(*pose_file.notes, *result.report.notes)))
     if blendshapes is not None:
-        result = _with_blendshapes(result, np.asarray(blendshapes, dtype=np.float64))
+        result = with_blendshapes(result, blendshapes)
     elapsed = time.perf_counter() - started
     filtered = None
     if filter:
         times = np.arange(result.vectors.shape[0]) / pose_file.fps
         filtered = filter_vectors(result.vectors, times)
         result = replace(result, vectors=filtered.vectors)
+    vectors = result.vectors
+    mixes: list[tuple[float, ...] | None] = [None] * vectors.shape[0]
+    if mouthing:  # spec §4.7 "A mix from the measured mouth", on the frames with a mouth
+        mouth = np.asarray(result.tracking["mouth"] == "tracked")
+        if mouth.any():
+            shares, authored = mix_from_mouth(vectors[mouth])
+            vectors = vectors.copy()
+            vectors[mouth] = authored
+            for i, row in zip(np.flatnonzero(mouth).tolist(), shares, strict=True):
+                mixes[i] = tuple(float(x) for x in row) if row.any() else None
     frames = [
-        RecordedFrame.from_vector(round(i / pose_file.fps * 1e6), result.vectors[i], result.conditions(i))
-        for i in range(result.vectors.shape[0])
+        RecordedFrame.from_vector(round(i / pose_file.fps * 1e6), vectors[i],
+                                  replace(result.conditions(i), mouthing=mixes[i]))
+        for i in range(vectors.shape[0])
     ]
     write_recording(out_path, frames, calibration=result.calibration.calibration)
     batch = max(result.vectors.shape[0], 1)

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import mouthings
 
 from posewire.codec.morph import ARKIT_INDEX
 from posewire.codec.mouthing import _valid_mouthing_arkit, _valid_mouthing_arkit1, mouthing_to_arkit, normalize_shares
@@ -132,6 +135,13 @@ def test_one_frame_face_kernel_is_bit_equal(seed: int) -> None:
         one, over = _valid_mouthing_arkit1(row.tolist(), shares.tolist())
         np.testing.assert_array_equal(np.array(one), weights)
         assert np.array_equal(np.signbit(one), np.signbit(weights)) and over == bool(clipped.any())
+        # and face_weights of that frame (its clip in place in the weights array): the same
+        # bits as the kernel on the mix face_weights plays (a normalized mix can sum to 1 + ulp)
+        face = face_weights(row[None], capability="viseme15", visemes=shares)
+        want, want_clipped = _valid_mouthing_arkit(row, normalize_shares(shares)[0])
+        got = np.array([face.arkit[c][0] for c in ARKIT_INDEX])
+        assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
+        assert face.report.get("clipped", False) == bool(want_clipped.any())
 
 
 @pytest.mark.parametrize("capability", ["viseme15", "vowel5", "jaw", "none"])
@@ -185,3 +195,80 @@ def test_one_frame_face_weights_equal_the_batch_path(capability: str) -> None:
             for got, want in ((one.arkit, ref.arkit), (one.visemes, ref.visemes)):
                 for name in want:
                     np.testing.assert_array_equal(got[name], want[name][:1])
+
+
+def test_one_frame_side_mappings_are_read_only_and_built_once() -> None:
+    # issue 22: one frame's targets / IK / palm flags are l/r mappings whose arrays are made
+    # on first access; the values equal the batch path's (above), here the mapping itself
+    skel = helix_humanoid()
+    vec = _vectors(9, 1)
+    one = decode_pose(vec, skel)
+    ref = decode_pose(np.concatenate([vec, vec]), skel)
+    for field in ("targets", "ik", "palm_clamped"):
+        got = getattr(one, field)
+        assert list(got) == ["l", "r"] and len(got) == 2 and set(got.keys()) == {"l", "r"}
+        assert got["l"] is got["l"]  # made once
+        with pytest.raises(TypeError):
+            got["l"] = None  # type: ignore[index]
+        with pytest.raises(KeyError):
+            got["x"]
+    assert repr(one.targets).startswith("{'l': array(")
+    np.testing.assert_array_equal(dict(one.targets)["r"], one.targets["r"])
+    assert one.ik["l"].upper.shape == (1, 4) and one.ik["r"].wrist.shape == (1, 3)
+    assert one.palm_clamped["l"].shape == (1,) and one.palm_clamped["l"].dtype == np.bool_
+    assert one.report() == ref.report()
+
+
+@pytest.mark.parametrize("capability", ["viseme15", "vowel5", "jaw", "none"])
+def test_face_report_names_the_changed_dims_when_read(capability: str) -> None:
+    # issue 22: the face report is built on first access; it equals the eager one: the dims
+    # validate() clamped or replaced (the non-empty lists), then the notes
+    rng = np.random.default_rng(8)
+    for vec in (_vectors(6, 1), _vectors(7, 1)[0], _vectors(8, 5), np.zeros((1, N_DIMS))):
+        mix = rng.random(len(VISEMES)) * 0.4  # sums over 1: normalized and noted
+        out = face_weights(vec, capability=capability, visemes=mix)  # type: ignore[arg-type]
+        _, rep = validate(vec, policy="clamp")
+        want: dict[str, object] = {k: v for k, v in rep.dims().items() if v}
+        if capability == "none":
+            want["capability"] = "none: no face morphs played"
+        else:
+            want["mix_normalized"] = True
+        if capability in ("viseme15", "vowel5"):  # a clip of the drive is noted after the mix
+            want["clipped"] = True
+        got = dict(out.report)
+        if capability in ("viseme15", "vowel5") and "clipped" not in got:
+            del want["clipped"]
+        assert got == want and list(got) == list(want) and len(out.report) == len(want)
+
+
+_SKELETONS = _skeletons()
+_dim = st.one_of(st.floats(-1.4, 1.4, allow_nan=False), st.sampled_from([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(values=st.lists(_dim, min_size=N_DIMS, max_size=N_DIMS), which=st.integers(0, len(_SKELETONS) - 1),
+       mix=st.none() | mouthings(), capability=st.sampled_from(["viseme15", "vowel5", "jaw", "none"]))
+def test_one_frame_decode_frame_is_the_array_path(values: list[float], which: int, mix: tuple[float, ...] | None,
+                                                  capability: str) -> None:
+    # issue 22: the single-frame path (Python-float arms, split row table, lazy side results
+    # and report, face kernel in Python floats) equals the batch path — the same frame twice
+    skel = _SKELETONS[which]
+    vec = np.array(values)[None]
+    pose, face = decode_frame(vec, skel, capability=capability, visemes=mix)  # type: ignore[arg-type]
+    pair = np.concatenate([vec, vec])
+    ref = decode_pose(pair, skel)
+    np.testing.assert_allclose(pose.local_rotations, ref.local_rotations[:1], rtol=0, atol=1e-12)
+    for s in ("l", "r"):
+        np.testing.assert_allclose(pose.targets[s], ref.targets[s][:1], rtol=0, atol=1e-12)
+        for name in ("upper", "lower", "elbow", "wrist"):
+            np.testing.assert_allclose(getattr(pose.ik[s], name), getattr(ref.ik[s], name)[:1], rtol=0, atol=1e-12)
+        np.testing.assert_array_equal(pose.ik[s].clamped, ref.ik[s].clamped[:1])
+        np.testing.assert_array_equal(pose.palm_clamped[s], ref.palm_clamped[s][:1])
+    assert pose.report() == ref.report()
+    ref_face = face_weights(pair, capability=capability,  # type: ignore[arg-type]
+                            visemes=None if mix is None else np.array([mix, mix]))
+    assert dict(face.report) == dict(ref_face.report)
+    assert face.arkit.keys() == ref_face.arkit.keys() and face.visemes.keys() == ref_face.visemes.keys()
+    for got, want in ((face.arkit, ref_face.arkit), (face.visemes, ref_face.visemes)):
+        for name in want:
+            np.testing.assert_allclose(got[name], want[name][:1], rtol=0, atol=1e-12)

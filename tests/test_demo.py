@@ -48,6 +48,12 @@ def test_the_default_recording_moves_face_and_mouth_in_every_frame() -> None:
     # the signer mouths the word (lips pushed out and rolled in), blinks and looks around
     assert spread("m_pucker") > 0.5 and spread("m_roll") > 0.3 and spread("m_jaw") > 0.05
     assert spread("f_blink_l") > 0.1 and spread("f_gaze_yaw") > 0.3
+    # and the visemes: the mix estimated from that mouth (spec §4.7), aa as the jaw opens
+    from posewire.codec.registry import VISEMES
+
+    aa = [frame.conditions.mouthing[VISEMES.index("aa")] if frame.conditions.mouthing else 0.0
+          for frame in recorded]
+    assert max(aa) - min(aa) >= 0.1
 
 
 async def test_demo_serves_the_viewer_while_it_plays_and_loops() -> None:

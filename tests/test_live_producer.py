@@ -591,3 +591,24 @@ def test_produce_calibrate_face_rejects_a_bad_duration(capsys: pytest.CaptureFix
     with pytest.raises(SystemExit) as exit_:
         main(["produce", "--video", "x.mp4", "--record", "o.jsonl", "--calibrate-face", "nan"])
     assert exit_.value.code == 2 and "expected seconds" in capsys.readouterr().err
+
+
+def test_produce_mouthing_sends_a_mix_that_gives_the_same_mouth(tmp_path: Path) -> None:
+    # spec §4.7 "A mix from the measured mouth": with --mouthing a frame with a mouth carries a
+    # viseme mix and mouth deltas whose law value is the mouth sent without it
+    from posewire.cli.command import main
+    from posewire.codec.mouthing import MOUTH_DIM_INDICES, apply_mouthing
+    from posewire.producers.recording import read_recording
+
+    video = _video(tmp_path / "pan.avi", frames=3)
+    plain, mixed = tmp_path / "plain.jsonl", tmp_path / "mixed.jsonl"
+    assert main(["produce", "--video", str(video), "--record", str(plain), "--no-filter"]) == 0
+    assert main(["produce", "--video", str(video), "--record", str(mixed), "--no-filter", "--mouthing"]) == 0
+    assert any(f.conditions is not None and f.conditions.mouthing for f in read_recording(mixed)[1])
+    for before, after in zip(read_recording(plain)[1], read_recording(mixed)[1], strict=True):
+        assert after.conditions is not None and before.conditions is not None
+        assert before.conditions.mouthing is None
+        mix = after.conditions.mouthing if after.conditions.mouthing is not None else (0.0,) * 15
+        _, effective = apply_mouthing(np.nan_to_num(after.vector()), np.array(mix))
+        mouth = [i for i in MOUTH_DIM_INDICES if np.isfinite(before.vector()[i])]
+        np.testing.assert_allclose(effective[mouth], before.vector()[mouth], rtol=0, atol=1e-9)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import assume, example, given
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from numpy.typing import ArrayLike
@@ -23,7 +23,7 @@ from posewire.codec.mouthing import (
     shares_from_dict,
     viseme_baseline,
 )
-from posewire.codec.registry import ARKIT_CHANNELS, DIMENSIONS, REGISTRY, VISEMES
+from posewire.codec.registry import ARKIT_CHANNELS, DIMENSIONS, MOUTHING_SEED_TABLE, REGISTRY, VISEMES
 from posewire.codec.vector import LOWER, N_DIMS, UPPER, from_dict, mirror
 
 unit = st.floats(-1.0, 1.0, allow_nan=False)
@@ -268,3 +268,57 @@ def test_mouth_channels_are_the_mouth_group() -> None:
     names = {ARKIT_CHANNELS[i] for i in np.flatnonzero(MOUTH_CHANNELS)}
     assert {"jawOpen", "mouthClose", "tongueOut", "cheekPuff"} <= names
     assert "eyeBlinkLeft" not in names and len(names) == 29
+
+
+# ---------------------------------------------------------------------------- a producer's mix
+# spec §4.7 "A mix from the measured mouth" (posewire.codec.mouthing.mix_from_mouth)
+
+_mouth_value = st.floats(-1.0, 1.0, allow_nan=False)
+
+
+def _mouth_vector(values: list[float]) -> np.ndarray:
+    from posewire.codec.mouthing import MOUTH_DIM_INDICES
+
+    vec = np.full(N_DIMS, np.nan)
+    vec[MOUTH_DIM_INDICES] = values
+    return vec
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(_mouth_value, min_size=14, max_size=14))
+@example(values=[0.12, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])  # jaw a little open
+@example(values=[-0.7, 0.7, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])  # lips pressed: PP
+@example(values=[-0.3, -0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])  # against PP's press
+def test_mix_from_mouth_gives_back_the_mouth_by_the_law(values: list[float]) -> None:
+    from posewire.codec.mouthing import MIX_STEP, MOUTH_DIM_INDICES, apply_mouthing, mix_from_mouth
+
+    assume(len(values) == MOUTH_DIM_INDICES.size)
+    measured = _mouth_vector(values)
+    shares, authored = mix_from_mouth(measured)
+    # bounds (§3.4.1): a sendable mix, in steps of MIX_STEP, on the seed table's visemes only
+    assert (shares >= 0.0).all() and shares.sum() <= 1.0 + 1e-12
+    np.testing.assert_allclose(shares / MIX_STEP, np.round(shares / MIX_STEP), atol=1e-9)
+    seeded = {VISEMES.index(v) for v, _ in MOUTHING_SEED_TABLE}
+    assert set(np.flatnonzero(shares).tolist()) <= seeded
+    # round trip: the consumer's law gives the measured mouth back
+    mouth = authored[MOUTH_DIM_INDICES]
+    assert (np.abs(mouth) <= 1.0).all()
+    _, effective = apply_mouthing(np.nan_to_num(authored), shares)
+    np.testing.assert_allclose(effective[MOUTH_DIM_INDICES], values, rtol=0, atol=1e-12)
+    # idempotence: the mouth it gives is estimated the same way again
+    again, _ = mix_from_mouth(effective)
+    np.testing.assert_array_equal(again, shares)
+
+
+def test_mix_from_mouth_of_a_neutral_mouth_is_no_mix_and_absent_dims_stay_absent() -> None:
+    from posewire.codec.mouthing import MOUTH_DIM_INDICES, mix_from_mouth
+
+    shares, authored = mix_from_mouth(_mouth_vector([0.0] * MOUTH_DIM_INDICES.size))
+    assert not shares.any() and (authored[MOUTH_DIM_INDICES] == 0.0).all()
+    values = [0.35] + [0.0] * (MOUTH_DIM_INDICES.size - 2) + [np.nan]  # jaw open, m_tongue absent
+    shares, authored = mix_from_mouth(_mouth_vector(values))
+    assert shares[VISEMES.index("aa")] == 0.5 and np.isnan(authored[MOUTH_DIM_INDICES[-1]])
+    assert authored[MOUTH_DIM_INDICES[0]] == 0.0  # 0.7 · 0.5 = 0.35: the viseme carries it all
+    with pytest.raises(UsageError) as err:
+        mix_from_mouth(_mouth_vector([np.inf] + [0.0] * (MOUTH_DIM_INDICES.size - 1)))
+    assert err.value.code == "usage.not_finite"

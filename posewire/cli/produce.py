@@ -193,7 +193,7 @@ def _open_live(args: argparse.Namespace) -> tuple[FrameSource, MediaPipeEstimato
     neutral = 0 if args.calibrate_face is None else max(1, round(args.calibrate_face * source.fps))
     return source, estimator, LiveEncoder(face_expected=not args.no_face,
                                           smoothing=VectorFilter() if smooth else None,
-                                          neutral_face_frames=neutral)
+                                          neutral_face_frames=neutral, mouthing=args.mouthing)
 
 
 class FileNotes:
@@ -592,6 +592,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     live.add_argument("--calibrate-face", type=_positive_seconds, default=None, metavar="SECONDS",
                       help="hold a relaxed face for the first SECONDS: the face and mouth dims are then sent "
                            "re-centred on that neutral (spec §7.3 'Neutral face'; default: off)")
+    live.add_argument("--mouthing", action="store_true",
+                      help="also send a viseme mix estimated from the mouth (the mouthing condition, spec §4.7): "
+                           "avatars with viseme morphs move their mouth; costs bytes when the mouth moves")
     live.add_argument("--verbose", action="store_true",
                       help="show the native libraries' log lines (MediaPipe, TFLite, OpenCV)")
     rec = p.add_argument_group("recorded sources (--replay, --pose-file)")
