@@ -1,12 +1,17 @@
-"""Relay fan-out benchmark: one producer at 60 Hz to C consumers over loopback.
+"""Relay fan-out benchmark: one producer at 60 Hz to C consumers over loopback, for
+``posewire serve`` and, in the same run, its peer: a minimal relay on
+``websockets.broadcast()`` (no validation, no state, no latest-wins, no send window).
 
-Run: ``.venv/bin/python benchmarks/relay_bench.py [--consumers 10 100 500]
-[--duration 60] [--json PATH]``.
+Run: ``.venv/bin/python benchmarks/relay_bench.py [--consumers 10 100 300]
+[--duration 60] [--repeat N] [--relays posewire minimal] [--json PATH]``.
 
-For each level C the script
+Both relays are started once, side by side; each level runs against one, then the
+other, back to back (the order alternating from level to level), and the script prints,
+per level, the CPU per delivered frame of each, their ratio, loss and p50/p99 latency.
+For each level C and relay the script
 
-1. uses one relay (``posewire serve``) started once in its own process on
-   127.0.0.1 and a free port (a fresh stream name per level);
+1. uses that relay, started once in its own process on 127.0.0.1 and a free port (a
+   fresh stream name per level);
 2. starts ``ceil(C / 125)`` consumer worker processes, each running its share of the C
    consumers as asyncio websocket clients (raw ``websockets`` + :func:`posewire.codec.wire.decode`
    — the protocol, not a client library: hello, welcome, then frames; ``--clients
@@ -59,8 +64,13 @@ from posewire.codec.vector import DEFAULTS
 
 __all__ = [
     "CONSUMERS_PER_WORKER",
+    "MINIMAL_RELAY_CMD",
+    "RELAYS",
     "LevelResult",
+    "compare",
+    "comparison_rows",
     "main",
+    "run",
     "run_level",
     "start_relay",
 ]
@@ -75,6 +85,11 @@ CONNECT_CONCURRENCY = 25
 #: buffer, 120 fps limit) in a process of its own; ``--relay-cmd`` can name another
 #: command, e.g. ``posewire serve --host 127.0.0.1 --port {port} --token {token}``.
 DEFAULT_RELAY_CMD = "{python} {bench} --serve --port {port} --token {token}"
+#: The peer in the same run (issue 22): a minimal relay on ``websockets.broadcast()``
+#: (:func:`_serve_minimal_main`), the floor a relay's fan-out cost is compared with.
+MINIMAL_RELAY_CMD = "{python} {bench} --serve-minimal --port {port} --token {token}"
+#: ``--relays`` names → relay command templates.
+RELAYS = {"posewire": DEFAULT_RELAY_CMD, "minimal": MINIMAL_RELAY_CMD}
 HERE = Path(__file__).resolve()
 
 
@@ -253,16 +268,20 @@ async def _producer_main(args: argparse.Namespace) -> None:
                 await ws.send(wire.encode(frame))
         t0 = time.monotonic() + 0.05
         cpu0 = time.process_time()
-        for seq in range(n_frames):
-            due = t0 + seq * period
-            delay = due - time.monotonic()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            lateness.append(max(0.0, time.monotonic() - due))
-            values[yaw] = 0.3 * math.sin(seq / 30.0)
-            values[jaw] = 0.5 + 0.5 * math.sin(seq / 7.0)
-            await send(wire.Frame(seq, time.time_ns() // 1000, values))
-            sent += 1
+        failure = ""
+        try:
+            for seq in range(n_frames):
+                due = t0 + seq * period
+                delay = due - time.monotonic()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                lateness.append(max(0.0, time.monotonic() - due))
+                values[yaw] = 0.3 * math.sin(seq / 30.0)
+                values[jaw] = 0.5 + 0.5 * math.sin(seq / 7.0)
+                await send(wire.Frame(seq, time.time_ns() // 1000, values))
+                sent += 1
+        except Exception as exc:  # the relay closed the producer: reported, the level goes on
+            failure = f"producer: {type(exc).__name__}: {exc}"[:300]
         elapsed = time.monotonic() - t0
         cpu_s = time.process_time() - cpu0
         if args.clients != "posewire":
@@ -275,6 +294,7 @@ async def _producer_main(args: argparse.Namespace) -> None:
         "cpu_percent": 100.0 * cpu_s / elapsed if elapsed > 0 else 0.0,
         "send_lateness_p99_ms": 1000 * late[min(len(late) - 1, int(0.99 * len(late)))] if late else 0.0,
         "frame_bytes": len(wire.encode(wire.Frame(0, time.time_ns() // 1000, values))),
+        "error": failure,
     }), flush=True)
 
 
@@ -287,11 +307,77 @@ async def _serve_main(args: argparse.Namespace) -> None:
     # status line every 0.5 s on stderr: the orchestrator reads drops / rate_limited
     # every benchmark client comes from 127.0.0.1: the per-address admission caps (spec
     # §5.8) are opened so that all levels, up to 500 consumers, are admitted
+    # RELAY_BENCH_WINDOW_S: the send window's time bound (spec §5.7 rule 4; "none": frames only)
+    window_s = os.environ.get("RELAY_BENCH_WINDOW_S", "0.25")
     relay = Relay("127.0.0.1", args.port, token=args.token or None, status_every=0.5, max_connections=4096,
-                  max_per_address=4096, hello_rate=1000.0, hello_burst=10_000)
+                  max_per_address=4096, hello_rate=1000.0, hello_burst=10_000,
+                  send_window_s=None if window_s == "none" else float(window_s))
     stop = asyncio.Event()
-    asyncio.get_running_loop().call_later(args.max_seconds, stop.set)  # bounded
-    await relay.run(stop=stop)
+    loop = asyncio.get_running_loop()
+    loop.call_later(args.max_seconds, stop.set)  # bounded
+    profile = None
+    if os.environ.get("RELAY_BENCH_PROFILE"):  # where the relay's time goes: cProfile stats
+        import cProfile
+
+        profile = cProfile.Profile()  # (relay.run stops on SIGTERM: the stats are written)
+        profile.enable()
+    try:
+        await relay.run(stop=stop)
+    finally:
+        if profile is not None:
+            profile.disable()
+            profile.dump_stats(os.environ["RELAY_BENCH_PROFILE"])
+
+
+async def _serve_minimal_main(args: argparse.Namespace) -> None:
+    """The peer: a minimal relay on ``websockets.broadcast()`` — hello/welcome and the
+    token, then every producer message to every consumer of its stream, as it is. No
+    validation, no state, no latest-wins, no send window, websockets' default keepalive
+    (20 s). It prints status lines in the posewire relay's format (``frames_in``,
+    ``frames_out``) so that the same orchestrator measures it."""
+    from websockets.asyncio.server import ServerConnection, broadcast, serve
+    from websockets.typing import Subprotocol
+
+    token = args.token or None
+    streams: dict[str, set[ServerConnection]] = {}
+    counts = {"frames_in": 0, "frames_out": 0}
+
+    async def handler(ws: ServerConnection) -> None:
+        try:
+            hello = wire.decode(await ws.recv())
+        except Exception:
+            await ws.close(4001, "no hello")
+            return
+        if not isinstance(hello, wire.Hello) or (token is not None and hello.token != token):
+            await ws.close(4012, "refused")
+            return
+        await ws.send(wire.encode(wire.Welcome(f"m{id(ws):x}")))
+        consumers = streams.setdefault(hello.stream, set())
+        if hello.role == "consumer":
+            consumers.add(ws)
+            try:
+                await ws.wait_closed()
+            finally:
+                consumers.discard(ws)
+            return
+        async for data in ws:
+            if isinstance(data, bytes) and data[1:5] == b"\xa1t\xa1f":
+                counts["frames_in"] += 1
+                counts["frames_out"] += len(consumers)
+            broadcast(consumers, data)
+
+    async def status() -> None:
+        while True:
+            await asyncio.sleep(0.5)
+            print(f"posewire relay: streams={len(streams)} frames_in={counts['frames_in']} "
+                  f"frames_out={counts['frames_out']} drops=0 rate_limited=0 errors=0",
+                  file=sys.stderr, flush=True)
+
+    async with serve(handler, "127.0.0.1", args.port, subprotocols=[Subprotocol(wire.SUBPROTOCOL)],
+                     compression=None, max_size=wire.DEFAULT_MAX_MESSAGE_BYTES, backlog=4096):
+        task = asyncio.create_task(status())
+        await asyncio.sleep(args.max_seconds)  # bounded
+        task.cancel()
 
 
 # ---------------------------------------------------------------- orchestrator
@@ -524,6 +610,8 @@ def run_level(port: int, relay_pid: int, consumers: int, *, duration: float, tok
     finally:
         for p in [*workers, *([producer] if producer else [])]:
             _stop(p)
+    if prod.get("error"):
+        errors.append(prod["error"])
     per = [c for r in results for c in r["consumers"]]
     for c in per:
         errors.extend(c["errors"])
@@ -616,30 +704,115 @@ def run(consumer_levels: Sequence[int], *, duration: float, relay_cmd: str = DEF
         ) -> tuple[list[LevelResult], dict[str, float]]:
     """Start a relay, run every level against it, stop it. Returns the level results and
     the relay's RSS (MB) right after start and at the very end."""
+    results, memory = compare(consumer_levels, duration=duration, relays={"relay": relay_cmd},
+                              token=token, decode=decode, clients=clients, rate=rate,
+                              relay_logs={"relay": relay_log} if relay_log else None,
+                              grace_s=grace_s, relay_nice=relay_nice)
+    return results["relay"], memory["relay"]
+
+
+def compare(consumer_levels: Sequence[int], *, duration: float,
+            relays: dict[str, str] | None = None, repeat: int = 1,
+            token: str | None = "bench-token", decode: str = "full", clients: str = "raw",
+            rate: float = 60.0, relay_logs: dict[str, Path] | None = None,
+            grace_s: float = GRACE_S, relay_nice: int = 0,
+            ) -> tuple[dict[str, list[LevelResult]], dict[str, dict[str, float]]]:
+    """Start every relay of ``relays`` (name → command template; default
+    :data:`RELAYS`: ``posewire serve`` and the minimal ``broadcast()`` relay) side by
+    side, then run each level against each relay back to back, ``repeat`` times; the
+    order of the relays alternates from one level (and repeat) to the next, so that
+    neither always runs first on a machine whose load drifts. Returns, per relay, its
+    level results in run order, and its RSS (MB) after start and at the end."""
     import psutil
 
-    with tempfile.TemporaryDirectory(prefix="relay-bench-log-") as tmp:
-        log_path = relay_log or Path(tmp) / "relay.log"
-        with open(log_path, "wb") as log:
-            relay, port = start_relay(relay_cmd, token or "", log)
-            try:
-                proc = psutil.Process(relay.pid)
+    relays = dict(RELAYS if relays is None else relays)
+    names = list(relays)
+    results: dict[str, list[LevelResult]] = {n: [] for n in names}
+    memory: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="relay-bench-log-") as tmp, \
+            contextlib.ExitStack() as stack:
+        started: dict[str, tuple[subprocess.Popen[bytes], int, Path]] = {}
+        try:
+            for name, cmd in relays.items():
+                log_path = (relay_logs or {}).get(name) or Path(tmp) / f"{name}.log"
+                log = stack.enter_context(open(log_path, "wb"))
+                proc, port = start_relay(cmd, token or "", log)
+                started[name] = (proc, port, log_path)
+                ps = psutil.Process(proc.pid)
                 if relay_nice:
-                    proc.nice(relay_nice)  # a negative value needs privileges
-                memory = {"rss_after_start_mb": proc.memory_info().rss / 2**20}
-                levels = [run_level(port, relay.pid, c, duration=duration, token=token, rate=rate,
-                                    decode=decode, clients=clients, relay_log=log_path,
-                                    grace_s=grace_s)
-                          for c in consumer_levels]
-                memory["rss_at_end_mb"] = proc.memory_info().rss / 2**20
-            finally:
-                _stop(relay)
-    return levels, memory
+                    ps.nice(relay_nice)  # a negative value needs privileges
+                memory[name] = {"rss_after_start_mb": ps.memory_info().rss / 2**20}
+            turn = 0
+            for _ in range(repeat):
+                for level in consumer_levels:
+                    order = names if turn % 2 == 0 else names[::-1]
+                    turn += 1
+                    for name in order:
+                        proc, port, log_path = started[name]
+                        results[name].append(run_level(
+                            port, proc.pid, level, duration=duration, token=token, rate=rate,
+                            decode=decode, clients=clients, relay_log=log_path, grace_s=grace_s,
+                            tag=f"-{name}-{turn}"))
+            for name, (proc, _, _) in started.items():
+                memory[name]["rss_at_end_mb"] = psutil.Process(proc.pid).memory_info().rss / 2**20
+        finally:
+            for proc, _, _ in started.values():
+                _stop(proc)
+    return results, memory
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b and math.isfinite(a) and math.isfinite(b) else float("nan")
+
+
+def comparison_rows(results: dict[str, list[LevelResult]], subject: str = "posewire",
+                    peer: str = "minimal") -> list[dict[str, Any]]:
+    """Per run of a level, ``subject`` beside ``peer`` (the same level, back to back):
+    CPU µs per delivered frame, loss, p50/p99 latency and the ratios subject / peer."""
+    rows = []
+    for s, p in zip(results[subject], results[peer], strict=True):
+        rows.append({
+            "consumers": s.consumers,
+            "cpu_us": (s.relay_cpu_us_per_delivered_frame, p.relay_cpu_us_per_delivered_frame),
+            "cpu_ratio": _ratio(s.relay_cpu_us_per_delivered_frame, p.relay_cpu_us_per_delivered_frame),
+            "lost": (s.frames_lost_total, p.frames_lost_total),
+            "p50_ms": (s.latency_p50_ms, p.latency_p50_ms),
+            "p99_ms": (s.latency_p99_ms, p.latency_p99_ms),
+            "p99_ratio": _ratio(s.latency_p99_ms, p.latency_p99_ms),
+            "load_1min": (s.load_average_1min, p.load_average_1min),
+        })
+    return rows
+
+
+def _comparison_table(rows: list[dict[str, Any]], subject: str, peer: str) -> str:
+    lines = [
+        f"### {subject} beside {peer} (same run, back to back)\n",
+        f"| consumers | CPU µs / delivered frame {subject} / {peer} | ratio | lost {subject} / {peer} | "
+        f"p50 ms {subject} / {peer} | p99 ms {subject} / {peer} | p99 ratio | load 1 min |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['consumers']} | {r['cpu_us'][0]:.1f} / {r['cpu_us'][1]:.1f} | {r['cpu_ratio']:.2f} | "
+            f"{r['lost'][0]} / {r['lost'][1]} | {r['p50_ms'][0]:.2f} / {r['p50_ms'][1]:.2f} | "
+            f"{r['p99_ms'][0]:.1f} / {r['p99_ms'][1]:.1f} | {r['p99_ratio']:.2f} | "
+            f"{r['load_1min'][0]:.1f} / {r['load_1min'][1]:.1f} |")
+    by_level: dict[int, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_level.setdefault(r["consumers"], []).append(r)
+    if any(len(v) > 1 for v in by_level.values()):
+        lines += ["", "| consumers | runs | CPU ratio min / median / max | p99 ratio median |",
+                  "|---:|---:|---:|---:|"]
+        for level, rs in by_level.items():
+            cpu = sorted(r["cpu_ratio"] for r in rs)
+            lines.append(f"| {level} | {len(rs)} | {cpu[0]:.2f} / {statistics.median(cpu):.2f} / "
+                         f"{cpu[-1]:.2f} | {statistics.median(r['p99_ratio'] for r in rs):.2f} |")
+    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--consumers", type=int, nargs="+", default=[10, 100, 500])
+    parser.add_argument("--consumers", type=int, nargs="+", default=[10, 100, 300])
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of producing per level")
     parser.add_argument("--rate", type=float, default=60.0, help="producer frames per second")
     parser.add_argument("--decode", choices=("full", "light"), default="full",
@@ -648,17 +821,25 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="raw websockets + posewire.codec.wire (default), or the real posewire.producers.publisher."
                              "Publisher / posewire.consumers.subscriber.Subscriber")
     parser.add_argument("--token", default="bench-token", help="auth token for the relay")
-    parser.add_argument("--relay-cmd", default=DEFAULT_RELAY_CMD,
-                        help="relay command template; {python}, {port}, {token} are filled in")
+    parser.add_argument("--relays", nargs="+", choices=sorted(RELAYS), default=list(RELAYS),
+                        help="relays run side by side, each level back to back (default: posewire serve and "
+                             "the minimal websockets.broadcast() relay)")
+    parser.add_argument("--relay", action="append", default=[], metavar="NAME=CMD",
+                        help="one more relay to run beside --relays (e.g. an earlier build: "
+                             "'before=env PYTHONPATH=/tmp/old {python} {bench} --serve --port {port} --token {token}')")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of every level per relay (interleaved)")
+    parser.add_argument("--relay-cmd", help="run only this relay command instead of --relays; "
+                                            "{python}, {port}, {token} are filled in")
     parser.add_argument("--relay-nice", type=int, default=0,
-                        help="nice value for the relay process (e.g. -5: let it win the CPU from "
+                        help="nice value for the relay processes (e.g. -5: let them win the CPU from "
                              "the consumer processes on a small machine; needs privileges)")
-    parser.add_argument("--relay-log", type=Path, help="write the relay's output here")
+    parser.add_argument("--relay-log", type=Path, help="write the (first) relay's output here")
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     # internal roles
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--producer", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--serve-minimal", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--stream", help=argparse.SUPPRESS)
@@ -675,37 +856,60 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.serve:
         asyncio.run(_serve_main(args))
         return 0
+    if args.serve_minimal:
+        asyncio.run(_serve_minimal_main(args))
+        return 0
     if args.producer:
         args.token = args.token or None
         asyncio.run(asyncio.wait_for(_producer_main(args), args.duration + 60))
         return 0
 
-    levels, memory = run(args.consumers, duration=args.duration, relay_cmd=args.relay_cmd,
-                         token=args.token or None, decode=args.decode, clients=args.clients,
-                         rate=args.rate, relay_nice=args.relay_nice,
-                         relay_log=args.relay_log)
+    relays = ({"relay": args.relay_cmd} if args.relay_cmd
+              else {name: RELAYS[name] for name in dict.fromkeys(args.relays)})
+    for spec in args.relay:
+        name, _, cmd = spec.partition("=")
+        if not name or not cmd or name in relays:
+            parser.error(f"--relay {spec!r}: NAME=CMD with a new name")
+        relays[name] = cmd
+    first = next(iter(relays))
+    results, memory = compare(args.consumers, duration=args.duration, relays=relays, repeat=args.repeat,
+                              token=args.token or None, decode=args.decode, clients=args.clients,
+                              rate=args.rate, relay_nice=args.relay_nice,
+                              relay_logs={first: args.relay_log} if args.relay_log else None)
     import psutil
 
     print("## posewire relay fan-out benchmark\n")
     print(f"loopback 127.0.0.1, {os.cpu_count()} logical CPUs "
           f"({psutil.cpu_count(logical=False)} physical), producer {args.rate:g} Hz, "
           f"{args.duration:g} s per level, clients = {args.clients}"
-          + (f", consumers decode = {args.decode}" if args.clients == "raw" else "") + "\n")
-    print(_table(levels))
+          + (f", consumers decode = {args.decode}" if args.clients == "raw" else "")
+          + f", relays: {', '.join(relays)} (levels back to back, order alternating)\n")
+    for name, levels in results.items():
+        if len(results) > 1:
+            print(f"## relay: {name}\n")
+        print(_table(levels))
+        print(f"\nrelay RSS: {memory[name]['rss_after_start_mb']:.1f} MB after start, "
+              f"{memory[name]['rss_at_end_mb']:.1f} MB at the end of all levels\n")
+        for r in levels:
+            if r.errors:
+                print(f"errors at {r.consumers} consumers: {r.errors}\n")
     if args.relay_nice:
-        print(f"\nrelay ran at nice {args.relay_nice}")
-    print(f"\nrelay RSS: {memory['rss_after_start_mb']:.1f} MB after start, "
-          f"{memory['rss_at_end_mb']:.1f} MB at the end of all levels")
-    for r in levels:
-        if r.errors:
-            print(f"\nerrors at {r.consumers} consumers: {r.errors}")
+        print(f"relays ran at nice {args.relay_nice}\n")
+    comparisons = {name: comparison_rows(results, name, "minimal") for name in results
+                   if name != "minimal" and "minimal" in results}
+    for name, rows in comparisons.items():
+        print(_comparison_table(rows, name, "minimal") + "\n")
     if args.json:
         Path(args.json).write_text(json.dumps({
             "generated_unix": time.time(), "cpus": os.cpu_count(), "rate_hz": args.rate,
             "duration_s": args.duration, "decode": args.decode, "clients": args.clients,
-            "relay_nice": args.relay_nice,
+            "relay_nice": args.relay_nice, "repeat": args.repeat,
             "memory": memory,
-            "levels": [asdict(r) for r in levels]}, indent=2) + "\n")
+            "relays": {name: [asdict(r) for r in levels] for name, levels in results.items()},
+            # the first relay's levels, as before the peer was added
+            "levels": [asdict(r) for r in results[first]],
+            "comparison": comparisons.get("posewire", []),
+            "comparisons": comparisons}, indent=2) + "\n")
     return 0
 
 

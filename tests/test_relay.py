@@ -168,6 +168,44 @@ async def test_bad_message_closes_only_that_client(payload: bytes | str, code: s
         assert relay.stats.errors == 2
 
 
+def _canonical_with(**changes: object) -> bytes:
+    obj = msgpack.unpackb(encode(frame(7, 0.5)))
+    obj.update(changes)
+    return msgpack.packb(obj, use_bin_type=True)
+
+
+_V = msgpack.unpackb(encode(frame(7, 0.5)))["v"]
+_OFFSET = sum(d.row.bits // 8 for d in REGISTRY.dimensions[:H_YAW])
+
+
+@pytest.mark.parametrize(
+    ("payload", "code", "path"),
+    [
+        # canonical layout, a forbidden code point (spec §5.4): q = −32768 on h_yaw
+        (_canonical_with(v=_V[:_OFFSET] + b"\x80\x00" + _V[_OFFSET + 2:]), "decode.out_of_range", "v.h_yaw"),
+        (_canonical_with(v=_V[:-1]), "decode.length", "v"),
+        (_canonical_with(m=b"\xff" * 33), "decode.length", "m"),
+        (_canonical_with(s=2**32), "decode.out_of_range", "s"),
+        (encode(frame(7, 0.5)) + b"\x00", "decode.malformed", "$"),
+    ],
+)
+async def test_a_frame_the_cheap_check_refuses_gets_the_decoders_code(payload: bytes, code: str,
+                                                                      path: str) -> None:
+    # spec §5.7 rule 2: the relay checks canonical frames from their bytes; what it
+    # refuses is decoded in full, so the error keeps the decoder's code and path
+    async with Relay("127.0.0.1", port=0) as relay:
+        consumer = await open_raw(relay.url, "consumer", "s")
+        pub = await open_raw(relay.url, "producer", "s")
+        await pub.send(frame(0, 0.1))
+        assert isinstance(await consumer.recv(), Frame)
+        await pub.ws.send(payload)
+        closed = await pub.until_closed()
+        assert closed.error is not None
+        assert (closed.error.code, closed.error.path) == (code, path)
+        assert closed.code == CLOSE_CODES[code]
+        assert relay.stats.frames_in == 1 and relay.stats.errors_by_code[code] == 1
+
+
 async def test_consumer_sending_a_frame_is_a_state_violation() -> None:
     async with Relay("127.0.0.1", port=0) as relay:
         consumer = await open_raw(relay.url, "consumer", "s")

@@ -19,7 +19,7 @@ import pytest
 from benchutil import load_benchmark
 from netutil import TIMEOUT, open_raw, padded_frame, wait_for
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.frames import Frame as WsFrame
 from websockets.frames import Opcode
 from websockets.typing import Origin, Subprotocol
@@ -28,7 +28,7 @@ from posewire.codec.errors import UsageError
 from posewire.codec.protocol import CLOSE_CODES, Connection
 from posewire.codec.registry import REGISTRY
 from posewire.codec.vector import DEFAULTS, N_DIMS
-from posewire.codec.wire import SUBPROTOCOL, Frame, Hello, Welcome, decode, encode
+from posewire.codec.wire import SUBPROTOCOL, Bye, Frame, Hello, Welcome, decode, encode
 from posewire.consumers.subscriber import Subscriber
 from posewire.producers.publisher import Publisher
 from posewire.relay import Relay
@@ -463,6 +463,122 @@ async def test_keepalive_pings_have_a_phase_and_close_a_consumer_that_stops_answ
         # the others keep answering and stay open
         await asyncio.sleep(2 * interval)
         assert all(w.close_code is None for w in watches[1:])
+
+
+async def _drain(client: Any) -> None:
+    with contextlib.suppress(ConnectionClosed):
+        while True:
+            await client.ws.recv()
+
+
+async def _produce(pub: Any, rate: float, stop: asyncio.Event) -> None:
+    seq = 0
+    while not stop.is_set():
+        await pub.send(frame(seq, (seq % 100) / 100))
+        seq += 1
+        await asyncio.sleep(1 / rate)
+
+
+async def test_window_pings_stand_for_keepalive_pings_and_a_dead_consumer_is_still_closed() -> None:
+    # spec §5.7 rule 11: a consumer whose window pings are answered gets no keepalive
+    # ping; one that stops answering is closed (1011) one timeout after its first
+    # unanswered window ping — within the keepalive bound (an interval plus the timeout)
+    interval, timeout = 0.3, 0.3
+    async with Relay("127.0.0.1", port=0, ping_interval=interval, ping_timeout=timeout) as relay:
+        pub = await open_raw(relay.url, "producer", "s")
+        stop = asyncio.Event()
+        producing = asyncio.create_task(_produce(pub, 60.0, stop))
+        try:
+            await wait_for(lambda: relay.stats.frames_in >= 40)  # the stream's rate is known
+            clients = [await open_raw(relay.url, "consumer", "s", connection_class=KeepaliveWatch)
+                       for _ in range(2)]
+            drains = [asyncio.create_task(_drain(c)) for c in clients]
+            watches = [c.ws for c in clients if isinstance(c.ws, KeepaliveWatch)]
+            assert len(watches) == 2
+            await asyncio.sleep(4 * interval)
+            for w in watches:
+                assert len(w.window_pings) >= 5  # ~0.25 s window: a ping every ~7 frames
+                assert w.keepalive_at == []  # their answers are the sign of life
+            assert all(c.window <= 15 for c in relay.consumers("s"))  # 0.25 s at 60 Hz
+            dead, alive = watches
+            dead.answer = False
+            began = time.monotonic()
+            await asyncio.wait_for(dead.wait_closed(), interval + timeout + 1.0)
+            assert dead.close_code == 1011
+            assert time.monotonic() - began < interval + timeout + 0.5
+            await wait_for(lambda: relay.streams["s"] == (1, 1))
+            await asyncio.sleep(2 * interval)
+            assert alive.close_code is None and alive.keepalive_at == []
+            # the stream pauses: no window pings, so keepalive pings take over
+            stop.set()
+            await producing
+            await wait_for(lambda: bool(alive.keepalive_at), timeout=4 * interval + 1.0)
+            assert alive.close_code is None
+            for task in drains:
+                task.cancel()
+        finally:
+            stop.set()
+            await producing
+
+
+async def test_the_send_window_holds_at_most_a_quarter_second_of_frames() -> None:
+    # spec §5.7 rule 4: W ≤ 0.25 s of frames at the stream's rate (default send_window_s)
+    async with Relay("127.0.0.1", port=0, ping_interval=None) as relay:
+        fast = await open_raw(relay.url, "consumer", "s")
+        stalled = await open_raw(relay.url, "consumer", "s", max_queue=64)
+        pub = await open_raw(relay.url, "producer", "s")
+        stop = asyncio.Event()
+        producing = asyncio.create_task(_produce(pub, 60.0, stop))
+        drains = [asyncio.create_task(_drain(c)) for c in (fast, stalled)]
+        try:
+            await wait_for(lambda: relay.stats.frames_in >= 40)
+            assert {c.window for c in relay.consumers("s")} <= set(range(13, 16))
+            stalled.ws.transport.pause_reading()  # its kernel buffer keeps taking bytes
+            await asyncio.sleep(1.0)
+            info = {c.delivered: c for c in relay.consumers("s")}
+            slow = info[min(info)]
+            # at most the window when they were written (≤ 15 at ≤ 60 Hz; a loaded machine
+            # may slow the producer down, and the window with it, since)
+            assert slow.in_flight <= 15 and slow.window <= 15 and slow.dropped > 0
+            assert info[max(info)].dropped == 0  # the one that reads loses nothing
+        finally:
+            stop.set()
+            await producing
+        for task in drains:
+            task.cancel()
+
+
+async def test_window_pongs_are_read_whole_split_or_among_other_frames() -> None:
+    # spec §5.7 rule 4: the relay reads a consumer's window pongs itself when websockets'
+    # parser is at a frame boundary; pongs in one segment, other frames after them, and a
+    # pong split over two segments are all read, in order
+    def masked(opcode: Opcode, payload: bytes) -> bytes:
+        return WsFrame(opcode, payload).serialize(mask=True, extensions=[])
+
+    def pong(mark: int) -> bytes:
+        return masked(Opcode.PONG, b"pwW1" + mark.to_bytes(8, "big"))
+
+    async with Relay("127.0.0.1", port=0, max_fps=1000, burst_s=2.0, send_window=32,
+                     ping_interval=None) as relay:
+        client = await open_raw(relay.url, "consumer", "s", connection_class=PingWatch)
+        assert isinstance(client.ws, PingWatch)
+        client.ws.answer = False  # the test answers by hand
+        pub = await open_raw(relay.url, "producer", "s")
+        for seq in range(8):
+            await pub.send(frame(seq))
+        for _ in range(8):
+            assert isinstance(await client.recv(), Frame)
+        assert relay.consumers("s")[0].in_flight == 8
+        raw = client.ws.transport
+        raw.write(pong(2) + pong(5) + masked(Opcode.PONG, b"abcd"))  # + a pong of no window
+        await wait_for(lambda: relay.consumers("s")[0].in_flight == 3)
+        split = pong(7)
+        raw.write(split[:7])
+        await asyncio.sleep(0.05)
+        raw.write(split[7:])
+        await wait_for(lambda: relay.consumers("s")[0].in_flight == 1)
+        raw.write(pong(8) + masked(Opcode.BINARY, encode(Bye("done"))))
+        await wait_for(lambda: relay.streams.get("s") == (1, 0))  # the bye was read too
 
 
 async def test_window_pings_of_consumers_fall_on_different_frames() -> None:

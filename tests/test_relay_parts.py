@@ -100,6 +100,55 @@ def test_late_join_order_is_calibration_conditions_frame() -> None:
     assert s.empty  # state without clients
 
 
+def test_a_late_joiner_gets_the_merge_of_checked_frames_decoded_only_then() -> None:
+    # frames the relay checked from their bytes (framecheck) merge like decoded ones
+    from posewire.relay.framecheck import check_frame
+
+    s = Stream("demo")
+    full = DEFAULTS.copy()
+    full[H_YAW] = 0.25
+    data0 = encode(_frame(0, full))
+    raw0 = check_frame(data0)
+    assert raw0 is not None
+    s.update_frame(raw0, data0)
+    assert s.full_frame() == (raw0, data0)  # a full frame: its own bytes, nothing decoded
+    for seq in range(1, 40):  # masked frames, always the same dim: one of them is kept
+        partial = np.full(N_DIMS, np.nan)
+        partial[M_JAW] = seq / 100
+        data = encode(_frame(seq, partial))
+        raw = check_frame(data)
+        assert raw is not None and not raw.is_full
+        s.update_frame(raw, data)
+        assert len(s._pending) <= 2
+    merged, _ = s.full_frame()
+    assert isinstance(merged, Frame) and merged.seq == 39 and merged.is_full
+    assert merged.values[H_YAW] == pytest.approx(0.25, abs=1e-4)
+    assert merged.values[M_JAW] == pytest.approx(0.39, abs=0.005)
+
+
+@pytest.mark.parametrize(("rate", "window"), [(60.0, 15), (30.0, 7), (120.0, 30), (4.0, 2),
+                                              (1000.0, 128)])
+def test_the_send_window_is_a_quarter_second_of_frames_at_the_stream_rate(rate: float,
+                                                                            window: int) -> None:
+    # spec §5.7 rule 4: W ≤ 0.25 s of frames at the stream's rate (at least 2, at most
+    # send_window), from the slower of the arrival and the capture clocks
+    s = Stream("demo", send_window=128, window_s=0.25, max_fps=1000)
+    assert s.window == 128  # before the rate is known: 0.25 s at the rate limit, capped
+    for i in range(64):
+        s.observe_rate(i / rate, int(i * 1e6 / rate))
+    # (a clock's last microsecond may cost one frame)
+    assert window - 1 <= s.window <= window
+    assert s.window / rate <= 0.25 or s.window == 2
+    window = s.window
+    # frames that arrive in a burst (a relay short of CPU reads them late) but were
+    # captured at the stream's rate: the window stays the same
+    for i in range(64, 128):
+        s.observe_rate(64 / rate + (i - 64) * 1e-5, int(i * 1e6 / rate))
+    assert abs(s.window - window) <= 1 and (s.window / rate <= 0.25 or s.window == 2)
+    assert Stream("x", send_window=128, window_s=0.25, max_fps=120).window == 30
+    assert Stream("x", send_window=128, window_s=None).window == 128  # no time bound
+
+
 # ---------------------------------------------------------------- fan-out / send window
 
 
@@ -113,6 +162,35 @@ def test_a_window_ping_carries_its_tag_and_the_frames_written_before_it() -> Non
     frame = done.value.value
     assert frame.opcode is Opcode.PING and frame.data == WINDOW_TAG + (300).to_bytes(8, "big")
     assert len(frame.data) == 12  # keepalive pings carry 4 bytes: the two never mix
+
+
+def test_window_pings_spread_out_for_a_consumer_whose_pongs_come_back_at_once() -> None:
+    # spec §5.7 rule 4: W/2 frames between window pings until the first pong, then up to
+    # W − 2 for a consumer whose pongs come back before the next frame; W/2 again for
+    # one slow to answer (its lag decays by one per pong)
+    from types import SimpleNamespace
+
+    from posewire.relay.fanout import FanOutMixin
+
+    stream = Stream("demo", send_window=16, window_s=None)
+    consumer = SimpleNamespace(mailbox=object(), acked=0, sent=8, window=asyncio.Event(), lag=0,
+                               spacing=0, stream=stream)
+    ws = SimpleNamespace(client=consumer)
+
+    def ack(mark: int, sent: int) -> int:
+        consumer.sent = sent
+        FanOutMixin._window_ack(None, ws, mark)  # type: ignore[arg-type]
+        return int(consumer.spacing)
+
+    assert ack(8, 8) == 14  # answered before the next frame: a ping every W − 2 frames
+    assert consumer.acked == 8 and consumer.window.is_set()
+    assert ack(22, 25) == 8  # 3 frames written meanwhile: W − 2 − 2·3
+    assert ack(30, 40) == 8  # slow: W/2 at least
+    assert ack(40, 40) == 8 and ack(45, 45) == 8  # the lag decays one per pong
+    assert ack(45, 50) == 8  # a mark already acknowledged changes nothing
+    for mark in range(50, 60):
+        last = ack(mark, mark)
+    assert last == 14
 
 
 # ---------------------------------------------------------------- origin

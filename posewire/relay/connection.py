@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from websockets.frames import CloseCode
 from websockets.protocol import State as WsState
+from websockets.streams import StreamReader
 
 from posewire.codec.protocol import CLOSE_CODES
 from posewire.transport.proxy_protocol import (
@@ -27,6 +28,17 @@ from .liveness import LivenessMixin
 if TYPE_CHECKING:
     from .server import Relay
     from .state import Client
+
+
+#: A client's PONG frame with a 12-byte payload: FIN + opcode 0xA, masked, length 12
+#: (RFC 6455 §5.2); its payload is a window ping's (spec §5.7 rule 4) when it unmasks to
+#: the tag and a mark.
+_PONG_HEAD = b"\x8a\x8c"
+_PONG_SIZE = 2 + 4 + 12
+_TAG = int.from_bytes(WINDOW_TAG, "big")
+_MARK = 2**64 - 1
+#: websockets' parser waits at a frame boundary inside StreamReader.at_eof
+_AT_EOF = StreamReader.at_eof.__code__
 
 
 class RelayConnection(LivenessMixin):
@@ -68,6 +80,39 @@ class RelayConnection(LivenessMixin):
             fail(code, reason)
 
         self.protocol.fail = fail_too_large  # type: ignore[method-assign]
+
+    def data_received(self, data: bytes) -> None:
+        # spec §5.7 rule 4: a consumer's window pongs are read here, without websockets'
+        # frame parser (a pong every W/2 frames per consumer: parsing them was a large
+        # share of the relay's own cost); anything else goes to websockets as before
+        if data[:2] == _PONG_HEAD and self.client is not None and self.client.mailbox is not None:
+            data = self._window_pongs(data)
+            if not data:
+                self.heard_at = self.loop.time()  # a sign of life (spec §5.7 rule 11)
+                return
+        super().data_received(data)
+
+    def _window_pongs(self, data: bytes) -> bytes:
+        """Take the window pongs at the start of ``data`` (whole masked PONG frames with a
+        12-byte window payload), when websockets' parser waits for a new frame with
+        nothing buffered; return the bytes left for websockets (from a frame boundary)."""
+        protocol = self.protocol
+        if protocol.state is not WsState.OPEN or protocol.reader.buffer:
+            return data
+        waiting: Any = protocol.parser
+        while getattr(waiting, "gi_yieldfrom", None) is not None:
+            waiting = waiting.gi_yieldfrom
+        if getattr(waiting, "gi_code", None) is not _AT_EOF:
+            return data  # in the middle of a frame: websockets reads on
+        relay = self.relay
+        while len(data) >= _PONG_SIZE and data[:2] == _PONG_HEAD:
+            key = int.from_bytes(data[2:6], "big")
+            payload = int.from_bytes(data[6:18], "big") ^ (key << 64 | key << 32 | key)
+            if payload >> 64 != _TAG:
+                break  # another pong: websockets' own (keepalive)
+            relay._window_ack(self, payload & _MARK)
+            data = data[_PONG_SIZE:]
+        return data
 
     def acknowledge_pings(self, data: bytes) -> None:
         # spec §5.7 rule 4: the pong of a send-window ping acknowledges the frames

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from time import monotonic
 from typing import TYPE_CHECKING
 
 from websockets.exceptions import ConnectionClosed
@@ -13,7 +14,6 @@ from websockets.frames import Frame as WsFrame
 from websockets.frames import Opcode
 from websockets.protocol import State as WsState
 
-from posewire.codec.errors import UsageError
 from posewire.codec.protocol import (
     Limits,
     State,
@@ -27,6 +27,7 @@ from posewire.codec.wire import (
     encode,
 )
 
+from .framecheck import RawFrame
 from .state import Client, Item, Stream
 from .stats import RelayStats
 
@@ -43,11 +44,14 @@ WINDOW_TAG = b"pwW1"
 REPROBE_S = 1.0
 
 
+#: A window ping up to its mark: the (unmasked) PING header and the tag.
+_PING_HEAD = WsFrame(Opcode.PING, WINDOW_TAG + bytes(8)).serialize(mask=False, extensions=[])[:-8]
+
+
 def window_ping(mark: int) -> bytes:
     """A send-window ping frame (spec §5.7 rule 4), serialized: its payload names the
     ``mark`` frames written before it."""
-    return WsFrame(Opcode.PING, WINDOW_TAG + mark.to_bytes(8, "big")).serialize(
-        mask=False, extensions=[])
+    return _PING_HEAD + mark.to_bytes(8, "big")
 
 
 class FanOutMixin:
@@ -57,9 +61,12 @@ class FanOutMixin:
     stats: RelayStats
     limits: Limits
     send_window: int
-    _ping_every: int
+    send_window_s: float | None
     _write_limit: int
     _streams: dict[str, Stream]
+    #: set when a message went through a consumer's mailbox (its sender task should run
+    #: before the producer's next message is read)
+    queued: bool
 
     def fan_out(self, stream: str, message: Message, data: bytes | None = None) -> bool:
         """Deliver a data message (frame, calibration, conditions) that arrived from
@@ -87,7 +94,7 @@ class FanOutMixin:
             self.stats.broker_refused += 1
             return False
         if s is None:
-            s = self._streams[stream] = Stream(stream)
+            s = self._new_stream(stream)
         if isinstance(message, Frame):
             # spec §5.7.1 rule 6: the frame rate of a producer (spec §5.8), per stream, so
             # that one stream's broker input cannot crowd out the others
@@ -100,9 +107,15 @@ class FanOutMixin:
                 return False
         return self._deliver(s, message, data)
 
-    def _deliver(self, stream: Stream, msg: Message, data: bytes) -> bool:
+    def _new_stream(self, name: str) -> Stream:
+        stream = self._streams[name] = Stream(name, send_window=self.send_window,
+                                              window_s=self.send_window_s,
+                                              max_fps=self.limits.max_fps)
+        return stream
+
+    def _deliver(self, stream: Stream, msg: Message | RawFrame, data: bytes) -> bool:
         """One data message into ``stream``: its state, then its consumers."""
-        if isinstance(msg, Frame):
+        if isinstance(msg, Frame | RawFrame):
             stale, event = stream.sequence.observe(msg.seq)
             if event is not None:
                 self.stats.sequence_events += 1
@@ -111,6 +124,7 @@ class FanOutMixin:
                 self.stats.stale += 1
                 return False
             self.stats.frames_in += 1
+            stream.observe_rate(monotonic(), msg.timestamp_us)
             stream.update_frame(msg, data)
             self._broadcast(stream, "f", (msg, data))
         elif isinstance(msg, Calibration):
@@ -127,20 +141,22 @@ class FanOutMixin:
         # spec §5.7: never blocks; a full slot is a counted drop
         msg, data = item
         is_frame = kind == "f"
-        window, limit, every = self.send_window, self._write_limit, self._ping_every
+        window, limit = stream.window, self._write_limit
+        half = max(1, window // 2)
         # the WebSocket frame around ``data``, serialized once for every consumer written
         # now: a server's frames are unmasked and the relay negotiates no extension
         # (compression=None), so they are the same bytes on every connection
         wire: bytes | None = None
         written = 0
+        now = 0.0
+        is_open, ws_open = State.OPEN, WsState.OPEN
         for consumer in stream.consumers:
             box = consumer.mailbox
             assert box is not None
-            ws = consumer.ws
-            if consumer.conn.state is not State.OPEN or ws.protocol.state is not WsState.OPEN:
+            if consumer.conn.state is not is_open or consumer.protocol.state is not ws_open:
                 continue  # closing: the handler cleans up
-            transport = ws.transport
-            if (not box and consumer.sent - consumer.acked < window
+            transport = consumer.transport
+            if (not box.slots and consumer.sent - consumer.acked < window
                     and transport.get_write_buffer_size() < limit):
                 # fast path: nothing is queued for this consumer, its socket keeps up and
                 # its window is open, so the bytes are written now (in order: an item its
@@ -149,22 +165,26 @@ class FanOutMixin:
                     wire = WsFrame(Opcode.BINARY, data).serialize(mask=False, extensions=[])
                 out = wire
                 if is_frame:
-                    consumer.sent += 1
-                    if consumer.sent - consumer.ping_mark >= every:
+                    sent = consumer.sent = consumer.sent + 1
+                    if (sent + consumer.phase) % (consumer.spacing or half) == 0:
                         # the window ping goes in the same write (one send, one segment)
-                        consumer.ping_mark = consumer.sent
-                        out = wire + window_ping(consumer.sent)
+                        consumer.ping_mark = sent
+                        out = wire + _PING_HEAD + sent.to_bytes(8, "big")
+                        if not now:
+                            now = monotonic()
+                        consumer.ws.window_pinged(now)
                 try:
                     transport.write(out)
                 except RuntimeError:
                     continue  # the transport is closing: the handler cleans up
                 written += 1
                 continue
+            self.queued = True
             unsent = box.pending(kind)
             if unsent is not None and is_frame:
                 self.stats.drops += 1
                 old = unsent[0]
-                assert isinstance(old, Frame) and isinstance(msg, Frame)
+                assert isinstance(old, Frame | RawFrame) and isinstance(msg, Frame | RawFrame)
                 if not msg.is_full or (old.conditions is not None and msg.conditions is None):
                     # the dropped frame held dims (or conditions) this one lacks: send the
                     # merged latest state instead, so nothing is lost but the stale values
@@ -185,6 +205,7 @@ class FanOutMixin:
                 and ws.transport.get_write_buffer_size() < self._write_limit):
             with contextlib.suppress(RuntimeError):
                 ws.transport.write(window_ping(consumer.sent))
+                ws.window_pinged(monotonic())
 
     def _window_ack(self, ws: RelayConnection, mark: int) -> None:
         """A window pong: the consumer's websocket read the ``mark`` frames written before
@@ -194,13 +215,25 @@ class FanOutMixin:
             return
         consumer.acked = mark
         consumer.window.set()
+        # spec §5.7 rule 4: the frames written while this pong came back (decaying by one
+        # per pong) set how far apart the next pings may be: W/2 for a consumer slow to
+        # answer, up to W − 2 for one whose pongs come back within a frame
+        lag = consumer.sent - mark
+        consumer.lag = lag if lag >= consumer.lag else consumer.lag - 1
+        stream = consumer.stream
+        if stream is not None:
+            window = stream.window
+            consumer.spacing = max(1, window // 2, window - 2 - 2 * consumer.lag)
 
     async def _send_loop(self, client: Client) -> None:
         box = client.mailbox
         assert box is not None
         try:
             while await box.wait():
-                if client.sent - client.acked >= self.send_window:
+                stream = client.stream
+                if stream is None or client.conn.state is not State.OPEN:
+                    return  # detached or closing: the handler cleans up
+                if client.sent - client.acked >= stream.window:
                     # the window is full: probe, and wait for the pong that acknowledges
                     # frames; probe again now and then (a client may answer only the
                     # newest ping, and one pong reopens the window)
@@ -213,13 +246,14 @@ class FanOutMixin:
                 item = box.take()
                 if item is None:
                     continue
-                kind, (msg, data) = item
-                out = client.conn.send(msg, encoded=data)
-                await client.ws.send(out)
+                kind, (_, data) = item
+                # spec §5.10: data messages to a consumer whose state is OPEN (checked
+                # above), forwarded as the bytes the relay holds
+                await client.ws.send(data)
                 if kind == "f":
                     self.stats.frames_out += 1
                     client.sent += 1
-                    if client.sent - client.ping_mark >= self._ping_every:
+                    if (client.sent + client.phase) % (client.spacing or max(1, stream.window // 2)) == 0:
                         self._window_probe(client)
-        except (ConnectionClosed, UsageError):
+        except ConnectionClosed:
             pass  # closed under us; the handler cleans up

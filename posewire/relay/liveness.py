@@ -18,6 +18,17 @@ class LivenessMixin(ServerConnection):
     """Keepalive of one relay connection (mixed into :class:`RelayConnection`)."""
 
     heard_at: float
+    #: loop time of the newest send-window ping written to the peer (spec §5.7 rule 4)
+    window_ping_at: float = -float("inf")
+    #: loop time of the oldest window ping written since the peer was last heard (when
+    #: it is after ``heard_at``, that ping is unanswered)
+    probe_at: float = 0.0
+
+    def window_pinged(self, now: float) -> None:
+        """A send-window ping was written at loop time ``now``."""
+        self.window_ping_at = now
+        if self.probe_at <= self.heard_at:
+            self.probe_at = now
 
     def data_received(self, data: bytes) -> None:
         # spec §5.7 rule 11: bytes from the peer are a sign of life, like a pong
@@ -77,6 +88,9 @@ class LivenessMixin(ServerConnection):
         # a peer that answers, or sends anything, within the timeout is alive, and a ping
         # it has not answered yet is not repeated. The timeout runs from when the ping is
         # due, even while the ping waits behind a write buffer the peer does not drain.
+        # A consumer that was sent send-window pings within the last interval gets no
+        # keepalive ping: those pings are its probes, and one unanswered (nothing heard
+        # from the peer since it was written) for the timeout closes it the same way.
         if self.ping_interval is None:
             return
         await asyncio.sleep(random.uniform(0.0, self.ping_interval))
@@ -85,6 +99,17 @@ class LivenessMixin(ServerConnection):
             while True:
                 await asyncio.sleep(self.ping_interval)
                 since = self.loop.time()
+                if since - self.window_ping_at < self.ping_interval:
+                    probe = self.probe_at
+                    if self.ping_timeout is None or probe <= self.heard_at:
+                        continue  # answered since (or no timeout): alive
+                    left = probe + self.ping_timeout - since
+                    if left > 0:
+                        await asyncio.sleep(left)
+                    if self.heard_at > probe:
+                        continue
+                    self._fail_keepalive()
+                    return
                 limit = self.ping_timeout if self.ping_timeout is not None else self.ping_interval
                 if pong is None or pong.done():
                     pong = await self._ping(limit)

@@ -18,10 +18,11 @@ class Mailbox(Generic[T]):
     order of kinds is kept. At most one message per kind is ever held.
     """
 
-    __slots__ = ("_closed", "_event", "_order", "_slots", "delivered", "dropped")
+    __slots__ = ("_closed", "_event", "_order", "delivered", "dropped", "slots")
 
     def __init__(self) -> None:
-        self._slots: dict[str, tuple[int, T]] = {}
+        #: kind → (order, item): the pending messages (empty: nothing pending)
+        self.slots: dict[str, tuple[int, T]] = {}
         self._event = asyncio.Event()
         self._order = count()
         self._closed = False
@@ -31,7 +32,7 @@ class Mailbox(Generic[T]):
         self.delivered: Counter[str] = Counter()
 
     def __len__(self) -> int:
-        return len(self._slots)
+        return len(self.slots)
 
     @property
     def closed(self) -> bool:
@@ -42,28 +43,28 @@ class Mailbox(Generic[T]):
         """Store ``item`` in the ``kind`` slot, replacing (and counting) an unsent one."""
         if self._closed:
             return
-        if self._slots.pop(kind, None) is not None:
+        if self.slots.pop(kind, None) is not None:
             self.dropped[kind] += 1
-        self._slots[kind] = (next(self._order), item)
+        self.slots[kind] = (next(self._order), item)
         self._event.set()
 
     def pending(self, kind: str) -> T | None:
         """The unsent item of ``kind``, if any."""
-        slot = self._slots.get(kind)
+        slot = self.slots.get(kind)
         return None if slot is None else slot[1]
 
     def take(self) -> tuple[str, T] | None:
         """The oldest pending ``(kind, item)`` without waiting, or ``None``."""
-        if not self._slots:
+        if not self.slots:
             return None
-        kind = min(self._slots, key=lambda k: self._slots[k][0])
-        _, item = self._slots.pop(kind)
+        kind = min(self.slots, key=lambda k: self.slots[k][0])
+        _, item = self.slots.pop(kind)
         self.delivered[kind] += 1
         return kind, item
 
     async def wait(self) -> bool:
         """Wait until a message is pending (True) or the mailbox is closed (False)."""
-        while not self._slots:
+        while not self.slots:
             if self._closed:
                 return False
             self._event.clear()
@@ -84,5 +85,5 @@ class Mailbox(Generic[T]):
     def close(self) -> None:
         """Discard pending messages and wake the waiting sender (it gets ``None``)."""
         self._closed = True
-        self._slots.clear()
+        self.slots.clear()
         self._event.set()

@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from itertools import count
 from pathlib import Path
+from time import monotonic
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -44,6 +45,7 @@ from posewire.codec.wire import (
     Frame,
     Hello,
     Message,
+    decode,
     encode,
 )
 from posewire.transport import (
@@ -57,6 +59,7 @@ from posewire.transport.proxy_protocol import TrustedProxies
 from .admission import ACCEPT_BATCH, AdmissionMixin
 from .connection import RelayConnection
 from .fanout import FanOutMixin
+from .framecheck import check_frame
 from .mailbox import Mailbox
 from .origin import OriginMixin, is_loopback, norm_origin
 from .state import Client, Item, Stream
@@ -102,9 +105,12 @@ class Relay(AdmissionMixin, OriginMixin, FanOutMixin):
       ``hello_rate`` / ``hello_burst`` — hellos per second per client address.
     * ``ping_interval`` / ``ping_timeout`` — keepalive (None: off); a producer hello for a
       busy stream replaces a producer that does not answer a ping within ``ping_timeout``.
-    * ``send_window`` — frames a consumer may have in flight beyond the last
-      acknowledged one before the relay holds only its newest frame (a window ping after
-      every half window, spec §5.7 rule 4).
+    * ``send_window`` / ``send_window_s`` — the send window W (spec §5.7 rule 4): frames a
+      consumer may have in flight beyond the last acknowledged one before the relay holds
+      only its newest frame (a window ping every W/2 frames, up to W − 2 for a consumer
+      whose pongs come back at once; its pongs stand for keepalive pongs): at most
+      ``send_window`` frames and, once the stream's rate is known, at most
+      ``send_window_s`` seconds of frames at that rate (None: no time bound), at least 2.
     * ``status_every`` — seconds between status lines on ``status_file`` (0/None: off);
       ``send_buffer`` — kernel send buffer per connection in bytes (None: OS default).
     * ``broker`` — a :class:`posewire.relay.cluster.Broker`: share the streams with the relays
@@ -125,7 +131,7 @@ class Relay(AdmissionMixin, OriginMixin, FanOutMixin):
                  hello_timeout: float = 3.0, hello_rate: float = 50.0, hello_burst: int = 200,
                  ping_interval: float | None = DEFAULT_PING_INTERVAL,
                  ping_timeout: float | None = DEFAULT_PING_TIMEOUT,
-                 send_window: int = 128,
+                 send_window: int = 128, send_window_s: float | None = 0.25,
                  status_every: float | None = None, status_file: TextIO | None = None,
                  send_buffer: int | None = 16384, close_timeout: float = 2.0,
                  broker: Broker | None = None, proxy_protocol: bool = False,
@@ -167,6 +173,9 @@ class Relay(AdmissionMixin, OriginMixin, FanOutMixin):
         for name, fvalue in (("hello_timeout", hello_timeout), ("hello_rate", hello_rate)):
             if not 0 < fvalue < 3600:
                 raise UsageError("usage.bad_option", f"{name} must be positive", path=name)
+        if send_window_s is not None and not 0 < send_window_s <= 60:
+            raise UsageError("usage.bad_option", "send_window_s must be in (0, 60] s",
+                             path="send_window_s")
         check_liveness(ping_interval, ping_timeout)
         trusted = tuple(trusted_proxies)
         if trusted and not proxy_protocol:
@@ -190,8 +199,9 @@ class Relay(AdmissionMixin, OriginMixin, FanOutMixin):
         self.ping_interval = ping_interval
         self.ping_timeout = ping_timeout
         self.send_window = send_window
-        self._ping_every = max(1, send_window // 2)
+        self.send_window_s = send_window_s
         self._phase = count()
+        self.queued = False
         self.status_every = status_every
         self.status_file = status_file
         self.send_buffer = send_buffer
@@ -358,7 +368,8 @@ class Relay(AdmissionMixin, OriginMixin, FanOutMixin):
                 assert c.mailbox is not None
                 out.append(ConsumerInfo(
                     c.session, s.name, c.sent, c.mailbox.dropped["f"],
-                    len(c.mailbox), c.ws.transport.get_write_buffer_size(), c.sent - c.acked))
+                    len(c.mailbox), c.ws.transport.get_write_buffer_size(), c.sent - c.acked,
+                    s.window))
         return out
 
     def status_line(self) -> str:
@@ -421,9 +432,12 @@ class Relay(AdmissionMixin, OriginMixin, FanOutMixin):
             async for data in ws:
                 if not await self._on_data(client, data):
                     return
-                # let the consumers' sender tasks take the frame before the next message
-                # (websockets returns buffered messages without yielding)
-                await asyncio.sleep(0)
+                if self.queued:
+                    # let the consumers' sender tasks take what went through their
+                    # mailboxes before the next message (websockets returns buffered
+                    # messages without yielding)
+                    self.queued = False
+                    await asyncio.sleep(0)
         except ConnectionClosed:
             pass
         finally:
@@ -440,11 +454,24 @@ class Relay(AdmissionMixin, OriginMixin, FanOutMixin):
             data = b""
         else:
             prechecked = False
-            if client.bucket is not None and looks_like_frame(data):
+            bucket = client.bucket
+            if bucket is not None and looks_like_frame(data):
                 # spec §5.8: the rate limit is checked before the frame is decoded
-                if not await self._rate_ok(client):
+                if not (bucket.take(monotonic()) or await self._over_rate(client)):
                     return client.conn.state is not State.CLOSED
                 prechecked = True
+                stream = client.stream
+                if client.conn.state is State.OPEN and stream is not None:
+                    # spec §5.7 rule 2: a frame in the canonical layout is validated from
+                    # its bytes; any other message (or a fault) is decoded in full below,
+                    # which names the fault with the decoder's code
+                    raw = check_frame(data, max_size=self.limits.max_message_bytes)
+                    if raw is not None:
+                        if self._deliver(stream, raw, data) and self.publish_hooks:
+                            msg = decode(data, max_size=len(data))
+                            for hook in self.publish_hooks:
+                                hook(stream.name, msg, data)
+                        return True
             events = client.conn.receive_data(data)
         for ev in events:
             if isinstance(ev, Received):
@@ -467,8 +494,11 @@ class Relay(AdmissionMixin, OriginMixin, FanOutMixin):
         """Take a token from the producer's bucket; over the rate: drop (counted) or
         close with ``decode.rate`` (spec §5.8)."""
         assert client.bucket is not None
-        if client.bucket.take(asyncio.get_running_loop().time()):
-            return True
+        return client.bucket.take(monotonic()) or await self._over_rate(client)
+
+    async def _over_rate(self, client: Client) -> bool:
+        """A frame over the producer's rate: counted, and the producer closed with
+        ``decode.rate`` in close mode (spec §5.8). Always False (the frame is not taken)."""
         self.stats.rate_limited += 1
         if self.limits.on_rate == "close":
             await self._fail(client, client.conn.fail(DecodeError(
@@ -563,7 +593,7 @@ class Relay(AdmissionMixin, OriginMixin, FanOutMixin):
         client.role = "producer" if hello.role == "producer" else "consumer"
         stream = self._streams.get(hello.stream)
         if stream is None:
-            stream = self._streams[hello.stream] = Stream(hello.stream)
+            stream = self._new_stream(hello.stream)
         client.stream = stream
         if client.role == "producer":
             stream.producers.add(client)
@@ -578,7 +608,7 @@ class Relay(AdmissionMixin, OriginMixin, FanOutMixin):
         client.mailbox = box
         # spec §5.7 rule 4: the consumers' window pings are spread over W/2 frames (one
         # phase each) instead of all falling on the same frame
-        client.ping_mark = -(next(self._phase) % self._ping_every)
+        client.phase = next(self._phase)
         stream.consumers.add(client)
         client.sender = asyncio.create_task(self._send_loop(client),
                                             name=f"posewire-send-{client.session}")

@@ -76,7 +76,8 @@ class RelayStats:
 class ConsumerInfo:
     """A snapshot of one consumer: frames written and dropped, what it holds right now
     (``pending`` mailbox slots, at most 3; ``buffered_bytes`` in the transport;
-    ``in_flight`` frames written but not yet acknowledged by a pong)."""
+    ``in_flight`` frames written but not yet acknowledged by a pong; ``window`` the
+    stream's send window W in frames, spec §5.7 rule 4)."""
 
     session: str
     stream: str
@@ -85,3 +86,4 @@ class ConsumerInfo:
     pending: int
     buffered_bytes: int
     in_flight: int = 0
+    window: int = 0
