@@ -382,3 +382,39 @@ def test_cli_refuses_no_auth_beyond_loopback_with_one_line() -> None:
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, done.stderr
     assert "--no-auth is refused" in lines[0] and "§5.7 rule 5" in lines[0]
+
+
+def test_cli_send_window_option_reaches_the_relay(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`posewire serve --send-window-s S` (spec §5.7 rule 4): the relay's window time bound;
+    0 leaves only the 128-frame cap; a bound outside (0, 60] s is refused in one line."""
+    import subprocess
+    import sys
+
+    from posewire.cli import command
+
+    made: list[dict[str, object]] = []
+
+    class StopError(Exception):
+        pass
+
+    def fake_run(coro: object) -> None:
+        coro.close()  # type: ignore[attr-defined]
+        raise StopError
+
+    import posewire.relay as relay_module
+
+    real = relay_module.Relay
+
+    def recording_relay(*args: object, **kwargs: object) -> object:
+        made.append(kwargs)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(relay_module, "Relay", recording_relay)
+    monkeypatch.setattr(command.asyncio, "run", fake_run)
+    for option, expected in ((["--send-window-s", "0.5"], 0.5), (["--send-window-s", "0"], None), ([], 0.25)):
+        with pytest.raises(StopError):
+            command.main(["serve", "--port", "0", "--no-auth", *option])
+        assert made[-1]["send_window_s"] == expected
+    done = subprocess.run([sys.executable, "-m", "posewire.cli", "serve", "--port", "0", "--no-auth",
+                           "--send-window-s", "100"], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2 and "send_window_s must be in (0, 60] s" in done.stderr

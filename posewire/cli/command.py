@@ -78,7 +78,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         relay = Relay(args.host, args.port, token=token, no_auth=args.no_auth,
                       max_fps=args.max_fps, max_bytes=args.max_bytes,
                       status_every=args.status_every or None, broker=broker,
-                      **serve_options(args))
+                      send_window_s=args.send_window_s or None, **serve_options(args))
     except UsageError as exc:
         print(f"posewire serve: {exc}", file=sys.stderr)
         return 2
@@ -204,6 +204,9 @@ def _add_net_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
                    help="largest accepted message in bytes")
     p.add_argument("--status-every", type=float, default=5.0,
                    help="seconds between status lines on stderr (0: off)")
+    p.add_argument("--send-window-s", type=float, default=0.25, metavar="S",
+                   help="frames a consumer may have unacknowledged, as seconds of frames at the stream's "
+                        "rate (spec §5.7 rule 4; at most 128 frames; 0: 128 frames whatever the rate)")
     add_serve_options(p)
     p.add_argument("--broker", metavar="nats://HOST:PORT",
                    help="share streams with the other relays on this NATS server (spec §5.7.1); "
