@@ -40,13 +40,12 @@ import numpy as np
 from fidelity_bench import _kalidokit_frames  # the same frames the encode peer solves
 
 from posewire.codec.mouthing import shares_from_dict
-from posewire.codec.registry import ARKIT_CHANNELS
 from posewire.codec.vector import LOWER, N_DIMS
 from posewire.consumers.face import FaceWeights, face_weights
 from posewire.consumers.pose import PoseResult, decode_frame, decode_pose
 from posewire.consumers.skeleton import Skeleton, helix_humanoid
 from posewire.producers.landmarks import landmarks_to_vectors
-from posewire.producers.poseformat import read_pose_file, with_blendshapes
+from posewire.producers.poseformat import read_blendshapes, read_pose_file, with_blendshapes
 
 __all__ = ["main"]
 
@@ -140,10 +139,7 @@ def _signer_table(skel: Skeleton, rounds: int, passes: int) -> None:
     face = pf.landmarks.face if pf.landmarks.face is not None else np.full((1, 478, 3), np.nan)
     result = landmarks_to_vectors(pf.landmarks)
     if _BLENDSHAPES.is_file():  # the face as the demo plays it (spec §4.6: face and mouth tracked)
-        doc = json.loads(_BLENDSHAPES.read_text())
-        rows = [[np.nan] * len(ARKIT_CHANNELS) if f is None else f for f in doc["frames"]]
-        result = with_blendshapes(result, np.array(rows, dtype=np.float64)[:, [doc["channels"].index(c)
-                                                                                for c in ARKIT_CHANNELS]])
+        result = with_blendshapes(result, read_blendshapes(_BLENDSHAPES))
     vectors = result.vectors
     frames = [v[None] for v in vectors]
     node = shutil.which("node")

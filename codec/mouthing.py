@@ -343,18 +343,22 @@ def mix_from_mouth(mouth: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.fl
     used = np.flatnonzero(np.abs(table).sum(axis=-1) > 0.0)
     t = table[used]  # (U, M)
     step = 1.0 / float((t * t).sum())
+    # the gradient T·(Tᵀs − e) over the measured dims is G·s − T·e: G and T·e once per frame
+    measured_t = np.where(known[..., None, :], t, 0.0)  # (…, U, M)
+    gram = (measured_t[..., :, None, :] * measured_t[..., None, :, :]).sum(axis=-1)  # (…, U, U)
+    target = (measured_t * e[..., None, :]).sum(axis=-1)  # (…, U)
     s = np.zeros((*e.shape[:-1], used.size))
     for _ in range(_MIX_ITERATIONS):
-        residual = np.where(known, (s[..., :, None] * t).sum(axis=-2) - e, 0.0)  # (…, M)
-        s = _project_mix(s - step * (residual[..., None, :] * t).sum(axis=-1))
+        s = _project_mix(s - step * ((gram * s[..., None, :]).sum(axis=-1) - target))
     shares = np.zeros((*e.shape[:-1], N_VISEMES))
     shares[..., used] = np.round(s * _MIX_DIVISIONS) / _MIX_DIVISIONS
     shares = _project_mix(shares)  # rounding up may pass Σ = 1
     # the law reaches only e on b's side of 0: a mix whose baseline points against the
     # measured mouth on some dim is not sent (that frame's mouth stays absolute)
-    against: NDArray[np.bool_] = np.asarray(((viseme_baseline(shares)[..., MOUTH_DIM_INDICES] * e) < 0.0).any(axis=-1))
-    shares = np.where(against[..., None], 0.0, shares)
     b = viseme_baseline(shares)[..., MOUTH_DIM_INDICES]
+    against: NDArray[np.bool_] = np.asarray(((b * e) < 0.0).any(axis=-1))
+    shares = np.where(against[..., None], 0.0, shares)
+    b = np.where(against[..., None], 0.0, b)  # no mix: baseline 0
     d = e - b
     magnitude = np.abs(b)
     same = (d == 0.0) | (b == 0.0) | ((d > 0.0) == (b > 0.0))

@@ -321,11 +321,10 @@ def demo_recording_jsonl() -> str | None:
     capture's own face mesh (``tests/data/holistic_signer_blendshapes.json``, made by
     ``tools/face_blendshapes.py``) and the viseme mix estimated from that mouth (spec §4.7).
     ``None`` (skipped) without pose-format."""
-    import json
     import tempfile
 
     try:
-        from posewire.producers.poseformat import pose_file_to_recording
+        from posewire.producers.poseformat import pose_file_to_recording, read_blendshapes
     except ImportError:  # pragma: no cover - pose-format is a dev dependency
         return None
     root = Path(__file__).resolve().parent.parent
@@ -335,9 +334,8 @@ def demo_recording_jsonl() -> str | None:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "recording.jsonl"
-            weights = json.loads((source.parent / "holistic_signer_blendshapes.json").read_text(encoding="utf-8"))
-            rows = [[float("nan")] * len(weights["channels"]) if f is None else f for f in weights["frames"]]
-            pose_file_to_recording(source, out, blendshapes=rows, mouthing=True)
+            weights = read_blendshapes(source.parent / "holistic_signer_blendshapes.json")
+            pose_file_to_recording(source, out, blendshapes=weights, mouthing=True)
             return out.read_text(encoding="utf-8")
     except ModuleNotFoundError:
         return None

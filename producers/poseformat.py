@@ -62,6 +62,7 @@ __all__ = [
     "pose_depth_scale",
     "pose_file_to_recording",
     "pose_to_landmarks",
+    "read_blendshapes",
     "read_pose_file",
     "with_blendshapes",
 ]
@@ -305,6 +306,23 @@ def read_pose_file(path: str | Path) -> PoseFile:
                else f"pose-format cannot parse it ({type(exc).__name__})")
         raise UsageError("usage.bad_option", f"not a readable .pose file: {why}", path=str(path)) from exc
     return pose_to_landmarks(pose)
+
+
+def read_blendshapes(path: str | Path) -> F64:
+    """ARKit weights ``(B, 52)`` in ``ARKIT_CHANNELS`` order from a blendshape file of
+    ``tools/face_blendshapes.py`` (JSON: ``channels``, ``frames`` of weights or null; a null
+    frame is a NaN row: no face)."""
+    import json
+
+    from posewire.codec.registry import ARKIT_CHANNELS
+
+    doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    try:
+        order = [doc["channels"].index(name) for name in ARKIT_CHANNELS]
+        rows = [[math.nan] * len(doc["channels"]) if f is None else f for f in doc["frames"]]
+        return np.array(rows, dtype=np.float64).reshape(len(rows), len(doc["channels"]))[:, order]
+    except (KeyError, ValueError, TypeError) as exc:
+        raise UsageError("usage.bad_option", f"not a blendshape file ({type(exc).__name__})", path=str(path)) from exc
 
 
 def with_blendshapes(result: LandmarkResult, weights: ArrayLike) -> LandmarkResult:

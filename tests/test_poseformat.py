@@ -320,11 +320,13 @@ def test_blendshapes_give_a_recording_its_face_as_the_live_producer_encodes_it(t
     from posewire.codec.errors import UsageError
     from posewire.codec.registry import ARKIT_CHANNELS
     from posewire.producers.face import blendshape_dims
+    from posewire.producers.poseformat import read_blendshapes
 
     source = Path(__file__).parent / "data" / "holistic_signer.pose"
     doc = json.loads((source.parent / "holistic_signer_blendshapes.json").read_text())
-    assert doc["channels"] == list(ARKIT_CHANNELS) and len(doc["frames"]) == 47
-    weights = np.array(doc["frames"], dtype=np.float64)
+    weights = read_blendshapes(source.parent / "holistic_signer_blendshapes.json")
+    assert weights.shape == (47, len(ARKIT_CHANNELS))
+    np.testing.assert_array_equal(weights[:, 0], [f[doc["channels"].index(ARKIT_CHANNELS[0])] for f in doc["frames"]])
     weights[3] = np.nan
     out = tmp_path / "face.jsonl"
     pose_file_to_recording(source, out, blendshapes=weights)
@@ -338,3 +340,7 @@ def test_blendshapes_give_a_recording_its_face_as_the_live_producer_encodes_it(t
     with pytest.raises(UsageError) as err:
         pose_file_to_recording(source, tmp_path / "bad.jsonl", blendshapes=weights[:10])
     assert err.value.code == "usage.shape"
+    (tmp_path / "bad.json").write_text('{"channels": ["jawOpen"], "frames": [[0.1]]}')
+    with pytest.raises(UsageError) as err:
+        read_blendshapes(tmp_path / "bad.json")  # a channel missing
+    assert err.value.code == "usage.bad_option"
