@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from posewire.codec.errors import UsageError
 from posewire.codec.quaternion import from_matrix, multiply_unchecked, rotate_unchecked
 from posewire.codec.registry import REGISTRY
 from posewire.consumers.pose import decode_pose
@@ -32,7 +33,8 @@ from posewire.consumers.skeleton import Skeleton, fk, helix_humanoid
 from posewire.producers.landmarks import MEDIAPIPE_TO_Y_UP, HolisticLandmarks
 from posewire.producers.vr import VR_JOINTS
 
-__all__ = ["HEAD_POINTS", "GroundTruth", "noise", "render", "thumb_roll_error_deg"]
+__all__ = ["HEAD_POINTS", "GroundTruth", "moving_vectors", "noise", "random_vectors", "render",
+           "thumb_roll_error_deg"]
 
 F64 = NDArray[np.float64]
 
@@ -197,6 +199,23 @@ def random_vectors(rng: np.random.Generator, batch: int, *, reach: float = 0.9,
         n = arm_to_normalized(target, arm_units, side=s)  # type: ignore[arg-type]
         vec[:, [REGISTRY.index(f"a_{a}_{s}") for a in "xyz"]] = np.clip(n, -1.0, 1.0)
     return vec
+
+
+def moving_vectors(rng: np.random.Generator, frames: int, *, key_every: int = 15,
+                   skeleton: Skeleton | None = None) -> F64:
+    """``(frames, N)`` vectors of a performer moving as a camera films one: key poses of
+    :func:`random_vectors` every ``key_every`` frames (0.5 s at 30 fps by default), eased
+    between (``½ − ½·cos(π·t)`` of the way, so each value moves smoothly from key to key).
+    Every frame keeps :func:`random_vectors`' bounds on the palm and the folds (they hold
+    for a mix of two keys); a wrist between two keys may pass nearer its shoulder than a key."""
+    if key_every < 1 or frames < 1:
+        raise UsageError("usage.bad_option", "frames and key_every must be >= 1")
+    keys = random_vectors(rng, frames // key_every + 2, skeleton=skeleton)
+    t = np.arange(frames) / key_every
+    k = np.floor(t).astype(np.intp)
+    ease = (0.5 - 0.5 * np.cos(np.pi * (t - k)))[:, None]
+    out: F64 = keys[k] * (1.0 - ease) + keys[k + 1] * ease
+    return out
 
 
 def _conj(q: F64) -> F64:

@@ -72,9 +72,10 @@ __all__ = [
     "THUMB_SIDE_AXIS",
     "TIP_CURL_STEPS",
     "HandDims",
-    "bone_log_lengths",
+    "bone_length_ratios",
     "depth_gain_spread",
     "estimate_depth_gain",
+    "gain_measure",
     "finger_angles",
     "hand_chirality",
     "hand_dims",
@@ -475,15 +476,16 @@ def thumb_roll(hand: F64, thumb_dorsal: F64, *, side: Side) -> F64:
     return out
 
 
-def bone_log_lengths(hand: F64, *, bones: tuple[tuple[int, int], ...] = HAND_BONES,
-                     gains: F64 = DEPTH_GAINS) -> F64:
+def bone_length_ratios(hand: F64, *, bones: tuple[tuple[int, int], ...] = HAND_BONES,
+                       gains: F64 = DEPTH_GAINS) -> F64:
     """The rigidity measure of spec §4.3 "Hand depth gain" for each frame and each gain of
-    :data:`DEPTH_GAINS`: ``(B, G, 20)`` = ``log ℓ`` of every :data:`HAND_BONES` bone minus
-    the frame's median over its bones, with ``ℓ = sqrt(Δx² + Δy² + g²·Δz²)`` of hand points
+    :data:`DEPTH_GAINS`: ``(B, G, 20)`` = ``ℓ²`` of every :data:`HAND_BONES` bone over the
+    frame's mean over its bones, with ``ℓ² = Δx² + Δy² + g²·Δz²`` of hand points
     ``(B, 21, 3)`` whose third axis is the camera's depth (the hand's distance and size drop
-    out); NaN on the frames not usable (a point missing or a bone of zero length). Taken
-    once per frame; :func:`estimate_depth_gain` reduces it over frames. ``bones`` and
-    ``gains`` default to the hand's; the .pose reader passes the body's (spec §7.1)."""
+    out; squares, not lengths: the noise on a point adds to ``ℓ²`` a term whose mean does
+    not depend on the pose); NaN on the frames not usable (a point missing or a bone of zero
+    length). Taken once per frame; :func:`estimate_depth_gain` reduces it over frames.
+    ``bones`` and ``gains`` default to the hand's; the .pose reader passes the body's (spec §7.1)."""
     if bones is HAND_BONES:
         parent, child = _BONE_PARENT, _BONE_CHILD
     else:
@@ -494,45 +496,59 @@ def bone_log_lengths(hand: F64, *, bones: tuple[tuple[int, int], ...] = HAND_BON
     usable = np.isfinite(delta).all(axis=(-1, -2)) & (across + along > 0.0).all(-1)
     out: F64 = np.full((hand.shape[0], gains.size, len(bones)), np.nan)
     if usable.all():
-        out = _centred_log(across[:, None, :] + gains[None, :, None] ** 2 * along[:, None, :])
+        out = _over_mean(across[:, None, :] + gains[None, :, None] ** 2 * along[:, None, :])
     elif usable.any():
-        out[usable] = _centred_log(across[usable, None, :] + gains[None, :, None] ** 2 * along[usable, None, :])
+        out[usable] = _over_mean(across[usable, None, :] + gains[None, :, None] ** 2 * along[usable, None, :])
     return out
 
 
-def _centred_log(squared: F64) -> F64:
-    # log ℓ minus its median over the bones (last axis): np.median's value (the middle one, or
-    # the mean (a + b) / 2 of the middle two) from a sort (numpy's SIMD sort of 20 values is
-    # several times faster than its partition at two indices; the order statistics are the
-    # same values), without its NaN checks (no NaN here: usable squares are > 0)
-    log_length = 0.5 * np.log(squared)
-    n = log_length.shape[-1]
-    half = n // 2
-    ranked = np.sort(log_length, axis=-1)
-    median = ranked[..., half:half + 1] if n % 2 else (ranked[..., half - 1:half] + ranked[..., half:half + 1]) / 2.0
-    out: F64 = log_length - median
+def _over_mean(squared: F64) -> F64:
+    out: F64 = squared / squared.mean(axis=-1, keepdims=True)
     return out
 
 
-def estimate_depth_gain(log_lengths: F64, *, gains: F64 = DEPTH_GAINS) -> float | None:
+def estimate_depth_gain(ratios: F64, *, gains: F64 = DEPTH_GAINS) -> float | None:
     """The depth gain ``g`` (spec §4.3 "Hand depth gain") that keeps a hand's bones most
-    constant over frames, from :func:`bone_log_lengths` ``(B, G, 20)`` of one hand: the
-    gain of :data:`DEPTH_GAINS` with the least mean over bones of the standard deviation
-    over frames (the first such gain on ties: a rigid hand measured without depth error
-    gives exactly 1); None with fewer than :data:`DEPTH_GAIN_MIN_FRAMES` usable frames."""
-    usable = np.isfinite(log_lengths[:, 0, 0])
-    if int(usable.sum()) < DEPTH_GAIN_MIN_FRAMES:
+    constant over frames, from :func:`bone_length_ratios` ``(B, G, 20)`` of one hand's
+    frames in their order: the gain of :data:`DEPTH_GAINS` with the least
+    :func:`depth_gain_spread` (the first such gain on ties: a rigid hand measured without
+    depth error gives exactly 1); None with fewer than :data:`DEPTH_GAIN_MIN_FRAMES` usable
+    frames."""
+    spread = depth_gain_spread(ratios)
+    return None if spread is None else float(gains[int(np.argmin(spread))])
+
+
+def depth_gain_spread(ratios: F64) -> F64 | None:
+    """:func:`estimate_depth_gain`'s measure ``(G,)`` of bone ratios ``(B, G, 20)`` (NaN rows:
+    frames not usable), spec §4.3: per bone, over the usable frames, the mean ``m``, the
+    variance ``v`` and, over the runs of three consecutive usable frames, the mean ``w`` of
+    the squared second difference ``(r₋ − 2r + r₊)²`` (0 without such a run); the measure
+    is the mean over bones of ``sqrt(max(v − w/6, 0)) / m``. Noise independent from frame
+    to frame adds ``s²`` to ``v`` and ``6s²`` to ``w``, so ``v − w/6`` keeps the bones'
+    change with the pose and drops the noise (issue 18: the plain variance read a true gain
+    of 2 as 1.3 at 6 mm of depth noise). Each gain's value depends only on its own column
+    (the live calibration sums its terms as frames come and go); None with fewer than
+    :data:`DEPTH_GAIN_MIN_FRAMES` usable frames."""
+    usable = np.isfinite(ratios[:, 0, 0])
+    n = int(usable.sum())
+    if n < DEPTH_GAIN_MIN_FRAMES:
         return None
-    return float(gains[int(np.argmin(depth_gain_spread(log_lengths[usable])))])
+    rows = ratios[usable]
+    mean = rows.mean(axis=0)
+    variance = ((rows - mean) ** 2).mean(axis=0)
+    runs = usable[2:] & usable[1:-1] & usable[:-2]
+    if runs.any():
+        second = ratios[2:][runs] - 2.0 * ratios[1:-1][runs] + ratios[:-2][runs]
+        curvature: F64 = (second * second).mean(axis=0)
+    else:
+        curvature = np.zeros_like(variance)
+    return gain_measure(mean, variance, curvature)
 
 
-def depth_gain_spread(log_lengths: F64) -> F64:
-    """:func:`estimate_depth_gain`'s measure ``(G,)`` of the usable frames' log lengths
-    ``(B, G, 20)``: the mean over bones of the standard deviation over frames. Each gain's
-    value depends only on its own column, bit for bit (a reduction over frames, then over
-    20 bones), so a slice of gains can be taken apart (:class:`posewire.producers.live.LiveCalibration`
-    spreads the gains over frames)."""
-    out: F64 = log_lengths.std(axis=0).mean(axis=-1)
+def gain_measure(mean: F64, variance: F64, curvature: F64) -> F64:
+    """:func:`depth_gain_spread` from its per-bone terms ``(..., 20)``: the mean over bones
+    of ``sqrt(max(v − w/6, 0)) / m`` (spec §4.3)."""
+    out: F64 = (np.sqrt(np.maximum(variance - curvature / 6.0, 0.0)) / mean).mean(axis=-1)
     return out
 
 

@@ -81,7 +81,7 @@ from posewire.codec.vector import LOWER, N_DIMS, UPPER
 from posewire.producers.filter import RotationFilter
 from posewire.producers.hand import (
     HAND_POINTS,
-    bone_log_lengths,
+    bone_length_ratios,
     estimate_depth_gain,
     finger_angles,
     hand_dims,
@@ -583,7 +583,7 @@ class CalibrationSamples:
     wrist are seen and the elbow is MediaPipe's estimate (NaN elsewhere); ``hand (B, 2)``:
     the wrist → middle-tip chain × ``hand_scale``, right
     then left (NaN where the hand is absent), None without ``hand_scale``; ``bones (B, 2, G,
-    20)``: :func:`posewire.producers.hand.bone_log_lengths` of the right then left hand (NaN
+    20)``: :func:`posewire.producers.hand.bone_length_ratios` of the right then left hand (NaN
     where absent; spec §4.3 "Hand depth gain").
     """
 
@@ -628,7 +628,7 @@ def _samples(lm: HolisticLandmarks, prep: _Prepared, visibility_threshold: float
             chain = points[:, [0, 9, 10, 11, 12]]
             length = np.linalg.norm(np.diff(chain, axis=1), axis=-1).sum(axis=-1) * lm.hand_scale
             hand[:, column] = np.where(_hand_present(points), length, np.nan)
-    bones = np.stack([bone_log_lengths(prep.right), bone_log_lengths(prep.left)], axis=1)
+    bones = np.stack([bone_length_ratios(prep.right), bone_length_ratios(prep.left)], axis=1)
     return CalibrationSamples(body[:, :2], prep.valid, trunk, arm, hand, bones)
 
 
@@ -868,7 +868,7 @@ def _own_calibration(lm: HolisticLandmarks, prep: _Prepared, visibility_threshol
     notes = ["no frame has a body (shoulders and hips): reference-avatar calibration, arms and body not estimated"]
     gain = {"r": 1.0, "l": 1.0}
     for side, hand in (("r", prep.right), ("l", prep.left)):
-        found = estimate_depth_gain(bone_log_lengths(hand))
+        found = estimate_depth_gain(bone_length_ratios(hand))
         if found is not None:
             gain[side] = found
             notes.append(f"hand depth gain ({side}) {found:.2f}")

@@ -321,7 +321,7 @@ class Samples1(NamedTuple):
     """landmarks.CalibrationSamples of one frame (spec §4.1) without ``bones``: ``shoulders``
     (l, r) in the body frame, ``valid``, ``trunk``, ``arm`` (4) and ``hand`` (2), NaN where
     not measured, as the batch rows; ``right``, ``left``: the hands (after the swap check)
-    whose bones :func:`posewire.producers.hand.bone_log_lengths` measures, None where absent."""
+    whose bones :func:`posewire.producers.hand.bone_length_ratios` measures, None where absent."""
 
     shoulders: tuple[Vec3, Vec3]
     valid: bool

@@ -57,7 +57,8 @@ from posewire.producers.hand import (
     DEPTH_GAIN_MIN_FRAMES,
     DEPTH_GAINS,
     HAND_BONES,
-    bone_log_lengths,
+    bone_length_ratios,
+    gain_measure,
 )
 from posewire.producers.landmarks import (
     FACE_POINTS,
@@ -134,7 +135,7 @@ class LiveCalibration:
     such frames) is a job of small steps, one a frame from the frame that starts it: the
     medians (:func:`~posewire.producers.landmarks.body_calibration`), the hands' bone
     measures of the frames not measured yet
-    (:func:`~posewire.producers.hand.bone_log_lengths`, spread over the job's frames after
+    (:func:`~posewire.producers.hand.bone_length_ratios`, spread over the job's frames after
     the medians, or ``bone_frames`` frames a step), both hands' depth gains from
     running sums (below) with the last of them. The job reads the rows
     of the window it started on (the ring holds ``window + every`` rows, so none is
@@ -144,17 +145,18 @@ class LiveCalibration:
     (a job still running when the next is due is finished first). The first estimate is
     taken at once.
 
-    Depth gain (spec §4.3 "Hand depth gain", :func:`~posewire.producers.hand.estimate_depth_gain`:
-    the gain whose bones vary least over the window's frames, the mean over bones of the
-    standard deviation over frames): the count, sum and sum of squares over frames of every
-    (hand, gain, bone) log length are kept for the rows in the last estimate's window, each
-    taken from a fixed reference (the hand's first usable row) so that no cancellation
-    occurs; an estimate adds the rows that entered the window and removes those that left
-    (about ``every`` each), instead of reducing the whole window again (issue 22: that
-    reduction, 2 × 81 × 20 values over 150 frames per estimate, was most of the live
-    encoder's time). The standard deviation is ``sqrt(Σd²/n − (Σd/n)²)``, equal to the
-    window's two-pass value to round-off (~1e-13 of it), so the least one is the same gain
-    but for ties within round-off.
+    Depth gain (spec §4.3 "Hand depth gain", :func:`~posewire.producers.hand.depth_gain_spread`:
+    the gain whose bones vary least over the window's frames, their noise taken out): the
+    count, sum and sum of squares over frames of every (hand, gain, bone) ratio are kept for
+    the rows in the last estimate's window, each taken from a fixed reference (the hand's
+    first usable row) so that no cancellation occurs, and with them the count and sum of
+    the squared second differences, each kept on the last row of its run of three; an
+    estimate adds the rows that entered the window and removes those that left (about
+    ``every`` each), instead of reducing the whole window again (issue 22: that reduction,
+    2 × 81 × 20 values over 150 frames per estimate, was most of the live encoder's time),
+    and leaves out the runs of the window's first two rows (they reach before it). The
+    variance is ``Σd²/n − (Σd/n)²``, equal to the window's two-pass value to round-off, so
+    the least measure is the same gain but for ties within round-off.
     """
 
     def __init__(self, *, window: int = 150, every: int = 15, settle: int = 3, tolerance: float = 0.03,
@@ -166,7 +168,9 @@ class LiveCalibration:
         self.window, self.every, self.settle, self.tolerance = window, every, settle, tolerance
         self.visibility_threshold = visibility_threshold
         self.bone_frames = bone_frames
-        size = window + every  # the rows of a running job's window are kept until it ends
+        # the rows of a running job's window are kept until it ends, and the two before it
+        # (the runs of three that end on its first rows)
+        size = window + every + 2
         self._size = size
         self._shoulders = np.full((size, 2, 3), np.nan)
         self._valid = np.zeros(size, dtype=bool)
@@ -176,6 +180,7 @@ class LiveCalibration:
         self._points = np.full((size, 2, 21, 3), np.nan)  # right, left hand (y-up, after the swap check)
         self._bones = np.full((size, 2, DEPTH_GAINS.size, len(HAND_BONES)), np.nan)
         self._measured = np.zeros(size, dtype=bool)  # the row's bones are measured
+        self._frame = np.full(size, -3, dtype=np.intp)  # the row's frame (count of frames with a body before it)
         # the depth gains' running sums (class docstring): rows summed, per hand the count,
         # Σd and Σd² of d = log length − the hand's reference row
         self._summed = np.zeros(size, dtype=bool)
@@ -184,9 +189,14 @@ class LiveCalibration:
         self._usable = np.zeros((size, 2), dtype=bool)  # per row and hand: its bones are finite
         self._d = np.zeros((size, 2, DEPTH_GAINS.size, len(HAND_BONES)))  # d (0 where not usable)
         self._d2 = np.zeros((size, 2, DEPTH_GAINS.size, len(HAND_BONES)))  # d²
+        # the squared second difference of the run of three ending on the row (0 where none)
+        self._ran = np.zeros((size, 2), dtype=bool)
+        self._c = np.zeros((size, 2, DEPTH_GAINS.size, len(HAND_BONES)))
         self._n = np.zeros(2)
         self._s1 = np.zeros((2, DEPTH_GAINS.size, len(HAND_BONES)))
         self._s2 = np.zeros((2, DEPTH_GAINS.size, len(HAND_BONES)))
+        self._n3 = np.zeros(2)
+        self._s3 = np.zeros((2, DEPTH_GAINS.size, len(HAND_BONES)))
         self._count = 0  # frames with a body so far (the ring's next row: _count % size)
         self._job: Generator[None, None, LandmarkCalibration] | None = None
         self._estimates: deque[F64] = deque(maxlen=settle)
@@ -211,12 +221,13 @@ class LiveCalibration:
         self._points[row, 0], self._points[row, 1] = ((lm.left_hand[0], lm.right_hand[0]) if frame.swapped
                                                       else (lm.right_hand[0], lm.left_hand[0]))
         self._measured[row] = False
+        self._frame[row] = self._count
         self._count += 1
 
     def _measure(self, rows: list[int]) -> None:
         """The bone measures of ``rows`` and their terms of the running sums."""
         one = slice(rows[0], rows[0] + 1) if len(rows) == 1 else rows  # one row: views, not copies
-        bones = bone_log_lengths(self._points[one].reshape(-1, 21, 3)).reshape(
+        bones = bone_length_ratios(self._points[one].reshape(-1, 21, 3)).reshape(
             len(rows), 2, DEPTH_GAINS.size, len(HAND_BONES))
         self._bones[one] = bones
         usable = np.isfinite(bones[:, :, 0, 0])  # a hand's row is finite throughout or NaN
@@ -230,10 +241,24 @@ class LiveCalibration:
         d2 = d * d
         self._usable[one], self._d[one], self._d2[one] = usable, d, d2
         self._measured[one] = True
+        # the runs of three ending on these rows: the two frames before each, measured
+        # (oldest rows are measured first) and still in the ring
+        at = np.array(rows)
+        before, twice = (at - 1) % self._size, (at - 2) % self._size
+        frame = self._frame[at]
+        ran = (self._measured[before] & self._measured[twice] & (self._frame[before] == frame - 1)
+               & (self._frame[twice] == frame - 2))[:, None] & usable & self._usable[before] & self._usable[twice]
+        c = np.zeros_like(d)
+        if ran.any():
+            second = self._bones[at] - 2.0 * self._bones[before] + self._bones[twice]
+            c[ran] = second[ran] ** 2
+        self._ran[one], self._c[one] = ran, c
         # into the running sums at once (a job's window holds the rows it measures)
         self._n += usable.sum(axis=0)
         self._s1 += d.sum(axis=0)
         self._s2 += d2.sum(axis=0)
+        self._n3 += ran.sum(axis=0)
+        self._s3 += c.sum(axis=0)
         self._summed[one] = True
 
     def _steps(self) -> Generator[None, None, LandmarkCalibration]:
@@ -283,11 +308,15 @@ class LiveCalibration:
             self._n += sign * self._usable[row]
             self._s1 += sign * self._d[row]
             self._s2 += sign * self._d2[row]
+            self._n3 += sign * self._ran[row]
+            self._s3 += sign * self._c[row]
             self._summed[row] = sign > 0
             return
         self._n += sign * self._usable[rows].sum(axis=0)
         self._s1 += sign * self._d[rows].sum(axis=0)
         self._s2 += sign * self._d2[rows].sum(axis=0)
+        self._n3 += sign * self._ran[rows].sum(axis=0)
+        self._s3 += sign * self._c[rows].sum(axis=0)
         self._summed[rows] = sign > 0
 
     def _depth_gains(self, rows: NDArray[np.intp]) -> tuple[float | None, float | None]:
@@ -302,20 +331,24 @@ class LiveCalibration:
             self._accumulate(entering, 1.0)
         found: list[float | None] = []
         for column in (0, 1):  # right, left
-            spread = self._spread(column)
+            spread = self._spread(column, rows[:2])
             # the first on ties, as the batch
             found.append(None if spread is None else float(DEPTH_GAINS[int(np.argmin(spread))]))
         return found[0], found[1]
 
-    def _spread(self, column: int) -> F64 | None:
-        """hand.depth_gain_spread ``(G,)`` of one hand (0 right, 1 left) over the rows summed;
-        None with fewer than DEPTH_GAIN_MIN_FRAMES usable ones."""
+    def _spread(self, column: int, first: NDArray[np.intp]) -> F64 | None:
+        """hand.depth_gain_spread ``(G,)`` of one hand (0 right, 1 left) over the rows summed,
+        whose first two are ``first`` (their runs of three reach before the window); None with
+        fewer than DEPTH_GAIN_MIN_FRAMES usable ones."""
         n = float(self._n[column])
         if n < DEPTH_GAIN_MIN_FRAMES:
             return None
         mean = self._s1[column] / n
-        out: F64 = np.sqrt(np.maximum(self._s2[column] / n - mean * mean, 0.0)).mean(axis=-1)
-        return out
+        variance = self._s2[column] / n - mean * mean
+        first = first[self._summed[first] & self._ran[first, column]]
+        runs = float(self._n3[column]) - first.size
+        curvature = (self._s3[column] - self._c[first, column].sum(axis=0)) / runs if runs > 0 else np.zeros_like(mean)
+        return gain_measure(self._reference[column] + mean, variance, curvature)
 
     @staticmethod
     def _finish(job: Generator[None, None, LandmarkCalibration]) -> LandmarkCalibration:

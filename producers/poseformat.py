@@ -44,7 +44,7 @@ from posewire.codec.errors import UsageError
 from posewire.codec.morph import FACE_DIM_INDICES, N_ARKIT
 from posewire.codec.mouthing import mix_from_mouth
 from posewire.producers.filter import FilterResult, RotationFilter, filter_vectors
-from posewire.producers.hand import bone_log_lengths, estimate_depth_gain
+from posewire.producers.hand import bone_length_ratios, estimate_depth_gain
 from posewire.producers.landmarks import (
     HolisticLandmarks,
     LandmarkResult,
@@ -273,7 +273,7 @@ def pose_depth_scale(pose_image: F64) -> float | None:
     gain, on :data:`_BODY_BONES` and :data:`POSE_DEPTH_SCALES`); None with too few frames.
     MediaPipe says that depth has "roughly the same scale as x"; on real recordings the
     bones stay most rigid at 0.15–0.8 of it."""
-    return estimate_depth_gain(bone_log_lengths(pose_image, bones=_BODY_BONES, gains=POSE_DEPTH_SCALES),
+    return estimate_depth_gain(bone_length_ratios(pose_image, bones=_BODY_BONES, gains=POSE_DEPTH_SCALES),
                                gains=POSE_DEPTH_SCALES)
 
 

@@ -31,7 +31,7 @@ from posewire.producers.face import (
     rotation_part,
     rotation_part1,
 )
-from posewire.producers.hand import DEPTH_GAIN_MIN_FRAMES, bone_log_lengths, depth_gain_spread
+from posewire.producers.hand import DEPTH_GAIN_MIN_FRAMES, bone_length_ratios, depth_gain_spread
 from posewire.producers.landmarks import (
     HolisticLandmarks,
     LandmarkCalibration,
@@ -289,7 +289,7 @@ def test_samples1_equals_the_batch_rows(seed: int) -> None:
         for mine, theirs in ((got.trunk, batch.trunk[0]), (got.arm, batch.arm[0]), (got.hand, batch.hand[0])):
             np.testing.assert_allclose(np.array(mine, dtype=float), theirs, rtol=0, atol=1e-9, equal_nan=True)
         for hand, column in ((got.right, 0), (got.left, 1)):
-            bones = bone_log_lengths(np.full((1, 21, 3), np.nan) if hand is None else np.array([hand]))
+            bones = bone_length_ratios(np.full((1, 21, 3), np.nan) if hand is None else np.array([hand]))
             np.testing.assert_array_equal(bones[0], batch.bones[0, column])
 
 
@@ -386,11 +386,12 @@ def test_running_depth_gain_sums_equal_the_window_reduction(seed: int, window: i
         cal._depth_gains(rows)
         for column in (0, 1):
             usable = rows[np.isfinite(cal._bones[rows, column, 0, 0])]
-            got = cal._spread(column)
+            got = cal._spread(column, rows[:2])
+            want = depth_gain_spread(cal._bones[rows, column])  # the window's rows in order (runs of three)
             if usable.size < DEPTH_GAIN_MIN_FRAMES:
-                assert got is None
+                assert got is None and want is None
                 continue
-            assert got is not None
-            np.testing.assert_allclose(got, depth_gain_spread(cal._bones[usable, column]), rtol=1e-9, atol=1e-15)
+            assert got is not None and want is not None
+            np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
             checked += 1
     assert checked > 0

@@ -131,9 +131,9 @@ const DEPTH_GAINS = Array.from({ length: 81 }, (_, k) => Math.round((1.0 + 0.05 
 const DEPTH_GAIN_MIN_FRAMES = 10;
 const HAND_BONES = [[0, 1], [1, 2], [2, 3], [3, 4], [0, 5], [0, 9], [0, 13], [0, 17], [5, 6], [6, 7], [7, 8],
   [9, 10], [10, 11], [11, 12], [13, 14], [14, 15], [15, 16], [17, 18], [18, 19], [19, 20]];
-/** hand.bone_log_lengths of one frame's hand: per gain, log ℓ of every bone minus the frame's
- * median over its bones (ℓ = sqrt(Δx² + Δy² + g²·Δz²)); null where not usable. */
-function boneLogLengths(hand) {
+/** hand.bone_length_ratios of one frame's hand: per gain, ℓ² of every bone over the frame's
+ * mean over its bones (ℓ² = Δx² + Δy² + g²·Δz²); null where not usable. */
+function boneLengthRatios(hand) {
   if (!hand || !hand.every((p) => p && p.every(Number.isFinite))) return null;
   const across = []; const along = [];
   for (const [a, b] of HAND_BONES) {
@@ -142,16 +142,22 @@ function boneLogLengths(hand) {
     if (!(across.at(-1) + along.at(-1) > 0.0)) return null;
   }
   return DEPTH_GAINS.map((g) => {
-    const logs = across.map((c, i) => 0.5 * Math.log(c + g * g * along[i]));
-    const med = median(logs);
-    return logs.map((x) => x - med);
+    const squares = across.map((c, i) => c + g * g * along[i]);
+    const mean = squares.reduce((t, x) => t + x, 0) / squares.length;
+    return squares.map((x) => x / mean);
   });
 }
-/** hand.estimate_depth_gain over frames: the gain with the least mean over bones of the
- * standard deviation over frames (the first on ties); null with fewer than 10 frames. */
+/** hand.estimate_depth_gain over frames in their order (null: not usable): the gain with the
+ * least mean over bones of sqrt(max(v − w/6, 0)) / m, with m, v the mean and variance over the
+ * usable frames and w the mean squared second difference over runs of three usable frames
+ * (0 without one); the first on ties; null with fewer than 10 usable frames (spec §4.3). */
 function estimateDepthGain(frames) {
   const usable = frames.filter((f) => f !== null);
   if (usable.length < DEPTH_GAIN_MIN_FRAMES) return null;
+  const runs = [];
+  for (let t = 2; t < frames.length; t++) {
+    if (frames[t] !== null && frames[t - 1] !== null && frames[t - 2] !== null) runs.push(t);
+  }
   let best = 0; let bestSpread = Infinity;
   DEPTH_GAINS.forEach((g, k) => {
     let total = 0;
@@ -161,7 +167,11 @@ function estimateDepthGain(frames) {
       mean /= usable.length;
       let v = 0;
       for (const f of usable) v += (f[k][b] - mean) ** 2;
-      total += Math.sqrt(v / usable.length);
+      v /= usable.length;
+      let w = 0;
+      for (const t of runs) w += (frames[t][k][b] - 2.0 * frames[t - 1][k][b] + frames[t - 2][k][b]) ** 2;
+      if (runs.length) w /= runs.length;
+      total += Math.sqrt(Math.max(v - w / 6.0, 0.0)) / mean;
     }
     const spread = total / HAND_BONES.length;
     if (spread < bestSpread) { bestSpread = spread; best = k; }
@@ -194,7 +204,7 @@ export class LiveCalibration {
     if (![sl, sr, hl, hr].every(okPoint)) return null;
     // spec §4.1 "A camera producer's units": the shoulder width (the units' only measure) and the
     // hands' bones (their depth gains, §4.3)
-    const sample = { shoulder: dist(sl, sr), bones: [boneLogLengths(frame.right_hand), boneLogLengths(frame.left_hand)] };
+    const sample = { shoulder: dist(sl, sr), bones: [boneLengthRatios(frame.right_hand), boneLengthRatios(frame.left_hand)] };
     this.samples.push(sample);
     if (this.samples.length > this.window) this.samples.shift();
     this.since += 1;
