@@ -28,8 +28,8 @@ from posewire.producers.hand import (
     THUMB_ROLL_MIN_CURL_DEG,
     bone_length_ratios,
     estimate_depth_gain,
-    gain_measure,
     finger_angles,
+    gain_measure,
     hand_dims,
     with_depth_gain,
 )
