@@ -227,8 +227,8 @@ class LiveCalibration:
     def _measure(self, rows: list[int]) -> None:
         """The bone measures of ``rows`` and their terms of the running sums."""
         one = slice(rows[0], rows[0] + 1) if len(rows) == 1 else rows  # one row: views, not copies
-        bones = bone_length_ratios(self._points[one].reshape(-1, 21, 3)).reshape(
-            len(rows), 2, DEPTH_GAINS.size, len(HAND_BONES))
+        bones = bone_length_ratios(self._points[one].reshape(-1, 21, 3))
+        bones = bones.reshape(len(rows), 2, *bones.shape[1:])
         self._bones[one] = bones
         usable = np.isfinite(bones[:, :, 0, 0])  # a hand's row is finite throughout or NaN
         if not self._referenced:
