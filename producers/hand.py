@@ -498,11 +498,19 @@ def bone_length_ratios(hand: F64, *, bones: tuple[tuple[int, int], ...] = HAND_B
     usable = np.isfinite(delta).all(axis=(-1, -2)) & (across + along > 0.0).all(-1)
     # computed bones × gains (the gains contiguous: numpy's inner loops run over them, several
     # times faster than over 20 bones), handed out as the (B, G, bones) view
-    squared = across[..., None] + along[..., None] * squares
-    out: F64 = squared / (squared.sum(axis=1, keepdims=True) / len(bones))
-    if not usable.all():
-        out[~usable] = np.nan
+    if usable.all():
+        out: F64 = _over_mean(across[..., None] + along[..., None] * squares)
+    else:
+        out = np.full((hand.shape[0], len(bones), squares.size), np.nan)
+        if usable.any():
+            out[usable] = _over_mean(across[usable, :, None] + along[usable, :, None] * squares)
     return out.transpose(0, 2, 1)
+
+
+def _over_mean(squared: F64) -> F64:
+    # each frame's squares (B, bones, G) over their mean over the bones
+    out: F64 = squared / (squared.sum(axis=1, keepdims=True) / squared.shape[1])
+    return out
 
 
 def estimate_depth_gain(ratios: F64, *, gains: F64 = DEPTH_GAINS) -> float | None:
