@@ -16,7 +16,7 @@ $(BIN)/posewire: pyproject.toml setup.py
 
 # a compiled kernel older than its source is never used (posewire/native.py): compile again
 NATIVE_SOURCES := codec/quaternion.py codec/euler.py codec/elbow.py producers/hand_single.py \
-	producers/landmarks_single.py codec/ieee.py codec/morph.py producers/face.py
+	producers/landmarks_single.py codec/ieee.py codec/morph.py producers/face.py consumers/ik_single.py
 build/native.stamp: $(BIN)/posewire $(NATIVE_SOURCES)
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	touch build/native.stamp

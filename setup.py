@@ -35,14 +35,16 @@ NATIVE = {"posewire.codec.quaternion": "codec/quaternion.py", "posewire.codec.eu
           "posewire.codec.elbow": "codec/elbow.py", "posewire.producers.hand_single": "producers/hand_single.py",
           "posewire.producers.landmarks_single": "producers/landmarks_single.py",
           "posewire.codec.ieee": "codec/ieee.py", "posewire.codec.morph": "codec/morph.py",
-          "posewire.producers.face": "producers/face.py"}
+          "posewire.producers.face": "producers/face.py",
+          "posewire.consumers.ik_single": "consumers/ik_single.py"}
 #: The mypyc group's shared library (posewire.producers._native__mypyc).
 GROUP = "posewire.producers._native"
 #: The build-time record of the compiled sources (posewire/native.py reads it).
 STAMP = "_native.json"
 TREE = HERE / "build" / "native"
 #: The package folders mypy needs to see (the installed layout, as tools/typecheck.py builds it).
-LAYOUT = {"posewire": "posewire", "posewire/codec": "codec", "posewire/producers": "producers"}
+LAYOUT = {"posewire": "posewire", "posewire/codec": "codec", "posewire/producers": "producers",
+          "posewire/consumers": "consumers"}
 
 
 class BuildWithWeb(build_py):  # type: ignore[misc]

@@ -76,7 +76,8 @@ from posewire.codec.registry import REGISTRY, SPINE_SHARES
 from posewire.codec.vector import N_DIMS, ValidationReport
 
 from .face import CAPABILITIES, Capability, FaceWeights, _face_weights, _validate_clamp, _validate_clamp_changed
-from .ik import _LATERAL, IKResult, _arm1, _pole, _solve, _unit, two_bone_ik
+from .ik import _LATERAL, IKResult, _pole, _solve, _unit, two_bone_ik
+from .ik_single import arm1
 from .skeleton import FINGERS, Skeleton, calibration_of
 
 __all__ = ["HEAD_SHARES", "DecodePlan", "PoseResult", "decode_frame", "decode_plan", "decode_pose"]
@@ -476,7 +477,7 @@ def _decode(vec: F64, validation: ValidationReport, skeleton: Skeleton,
 # add: rotations about one axis commute), so a row is a sum over at most 2^K products of
 # K cosines/sines with fixed quaternion coefficients (K ≤ 4 on the canonical skeleton);
 # half angles come from one gain matrix, rows from one gather and one matmul. The
-# bind-frame products are 4×4 matrices; the two arms (posewire.consumers.ik._arm1: pole and
+# bind-frame products are 4×4 matrices; the two arms (posewire.consumers.ik_single.arm1: pole and
 # two-bone solve in one function), palms and fractional powers are Python floats, written
 # into the G table as one flat list. Targets, IK results and palm flags stay Python floats
 # until first read (_Sides1). Equal to the batch path to float round-off
@@ -724,7 +725,7 @@ def _decode_one(vec: F64, validation: ValidationReport, plan: DecodePlan, arm_un
     for (dx, dy, dz, spread, lateral, fixed, sh, up_dir, up_len, low_dir, low_len, (pxi, pyi, pzi),
          mirror), (cx, cy, cz) in zip(one.arms, arm_scale, strict=True):
         target = (nx + vl[dx] * cx, ny + vl[dy] * cy, nz + vl[dz] * cz)
-        g_up, g_low, elbow, wrist, hit = _arm1(sh, up_dir, up_len, low_dir, low_len, target, vl[spread],
+        g_up, g_low, elbow, wrist, hit = arm1(sh, up_dir, up_len, low_dir, low_len, target, vl[spread],
                                                 lateral, fixed)
         small += multiply1(body, g_up)  # body-local arms carried by Q (seed 003)
         lower += multiply1(body, g_low)

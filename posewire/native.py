@@ -31,7 +31,8 @@ __all__ = ["NATIVE", "STATUS", "compiled", "install", "source_of"]
 #: The modules setup.py compiles (its NATIVE keeps the same names).
 NATIVE: tuple[str, ...] = ("posewire.codec.quaternion", "posewire.codec.euler", "posewire.codec.elbow",
                            "posewire.producers.hand_single", "posewire.producers.landmarks_single",
-                           "posewire.codec.ieee", "posewire.codec.morph", "posewire.producers.face")
+                           "posewire.codec.ieee", "posewire.codec.morph", "posewire.producers.face",
+                           "posewire.consumers.ik_single")
 _STAMP = "_native.json"
 #: "compiled" or "pure Python (why)", set by :func:`install`.
 STATUS = "not decided"

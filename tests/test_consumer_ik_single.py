@@ -1,4 +1,4 @@
-"""posewire.consumers.ik._arm1 (one side, Python floats: the pole of a spread, then the
+"""posewire.consumers.ik_single.arm1 (one side, Python floats: the pole of a spread, then the
 two-bone solve; the single-frame path of decode_pose) equals the array path _pole then
 _solve to 1e-12, degenerate cases included: target at the shoulder, target along +Z (the
 spread reference along the arm), out of reach and too near."""
@@ -10,7 +10,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from posewire.consumers.ik import _arm1, _pole, _solve, _unit
+from posewire.consumers.ik import _pole, _solve, _unit
+from posewire.consumers.ik_single import arm1
 
 _SHOULDER = (0.18, 1.42, -0.01)
 _ELBOW = (0.45, 1.40, -0.03)
@@ -25,7 +26,7 @@ def _check(target: tuple[float, float, float], spread: float, up: tuple[float, f
     pole = _pole(np.array(target) - s0, np.array(spread), np.array(lateral), fixed)
     ref = _solve(s0, np.array(up), np.asarray(a_len), np.array(low), np.asarray(b_len), np.array([target]),
                  np.array([pole]))
-    got = _arm1(_SHOULDER, up, a_len, low, b_len, target, spread, lateral, fixed)
+    got = arm1(_SHOULDER, up, a_len, low, b_len, target, spread, lateral, fixed)
     for value, name in zip(got[:4], ("upper", "lower", "elbow", "wrist"), strict=True):
         np.testing.assert_allclose(np.array([value]), getattr(ref, name), rtol=0, atol=1e-12)
     assert got[4] == bool(ref.clamped[0])

@@ -5,7 +5,8 @@ The pure modules are the reference and are always installed; ``setup.py`` compil
 where it can. Here: the live encoder (landmarks, both hands, the face transform and mesh,
 the live calibration) over the committed signer and ground truth, in two processes, one
 with ``POSEWIRE_PURE_PYTHON=1``; and, in this process, the pure ``hand_single`` and
-``landmarks_single`` loaded from their sources beside the modules in use, on random frames.
+``landmarks_single`` (and the decoder's ``ik_single``) loaded from their sources beside the
+modules in use, on random frames and arms.
 Where nothing was compiled both sides are the pure modules and the laws hold trivially;
 the rest of the suite runs against either build (``POSEWIRE_PURE_PYTHON=1 pytest``).
 """
@@ -28,6 +29,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import posewire.native
+from posewire.consumers import ik_single
 from posewire.groundtruth import noise, random_vectors, render
 from posewire.producers import hand_single, landmarks_single
 from posewire.producers.landmarks import HolisticLandmarks, estimate_calibration
@@ -87,6 +89,7 @@ def _pure(module: ModuleType) -> ModuleType:
 
 _PURE_HAND = _pure(hand_single)
 _PURE_LANDMARKS = _pure(landmarks_single)
+_PURE_IK = _pure(ik_single)
 
 
 def _frame(seed: int) -> HolisticLandmarks:
@@ -152,3 +155,26 @@ def test_setup_and_makefile_compile_the_same_modules() -> None:
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8").replace("\\\n", " ")
     sources = next(line for line in makefile.splitlines() if line.startswith("NATIVE_SOURCES :=")).split(":=")[1]
     assert sorted(sources.split()) == sorted(compiled.values())
+
+
+_COORD = st.floats(-2.0, 2.0, allow_nan=False)
+_DIRECTION = st.tuples(_COORD, _COORD, _COORD).filter(lambda v: sum(x * x for x in v) > 1e-6)
+
+
+def _unit(v: tuple[float, float, float]) -> tuple[float, float, float]:
+    n = sum(x * x for x in v) ** 0.5
+    return (v[0] / n, v[1] / n, v[2] / n)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.tuples(_COORD, _COORD, _COORD), _DIRECTION, st.floats(0.05, 0.5), _DIRECTION, st.floats(0.05, 0.5),
+       st.tuples(_COORD, _COORD, _COORD), st.floats(-1.0, 1.0), _DIRECTION, st.sampled_from([-1.0, 1.0]))
+def test_arm1_compiled_equals_pure(shoulder: tuple[float, float, float], upper: tuple[float, float, float],
+                                   a_len: float, lower: tuple[float, float, float], b_len: float,
+                                   target: tuple[float, float, float], spread: float,
+                                   lateral: tuple[float, float, float], fixed: float) -> None:
+    # the decoder's one-frame arm (spec §4.1): every output bit for bit, targets anywhere
+    # (inside, beyond and at the shoulder: the clamped and degenerate branches)
+    args = (shoulder, _unit(upper), a_len, _unit(lower), b_len, target, spread, _unit(lateral), fixed)
+    assert repr(ik_single.arm1(*args)) == repr(_PURE_IK.arm1(*args))
+    assert repr(ik_single.arm1(*args[:5], shoulder, *args[6:])) == repr(_PURE_IK.arm1(*args[:5], shoulder, *args[6:]))
