@@ -182,21 +182,19 @@ class LiveCalibration:
         self._measured = np.zeros(size, dtype=bool)  # the row's bones are measured
         self._frame = np.full(size, -3, dtype=np.intp)  # the row's frame (count of frames with a body before it)
         # the depth gains' running sums (class docstring): rows summed, per hand the count,
-        # Σd and Σd² of d = log length − the hand's reference row
+        # Σd and Σd² of d = ratio − the hand's reference row
         self._summed = np.zeros(size, dtype=bool)
         self._reference = np.full((2, DEPTH_GAINS.size, len(HAND_BONES)), np.nan)
         self._referenced = False  # both hands' reference rows are set
         self._usable = np.zeros((size, 2), dtype=bool)  # per row and hand: its bones are finite
-        self._d = np.zeros((size, 2, DEPTH_GAINS.size, len(HAND_BONES)))  # d (0 where not usable)
-        self._d2 = np.zeros((size, 2, DEPTH_GAINS.size, len(HAND_BONES)))  # d²
-        # the squared second difference of the run of three ending on the row (0 where none)
+        # per row, its terms of the sums, stacked (one sum adds them all): d (0 where not
+        # usable), d², and the squared second difference of the run of three ending on the
+        # row (0 where none)
+        self._terms = np.zeros((size, 3, 2, DEPTH_GAINS.size, len(HAND_BONES)))
         self._ran = np.zeros((size, 2), dtype=bool)
-        self._c = np.zeros((size, 2, DEPTH_GAINS.size, len(HAND_BONES)))
         self._n = np.zeros(2)
-        self._s1 = np.zeros((2, DEPTH_GAINS.size, len(HAND_BONES)))
-        self._s2 = np.zeros((2, DEPTH_GAINS.size, len(HAND_BONES)))
         self._n3 = np.zeros(2)
-        self._s3 = np.zeros((2, DEPTH_GAINS.size, len(HAND_BONES)))
+        self._sums = np.zeros((3, 2, DEPTH_GAINS.size, len(HAND_BONES)))  # Σd, Σd², Σ of the runs'
         self._count = 0  # frames with a body so far (the ring's next row: _count % size)
         self._job: Generator[None, None, LandmarkCalibration] | None = None
         self._estimates: deque[F64] = deque(maxlen=settle)
@@ -236,10 +234,12 @@ class LiveCalibration:
                 if np.isnan(self._reference[column, 0, 0]) and usable[:, column].any():
                     self._reference[column] = bones[int(np.argmax(usable[:, column])), column]
             self._referenced = not np.isnan(self._reference[:, 0, 0]).any()
-        d = bones - self._reference if usable.all() else np.where(usable[:, :, None, None], bones - self._reference,
-                                                                    0.0)
-        d2 = d * d
-        self._usable[one], self._d[one], self._d2[one] = usable, d, d2
+        terms = np.empty((len(rows), *self._terms.shape[1:]))
+        d = np.subtract(bones, self._reference, out=terms[:, 0])
+        if not usable.all():
+            d[~usable] = 0.0
+        np.multiply(d, d, out=terms[:, 1])
+        self._usable[one] = usable
         self._measured[one] = True
         # the runs of three ending on these rows: the two frames before each, measured
         # (oldest rows are measured first) and still in the ring
@@ -248,17 +248,16 @@ class LiveCalibration:
         frame = self._frame[at]
         ran = (self._measured[before] & self._measured[twice] & (self._frame[before] == frame - 1)
                & (self._frame[twice] == frame - 2))[:, None] & usable & self._usable[before] & self._usable[twice]
-        c = np.zeros_like(d)
+        c = terms[:, 2]
+        c[...] = 0.0
         if ran.any():
             second = self._bones[at] - 2.0 * self._bones[before] + self._bones[twice]
             c[ran] = second[ran] ** 2
-        self._ran[one], self._c[one] = ran, c
+        self._ran[one], self._terms[one] = ran, terms
         # into the running sums at once (a job's window holds the rows it measures)
         self._n += usable.sum(axis=0)
-        self._s1 += d.sum(axis=0)
-        self._s2 += d2.sum(axis=0)
         self._n3 += ran.sum(axis=0)
-        self._s3 += c.sum(axis=0)
+        self._sums += terms[0] if len(rows) == 1 else terms.sum(axis=0)
         self._summed[one] = True
 
     def _steps(self) -> Generator[None, None, LandmarkCalibration]:
@@ -270,14 +269,14 @@ class LiveCalibration:
 
     def _run(self, rows: NDArray[np.intp], todo: list[int]) -> Generator[None, None, LandmarkCalibration]:
         # each step one piece of work, then yield: the medians (the frame that starts the job
-        # takes this step, alone), the bones a few frames a step (each step also brings the
-        # running sums toward this window: the rows it measured in, as many of the rows that
-        # left out), both depth gains with the last of them. ``bone_frames`` None (the
-        # default): as many frames a step as spread the bones over the job's other
-        # ``every − 1`` frames, so every frame carries about the same work and the medians'
-        # frame no other (issue 22: no spike, p99 ≈ 2 × median); 3: fewer, larger steps
-        # (a lower median, p99 ≈ 4 × it: one frame a call costs ~60 % of three;
-        # benchmarks/README.md)
+        # takes this step, alone), the bones of a few frames a step (each step also brings the
+        # running sums toward this window: the rows it measured in, its share of the rows that
+        # left out), both depth gains on a frame of their own (the job's last). ``bone_frames``
+        # None (the default): the bones spread evenly over the job's frames between (step k
+        # takes rows ⌊k·n/s⌋ … ⌊(k+1)·n/s⌋ − 1 of the n to measure, s = min(n, every − 2)
+        # steps), so every frame carries about the same work and the medians' and the gains'
+        # frames no other (issue 22: no spike); 3: fewer, larger steps (a lower median, a
+        # higher p99: one frame a call costs ~60 % of three; benchmarks/README.md)
         samples = CalibrationSamples(self._shoulders[rows], self._valid[rows], self._trunk[rows], self._arm[rows],
                                      self._hand[rows], self._bones[:0])
         window = np.zeros(self._size, dtype=bool)
@@ -285,12 +284,17 @@ class LiveCalibration:
         leaving = np.flatnonzero(self._summed & ~window)
         cal, notes = body_calibration(samples)  # usage.calibration: no body frame in the window
         yield
-        size = self.bone_frames or max(1, -(-len(todo) // max(self.every - 1, 1)))
-        steps = -(-len(todo) // size)
-        out_size = -(-leaving.size // max(steps, 1))
-        for step, k in enumerate(range(0, len(todo), size)):
-            chunk = [row for row in todo[k:k + size] if not self._measured[row]]  # not by another job
-            out = leaving[step * out_size:(step + 1) * out_size]
+        n = len(todo)
+        if self.bone_frames:
+            bounds = [*range(0, n, self.bone_frames), n]
+        else:
+            steps = max(1, min(n, self.every - 2))
+            bounds = [k * n // steps for k in range(steps + 1)]
+        steps = len(bounds) - 1
+        for step in range(steps):
+            # the rows not measured by another job meanwhile
+            chunk = [row for row in todo[bounds[step]:bounds[step + 1]] if not self._measured[row]]
+            out = leaving[step * leaving.size // steps:(step + 1) * leaving.size // steps]
             out = out[self._summed[out]]
             if out.size:
                 self._accumulate(out, -1.0)
@@ -298,6 +302,8 @@ class LiveCalibration:
                 self._measure(chunk)
             if (chunk or out.size) and step < steps - 1:
                 yield
+        if self.every > 2:
+            yield
         right, left = self._depth_gains(rows)
         return with_depth_gains(cal, notes, (right, left))
 
@@ -306,17 +312,19 @@ class LiveCalibration:
         if rows.size == 1:  # one row: views, not copies
             row = int(rows[0])
             self._n += sign * self._usable[row]
-            self._s1 += sign * self._d[row]
-            self._s2 += sign * self._d2[row]
             self._n3 += sign * self._ran[row]
-            self._s3 += sign * self._c[row]
+            if sign > 0:
+                self._sums += self._terms[row]
+            else:
+                self._sums -= self._terms[row]
             self._summed[row] = sign > 0
             return
         self._n += sign * self._usable[rows].sum(axis=0)
-        self._s1 += sign * self._d[rows].sum(axis=0)
-        self._s2 += sign * self._d2[rows].sum(axis=0)
         self._n3 += sign * self._ran[rows].sum(axis=0)
-        self._s3 += sign * self._c[rows].sum(axis=0)
+        if sign > 0:
+            self._sums += self._terms[rows].sum(axis=0)
+        else:
+            self._sums -= self._terms[rows].sum(axis=0)
         self._summed[rows] = sign > 0
 
     def _depth_gains(self, rows: NDArray[np.intp]) -> tuple[float | None, float | None]:
@@ -343,11 +351,12 @@ class LiveCalibration:
         n = float(self._n[column])
         if n < DEPTH_GAIN_MIN_FRAMES:
             return None
-        mean = self._s1[column] / n
-        variance = self._s2[column] / n - mean * mean
+        mean = self._sums[0, column] / n
+        variance = self._sums[1, column] / n - mean * mean
         first = first[self._summed[first] & self._ran[first, column]]
         runs = float(self._n3[column]) - first.size
-        curvature = (self._s3[column] - self._c[first, column].sum(axis=0)) / runs if runs > 0 else np.zeros_like(mean)
+        curvature = ((self._sums[2, column] - self._terms[first, 2, column].sum(axis=0)) / runs if runs > 0
+                     else np.zeros_like(mean))
         return gain_measure(self._reference[column] + mean, variance, curvature)
 
     @staticmethod
