@@ -135,11 +135,11 @@ class LiveCalibration:
     such frames) is a job of small steps, one a frame from the frame that starts it: the
     medians (:func:`~posewire.producers.landmarks.body_calibration`), the hands' bone
     measures of the frames not measured yet
-    (:func:`~posewire.producers.hand.bone_length_ratios`, spread over the job's frames after
-    the medians, or ``bone_frames`` frames a step), both hands' depth gains from
-    running sums (below) with the last of them. The job reads the rows
-    of the window it started on (the ring holds ``window + every`` rows, so none is
-    overwritten meanwhile); its result is the same values as
+    (:func:`~posewire.producers.hand.bone_length_ratios`, spread evenly over the job's
+    frames between the medians and the gains, or ``bone_frames`` frames a step), then both
+    hands' depth gains from running sums (below) on a frame of their own. The job reads the
+    rows of the window it started on (the ring holds ``window + every + 2`` rows, so none is
+    overwritten meanwhile, nor the two before it); its result is the same values as
     :func:`~posewire.producers.landmarks.estimate_calibration` of those frames (the depth
     gain: the same grid gain, its measure to round-off), taken up to ``every`` frames later
     (a job still running when the next is due is finished first). The first estimate is
