@@ -675,6 +675,20 @@ _TRUE1 = np.ones(1, dtype=np.bool_)
 _readonly(_FALSE1, _TRUE1)
 
 
+def _powers1(q: Quat, shares: tuple[float, ...]) -> list[Quat]:
+    # spec §4.5 / §4.4: q (w > 0) raised to each share, about its own axis, in Python floats
+    w, x, y, z = q
+    sin_half = math.sqrt(x * x + y * y + z * z)
+    d = sin_half if sin_half > 0.0 else 1.0
+    ax, ay, az, angle = x / d, y / d, z / d, math.atan2(sin_half, w)
+    out: list[Quat] = []
+    for share in shares:
+        part = angle * share
+        s = math.sin(part)
+        out.append((math.cos(part), s * ax, s * ay, s * az))
+    return out
+
+
 def _decode_one(vec: F64, validation: ValidationReport, plan: DecodePlan, arm_units: CalibrationUnits,
                 arm_scale: tuple[Vec3, Vec3], vl: list[float] | None = None) -> PoseResult:
     # ``vl``: vec[0] as Python floats when the caller has them (decode_frame)
@@ -696,25 +710,11 @@ def _decode_one(vec: F64, validation: ValidationReport, plan: DecodePlan, arm_un
     # spec §4.5 / §4.4 fractional powers about each rotation's axis (|angles| ≤ 90°, so
     # w > 0), §4.1 arms, §4.2 palms: Python floats, written as one flat list of the G slots
     small = [1.0, 0.0, 0.0, 0.0]
-    if one.spine_shares:
-        sin_half = math.sqrt(bx * bx + by * by + bz * bz)
-        d = sin_half if sin_half > 0.0 else 1.0
-        ax, ay, az, ang = bx / d, by / d, bz / d, math.atan2(sin_half, bw)
-        for share in one.spine_shares:
-            angle = ang * share
-            s = math.sin(angle)
-            small += (math.cos(angle), s * ax, s * ay, s * az)
-    if one.head_shares:
-        sin_half = math.sqrt(hx * hx + hy * hy + hz * hz)
-        d = sin_half if sin_half > 0.0 else 1.0
-        ax, ay, az, ang = hx / d, hy / d, hz / d, math.atan2(sin_half, hw)
-        for share in one.head_shares:
-            angle = ang * share
-            s = math.sin(angle)
-            qw, qx, qy, qz = math.cos(angle), s * ax, s * ay, s * az
-            small += (bw * qw - bx * qx - by * qy - bz * qz, bw * qx + bx * qw + by * qz - bz * qy,  # Q · H^c
-                      bw * qy - bx * qz + by * qw + bz * qx, bw * qz + bx * qy - by * qx + bz * qw)
     body: Quat = (bw, bx, by, bz)
+    for q in _powers1(body, one.spine_shares):
+        small += q
+    for q in _powers1((hw, hx, hy, hz), one.head_shares):
+        small += multiply1(body, q)  # Q · H^c
     lower: list[float] = []
     palms: list[Quat] = []
     quats: list[float] = []  # per side: G_upper, G_lower (body-local IK results)
