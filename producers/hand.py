@@ -293,7 +293,9 @@ def _finger_reading(meta: F64, b1: F64, b2: F64, b3: F64) -> tuple[F64, F64, F64
     splay, else the reading within that range nearest to the tip's (the first on ties), else
     (none in range) the one nearest the splay; the fold about it as measured, the curl the equal
     bend of the two distal joints that points the reference hand's fingertip (:data:`PHALANGES`)
-    where the seen one points (:func:`_tip_curl`)."""
+    where the seen one points (:func:`_tip_curl`), and the fold turned on by the part of the
+    tip's turn beyond what that curl can reach (a fist). Whether the reading is in range is
+    judged on the fold as measured."""
     # a missing distal joint (VR) leaves the finger's direction to the joints present
     segs = np.nan_to_num(np.stack([b1, b2, b3], axis=2))  # (B, 4, 3, 3)
     lateral_pca, spread = _pca_lateral(segs[..., :2], meta)
@@ -342,8 +344,10 @@ def _finger_reading(meta: F64, b1: F64, b2: F64, b3: F64) -> tuple[F64, F64, F64
     d = np.stack([-lateral[..., 1], lateral[..., 0], np.zeros_like(length)], axis=-1)  # Z × lateral
     fold = _signed_angle(d, b1, lateral)
     first, second = _signed_angle(b1, b2, lateral), _signed_angle(b2, b3, lateral)
-    curl = _tip_curl(_signed_angle(d, tip, lateral) - fold, first, second, *PHALANGES.T)
-    fold_deg = np.degrees(fold)
+    psi = _signed_angle(d, tip, lateral) - fold
+    curl = _tip_curl(psi, first, second, *PHALANGES.T)
+    # spec §4.3 "tip beyond the curl's reach": the range is judged on the fold as sent
+    fold_deg = np.degrees(fold + _tip_beyond(psi, _TIP_REACH))
     ok = (any_within | flat) & (np.abs(fold_deg) <= _FOLD_RANGE_DEG)
     return side_deg, fold_deg, np.degrees(curl), ok
 
@@ -373,6 +377,36 @@ def _tip_curl(psi: F64, first: F64, second: F64, n1: F64, n2: F64, n3: F64) -> F
     return out
 
 
+def _tip_beyond(psi: F64, reach: F64) -> F64:
+    """The part of the tip's turn ``psi`` (radians, from the proximal phalanx; wrapped to
+    ±180°) beyond the reference fingertip's reach ``±reach`` (:data:`_TIP_REACH`), which the
+    fold takes (spec §4.3 "tip beyond the curl's reach"): 0 within it and where ``psi`` is
+    NaN (a missing joint)."""
+    psi = np.mod(psi + np.pi, 2.0 * np.pi) - np.pi
+    out: F64 = np.where(np.isfinite(psi), psi - np.clip(psi, -reach, reach), 0.0)
+    return out
+
+
+def _tip_reach(n1: F64, n2: F64, n3: F64) -> F64:
+    """The reach ``ρ`` (radians) of the reference fingertip (phalanges ``n1, n2, n3``): the
+    largest turn of its knuckle → tip direction from the proximal phalanx over the curls
+    within ±90° (spec §4.3 "tip beyond the curl's reach"). The turn's derivative vanishes
+    where ``x = cos c`` solves ``4·n1·n3·x² + (n1·n2 + 3·n2·n3)·x + n2² + 2·n3² − 2·n1·n3 = 0``;
+    its larger root, kept within [0, 1] (0: the curl's bound, 90°), gives
+    ``ρ = atan2(y·(n2 + 2·n3·x), n1 + n2·x + n3·(2x² − 1))`` with ``y = √(1 − x²)``."""
+    a, b = 4.0 * n1 * n3, n1 * n2 + 3.0 * n2 * n3
+    c = n2 * n2 + 2.0 * n3 * n3 - 2.0 * n1 * n3
+    x = np.clip((np.sqrt(b * b - 4.0 * a * c) - b) / (2.0 * a), 0.0, 1.0)
+    y = np.sqrt(1.0 - x * x)
+    out: F64 = np.arctan2(y * (n2 + 2.0 * n3 * x), n1 + n2 * x + n3 * (2.0 * x * x - 1.0))
+    return out
+
+
+#: The reach of the reference fingertip of index…pinky (radians, :func:`_tip_reach` of
+#: :data:`PHALANGES`): 51.913°, 50.923°, 52.780°, 59.204°
+_TIP_REACH: F64 = _tip_reach(*PHALANGES.T)
+
+
 def finger_angles(hand: F64, *, side: Side, depth_ambiguous: bool = False) -> dict[str, F64]:
     """Finger joint angles (degrees, each ``(B,)``) of common-layout hand points
     ``(B, 21, 3)`` (any isotropic unit, right-handed axes), keyed by registry row id
@@ -386,7 +420,8 @@ def finger_angles(hand: F64, *, side: Side, depth_ambiguous: bool = False) -> di
       read as :func:`_finger_reading` says (the knuckle → tip direction's plane where that
       is within the side range); ``d = Z × ℓ``. ``side`` = angle of ``d`` minus that of the
       metacarpal (wrist → MCP), + toward the pinky; ``fold`` = signed angle ``d`` →
-      proximal phalanx about ``ℓ``; ``curl`` = the equal bend of the two distal joints that
+      proximal phalanx about ``ℓ``, plus the tip's turn beyond the reference fingertip's
+      reach at ``curl`` = ±90° (a fist); ``curl`` = the equal bend of the two distal joints that
       puts the tip where it was seen (:func:`_tip_curl`). With ``depth_ambiguous`` (camera
       producers: monocular depth), a finger read out of range (side beyond ±30° of its
       splay, or fold beyond ±120°) is read again with the camera depth (the third world

@@ -50,6 +50,7 @@ from posewire.producers.hand import (
     _SIDE_RANGE_DEG,
     _SPLAY,
     _TIP_CURL_MIN_SLOPE,
+    _TIP_REACH,
     DEPTH_FLIP_FOLD_DEG,
     DEPTH_REPAIR_SCALES,
     FINGER_CHAINS,
@@ -65,6 +66,9 @@ __all__ = ["HandDims1", "finger_angles1", "hand_dims1", "with_depth_gain1"]
 
 Side = Literal["l", "r"]
 Points = list[Vec3]
+#: a reference finger of index…pinky: phalanx lengths (proximal, middle, distal) and the
+#: fingertip's reach (radians, spec §4.3 "tip beyond the curl's reach")
+_Reference = tuple[float, float, float, float]
 
 _NAN3: Vec3 = (math.nan, math.nan, math.nan)
 _ZERO3: Vec3 = (0.0, 0.0, 0.0)  # np.nan_to_num of a NaN cross product
@@ -76,8 +80,10 @@ _FINGER_NEUTRAL1 = {s: tuple(v.tolist()) for s, v in _FINGER_NEUTRAL.items()}
 _FOLDS = tuple(_FOLD_COLUMNS.tolist())
 #: index…pinky relaxed splay σ (degrees)
 _SPLAY1 = tuple(_SPLAY.tolist())
-#: index…pinky phalanx lengths of the reference hand (the tip curl)
-_PHALANGES1: tuple[tuple[float, float, float], ...] = tuple((a, b, c) for a, b, c in PHALANGES.tolist())
+#: index…pinky reference fingers (the tip curl): the reference hand's phalanx lengths and its
+#: fingertip's reach (radians)
+_REFERENCE1: tuple[_Reference, ...] = tuple((a, b, c, r) for (a, b, c), r in zip(PHALANGES.tolist(),
+                                                                                  _TIP_REACH.tolist(), strict=True))
 #: index…pinky: the side slots (the side-range count of spec §4.3)
 _SIDE_SLOTS = tuple(_SIDE_COLUMNS.tolist())
 _ROW = {row: k for k, row in enumerate(_FINGER_ROWS)}
@@ -192,13 +198,21 @@ def _tip_curl(psi: float, first: float, second: float, n1: float, n2: float, n3:
     return c if isfinite(c) else curl
 
 
-#: a reading's plane, for its curl (_curl): lateral axis, d and b1 projected off it, fold
-#: (radians), the tip and the phalanx lengths
-_Plane = tuple[Vec3, Vec3, Vec3, float, Vec3, Vec3]
+def _tip_beyond(psi: float, reach: float) -> float:
+    """hand._tip_beyond of one finger (radians)."""
+    if not isfinite(psi):
+        return 0.0
+    psi = (psi + math.pi) % (2.0 * math.pi) - math.pi
+    return psi - min(max(psi, -reach), reach)
+
+
+#: a reading's plane, for its curl (_curl): lateral axis, b1 projected off it, the tip's turn
+#: from b1 (radians, unwrapped) and the reference hand's phalanges
+_Plane = tuple[Vec3, Vec3, float, Vec3]
 
 
 def _reading(m: Vec3, b1: Vec3, b2: Vec3, b3: Vec3, splay: float,
-             phalanges: Vec3) -> tuple[_Plane, float, float, bool]:
+             reference: _Reference) -> tuple[_Plane, float, float, bool]:
     """``(plane, fold, side)`` (degrees) of one of index…pinky and whether it is in range
     (spec §4.3 "Finger geometry", :func:`posewire.producers.hand._finger_reading`; the curl
     from ``plane`` by :func:`_curl`, for the reading sent only): the tip's reading first, the
@@ -245,23 +259,24 @@ def _reading(m: Vec3, b1: Vec3, b2: Vec3, b3: Vec3, splay: float,
         lateral = unit1((my, -mx, 0.0), _EPS)
         side = 0.0
     d = (-lateral[1], lateral[0], 0.0)  # Z × lateral
-    # hand._signed_angle of (d, b1) about the lateral axis; the curl's angles only for the
-    # reading sent (_curl)
+    # hand._signed_angle of (d, b1) and of (d, tip) about the lateral axis; the distal bends
+    # only for the reading sent (_curl)
     pd, p1 = _project(d, lateral), _project(b1, lateral)
-    fold = _angle_about(pd, p1, lateral)
-    fold_deg = fold * _DEG
-    return (lateral, pd, p1, fold, tip, phalanges), fold_deg, side, \
+    measured = _angle_about(pd, p1, lateral)
+    psi = _angle_about(pd, _project(tip, lateral), lateral) - measured
+    n1_, n2_, n3_, reach = reference
+    fold_deg = (measured + _tip_beyond(psi, reach)) * _DEG
+    return (lateral, p1, psi, (n1_, n2_, n3_)), fold_deg, side, \
         (within or pick < 0) and abs(fold_deg) <= _FOLD_RANGE_DEG
 
 
 def _curl(plane: _Plane, b2: Vec3, b3: Vec3) -> float:
     """The tip curl in degrees of a reading of :func:`_reading` (hand._finger_reading): the
-    signed angles of (d, tip), (b1, b2), (b2, b3) about its lateral axis, each vector
-    projected off it once, then :func:`_tip_curl`."""
-    lateral, pd, p1, fold, tip, (n1, n2, n3) = plane  # the reference hand's phalanges
-    pt, p2, p3 = _project(tip, lateral), _project(b2, lateral), _project(b3, lateral)
-    return _tip_curl(_angle_about(pd, pt, lateral) - fold, _angle_about(p1, p2, lateral),
-                     _angle_about(p2, p3, lateral), n1, n2, n3) * _DEG
+    signed angles of (b1, b2), (b2, b3) about its lateral axis, each vector projected off it
+    once, then :func:`_tip_curl`."""
+    lateral, p1, psi, (n1, n2, n3) = plane  # the reference hand's phalanges
+    p2, p3 = _project(b2, lateral), _project(b3, lateral)
+    return _tip_curl(psi, _angle_about(p1, p2, lateral), _angle_about(p2, p3, lateral), n1, n2, n3) * _DEG
 
 
 def _other_readings(b1: Vec3, b2: Vec3, b3: Vec3, p2: Vec3, tip: Vec3, lengths: Vec3, pca: Vec3, mx: float,
@@ -296,7 +311,7 @@ def _other_readings(b1: Vec3, b2: Vec3, b3: Vec3, p2: Vec3, tip: Vec3, lengths: 
     return [(*_lateral_side(lx, ly, meta_turn), seen >= _FLAT_LATERAL) for lx, ly, seen in readings]
 
 
-def _finger(local: Points, chain: tuple[int, int, int, int], splay: float, phalanges: Vec3,
+def _finger(local: Points, chain: tuple[int, int, int, int], splay: float, reference: _Reference,
             depth: Vec3 | None) -> tuple[float, float, float, bool]:
     """``(curl, fold, side)`` degrees of one of index…pinky (spec §4.3 "Finger geometry",
     :func:`posewire.producers.hand.finger_angles`) and whether it was depth-repaired (with
@@ -304,7 +319,7 @@ def _finger(local: Points, chain: tuple[int, int, int, int], splay: float, phala
     m, p, q, t = chain
     (mx, my, mz), (px, py, pz), (qx, qy, qz), (tx, ty, tz) = local[m], local[p], local[q], local[t]
     bones = ((px - mx, py - my, pz - mz), (qx - px, qy - py, qz - pz), (tx - qx, ty - qy, tz - qz))
-    plane, fold, side, ok = _reading(local[m], *bones, splay, phalanges)
+    plane, fold, side, ok = _reading(local[m], *bones, splay, reference)
     if ok or depth is None:
         return _curl(plane, bones[1], bones[2]), fold, side, False
     kx, ky, kz = depth
@@ -312,7 +327,7 @@ def _finger(local: Points, chain: tuple[int, int, int, int], splay: float, phala
         f = scale - 1.0
         s1, s2_, s3 = ((bx + a * kx, by + a * ky, bz + a * kz)
                        for bx, by, bz in bones for a in (f * (0.0 + bx * kx + by * ky + bz * kz),))
-        plane2, f2, s2, ok2 = _reading(local[m], s1, s2_, s3, splay, phalanges)
+        plane2, f2, s2, ok2 = _reading(local[m], s1, s2_, s3, splay, reference)
         if ok2:
             return _curl(plane2, s2_, s3), f2, s2, True
     return _curl(plane, bones[1], bones[2]), fold, side, False
@@ -366,8 +381,8 @@ def _angles(points: Points, fingers: Vec3, normal: Vec3, side: Side,
     out[curl], out[fold], out[side_k], out[roll] = _thumb(local)
     depth = _depth_axis(fingers, normal, side) if depth_ambiguous else None
     repaired = 0
-    for (curl, fold, side_k), chain, splay, phalanges in zip(_SLOTS[1:], _CHAINS, _SPLAY1, _PHALANGES1, strict=True):
-        out[curl], out[fold], out[side_k], fixed = _finger(local, chain, splay, phalanges, depth)
+    for (curl, fold, side_k), chain, splay, reference in zip(_SLOTS[1:], _CHAINS, _SPLAY1, _REFERENCE1, strict=True):
+        out[curl], out[fold], out[side_k], fixed = _finger(local, chain, splay, reference, depth)
         repaired += fixed
     return out, repaired
 

@@ -33,18 +33,24 @@ needs_shared = pytest.mark.skipif(not DATA.is_dir(), reason=f"shared recordings 
 #: recording -> the largest fingertip-direction median allowed (degrees): the 7° target where
 #: it is met, else the figure measured with the present maths (spec §4.3) + 1°.
 TIP_MEDIAN_DEG = {
-    HERE / "holistic_signer.pose": 18.2,  # 17.2° (18.4° before the tip reading): see benchmarks/README.md
+    # 16.0° (17.2° before the fold took the tip's turn beyond the curl's reach, A47; 18.4°
+    # before the tip reading): see benchmarks/README.md
+    HERE / "holistic_signer.pose": 17.0,
 }
 SHARED = {
-    # J: 22.3° at the noise-corrected depth gain (19.5° at the plain spread's; side 33.6 % before A46)
-    DATA / "fingerspelling-ase" / "fs-stsecaadae860da0bc2002490d4d1f2f650.pose": 23.3,
+    # J: 21.9° (22.3° before A47; 19.5° at the plain spread's depth gain; side 33.6 % before A46)
+    DATA / "fingerspelling-ase" / "fs-stsecaadae860da0bc2002490d4d1f2f650.pose": 22.9,
     # G: 27.9° against the camera hand at the noise-corrected depth gain (8.9° at the plain
     # spread's, side 25.8 % before A46); its image-plane tip error fell 5.7° → 5.4° (§4.3)
     DATA / "fingerspelling-ase" / "fs-sts6feec7402302644466228e2518ea55ff.pose": 28.9,
-    DATA / "fingerspelling-ase" / "fs-sts4ecc496719efc4347d3c90ca8796355f.pose": 7.0,  # P: 3.9° (side 14.5 % before)
-    DATA / "fingerspelling-ase" / "fs-stsf6361531b087bba7e2d9f561cfd3bada.pose": 7.0,  # B: 1.6° (2.9° before)
-    DATA / "7bd6dd48722def3cf84258b96371cb1e.pose": 7.0,  # 2.2° (8.2° before)
-    DATA / "reduced-layout" / "sgg-essen.pose": 7.0,  # 3.4° (side 10.5 % before)
+    DATA / "fingerspelling-ase" / "fs-sts4ecc496719efc4347d3c90ca8796355f.pose": 7.0,  # P: 2.7° (side 14.5 % before)
+    # the fists A and T: 2.9° and 6.5° since the fold takes the tip's turn beyond the curl's
+    # reach (A47; 28.8° and 18.7° before)
+    DATA / "fingerspelling-ase" / "fs-stse28e9ac023b0e29ca0a3acc12dc46540.pose": 7.0,
+    DATA / "fingerspelling-ase" / "fs-sts9ac04fa08bf5dd15015724922a6604d8.pose": 7.0,
+    DATA / "fingerspelling-ase" / "fs-stsf6361531b087bba7e2d9f561cfd3bada.pose": 7.0,  # B: 1.8° (2.9° before)
+    DATA / "7bd6dd48722def3cf84258b96371cb1e.pose": 7.0,  # 2.0° (8.2° before)
+    DATA / "reduced-layout" / "sgg-essen.pose": 7.0,  # 3.2° (side 10.5 % before)
 }
 
 

@@ -82,6 +82,15 @@ const TIP_CURL_STEPS = 4; const TIP_CURL_MIN_SLOPE = 1e-3; // spec §4.3 "tip cu
 const SPLAY = [20, 10, 10, 5]; // index…pinky relaxed splay σ (the side rows' neutral_deg)
 // index…pinky phalanx lengths of the reference hand, helix-humanoid@1 (spec §4.3 "tip curl")
 const PHALANGES = [[0.042, 0.025, 0.022], [0.045, 0.028, 0.022], [0.042, 0.026, 0.022], [0.032, 0.020, 0.020]];
+// hand._tip_reach: the reference fingertip's largest turn over curls within ±90° (radians),
+// at cos c = the larger root of 4·n1·n3·x² + (n1·n2 + 3·n2·n3)·x + n2² + 2·n3² − 2·n1·n3 (spec §4.3)
+function tipReach([n1, n2, n3]) {
+  const a = 4.0 * n1 * n3; const b = n1 * n2 + 3.0 * n2 * n3; const c = n2 * n2 + 2.0 * n3 * n3 - 2.0 * n1 * n3;
+  const x = Math.min(Math.max((Math.sqrt(b * b - 4.0 * a * c) - b) / (2.0 * a), 0.0), 1.0);
+  const y = Math.sqrt(1.0 - x * x);
+  return Math.atan2(y * (n2 + 2.0 * n3 * x), n1 + n2 * x + n3 * (2.0 * x * x - 1.0));
+}
+const REFERENCE = PHALANGES.map((p) => [...p, tipReach(p)]);
 const SIDE_RANGE_DEG = 30.0; const FOLD_RANGE_DEG = 120.0;
 const W_WRIST = 0; const W_INDEX = 5; const W_MIDDLE = 9; const W_PINKY = 17;
 const DEG = 180.0 / Math.PI; // np.degrees' factor
@@ -427,6 +436,14 @@ function tipCurl(psi0, first, second, n1, n2, n3) { // hand._tip_curl (radians)
   return Number.isFinite(c) ? c : curl;
 }
 
+// hand._tip_beyond (radians): the tip's turn beyond the reference fingertip's reach, which the
+// fold takes (spec §4.3 "tip beyond the curl's reach"); 0 within it and for a NaN turn
+function tipBeyond(psi0, reach) {
+  if (!Number.isFinite(psi0)) return 0.0;
+  const psi = pymod(psi0 + Math.PI, 2.0 * Math.PI) - Math.PI;
+  return psi - Math.min(Math.max(psi, -reach), reach);
+}
+
 function otherReadings(b1, b2, b3, p2, tip, n1, n2, n3, lpx, lpy, spread, mx, my, metaTurn) {
   // readings (1)–(4) of hand._finger_reading: bend axis + spread, phalanges' spread, joints' spread, bend axis
   const [ptx, pty, spreadPts] = pcaLateral(b1, p2, tip, mx, my);
@@ -448,7 +465,7 @@ function otherReadings(b1, b2, b3, p2, tip, n1, n2, n3, lpx, lpy, spread, mx, my
     .map(([lx, ly, seen]) => [...lateralSide(lx, ly, metaTurn), seen >= FLAT_LATERAL]);
 }
 
-function fingerReading(m, b1, b2, b3, splay, phalanges) { // hand._finger_reading: [curl, fold, side] degrees, in range
+function fingerReading(m, b1, b2, b3, splay, reference) { // hand._finger_reading: [curl, fold, side] degrees, in range
   const [mx, my] = m;
   const [lpx, lpy, spread] = pcaLateral(b1, b2, b3, mx, my);
   const p2 = [b1[0] + b2[0], b1[1] + b2[1], b1[2] + b2[2]];
@@ -490,17 +507,18 @@ function fingerReading(m, b1, b2, b3, splay, phalanges) { // hand._finger_readin
   }
   const d = [-lateral[1], lateral[0], 0.0]; // Z × lateral
   const fold = signedAngle(d, b1, lateral);
-  const curl = tipCurl(signedAngle(d, tip, lateral) - fold, signedAngle(b1, b2, lateral),
-    signedAngle(b2, b3, lateral), ...phalanges);
-  const foldDeg = fold * DEG;
+  const psi = signedAngle(d, tip, lateral) - fold;
+  const [n1, n2, n3, reach] = reference;
+  const curl = tipCurl(psi, signedAngle(b1, b2, lateral), signedAngle(b2, b3, lateral), n1, n2, n3);
+  const foldDeg = (fold + tipBeyond(psi, reach)) * DEG; // the range is judged on the fold as sent
   return [curl * DEG, foldDeg, side, (within || pick < 0) && Math.abs(foldDeg) <= FOLD_RANGE_DEG];
 }
 
 // (curl, fold, side) degrees of index…pinky and whether it was depth-repaired, spec §4.3
-function fingerAngles(local, chain, splay, phalanges, depth) {
+function fingerAngles(local, chain, splay, reference, depth) { // reference: [n1, n2, n3, reach]
   const [m, p, q, t] = chain.map((k) => local[k]);
   const bones = [sub(p, m), sub(q, p), sub(t, q)];
-  const [curl, fold, side, ok] = fingerReading(m, ...bones, splay, phalanges);
+  const [curl, fold, side, ok] = fingerReading(m, ...bones, splay, reference);
   if (ok || depth === null) return [curl, fold, side, false];
   const [kx, ky, kz] = depth;
   for (const scale of DEPTH_REPAIR_SCALES) { // spec §4.3 "Depth repair"
@@ -509,7 +527,7 @@ function fingerAngles(local, chain, splay, phalanges, depth) {
       const a = f * (0.0 + bx * kx + by * ky + bz * kz);
       return [bx + a * kx, by + a * ky, bz + a * kz];
     });
-    const [c2, f2, s2, ok2] = fingerReading(m, ...scaled, splay, phalanges);
+    const [c2, f2, s2, ok2] = fingerReading(m, ...scaled, splay, reference);
     if (ok2) return [c2, f2, s2, true];
   }
   return [curl, fold, side, false];
@@ -560,7 +578,7 @@ function allAngles(pts, fingers, normal, side, depthAmbiguous = false) {
   CHAINS.forEach((chain, k) => {
     const [ck, fk, sk] = SLOTS[k + 1];
     let fixed;
-    [out[ck], out[fk], out[sk], fixed] = fingerAngles(local, chain, SPLAY[k], PHALANGES[k], depth);
+    [out[ck], out[fk], out[sk], fixed] = fingerAngles(local, chain, SPLAY[k], REFERENCE[k], depth);
     if (fixed) repaired += 1;
   });
   return [out, repaired];

@@ -235,6 +235,17 @@ hand = fisted.right_hand.copy()
 hand[0, :, 2] = 2.0 * hand[0, 0, 2] - hand[0, :, 2]
 case("fail-depth-flipped", "§4.3 producer checks: a hand read backward in depth is taken mirrored "
      "(degenerate.hand_depth_flipped_*)", {"frames": [frame(cut(fisted, 0, right_hand=hand), 0)]})
+curled = vec[1].copy()  # a right fist whose fingertips turn further than any curl of the reference hand
+curled[[REGISTRY.index(f"g_{f}_fold_r") for f in ("index", "middle", "ring", "pinky")]] = 0.4
+curled[[REGISTRY.index(f"g_{f}_curl_r") for f in ("index", "middle", "ring", "pinky")]] = 1.0
+curled_lm = render(curled[None]).landmarks
+hand = curled_lm.right_hand.copy()
+h = hand[0]
+for m_, p_ in ((5, 6), (9, 10), (13, 14), (17, 18)):
+    h[p_:p_ + 3] -= 0.5 * (h[p_] - h[m_])  # the proximal phalanx seen half as long (as a camera's fist)
+case("fist-tip-beyond-reach", "§4.3 \"tip beyond the curl's reach\": a fist whose proximal phalanges look half "
+     "as long turns its fingertips past the reference fingertip's reach: curl 90°, the fold takes the rest",
+     {"frames": [frame(cut(curled_lm, 0, right_hand=hand), 0)]})
 hand = base.left_hand[0:1].copy()
 h = hand[0]
 normal = np.cross(h[5] - h[0], h[17] - h[0])
