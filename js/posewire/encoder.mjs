@@ -508,8 +508,8 @@ function fingerReading(m, b1, b2, b3, splay, reference) { // hand._finger_readin
   const d = [-lateral[1], lateral[0], 0.0]; // Z × lateral
   const fold = signedAngle(d, b1, lateral);
   const psi = signedAngle(d, tip, lateral) - fold;
-  const [n1, n2, n3, reach] = reference;
-  const curl = tipCurl(psi, signedAngle(b1, b2, lateral), signedAngle(b2, b3, lateral), n1, n2, n3);
+  const [r1, r2, r3, reach] = reference; // the reference hand's phalanges, its fingertip's reach
+  const curl = tipCurl(psi, signedAngle(b1, b2, lateral), signedAngle(b2, b3, lateral), r1, r2, r3);
   const foldDeg = (fold + tipBeyond(psi, reach)) * DEG; // the range is judged on the fold as sent
   return [curl * DEG, foldDeg, side, (within || pick < 0) && Math.abs(foldDeg) <= FOLD_RANGE_DEG];
 }
