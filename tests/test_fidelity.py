@@ -27,6 +27,7 @@ from numpy.typing import NDArray
 
 from posewire.codec.calibration import BodyFrame
 from posewire.codec.registry import REGISTRY
+from posewire.fidelity import flexion_tip_errors, reprojection
 from posewire.groundtruth import noise, random_vectors, render, thumb_roll_error_deg
 from posewire.producers.hand import THUMB_ROLL_MIN_CURL_DEG
 from posewire.producers.landmarks import landmarks_to_vectors
@@ -252,3 +253,30 @@ def test_reprojection_sees_a_wrong_arm_unit() -> None:
     rep = reprojection(lm, bad)
     assert float(np.median(np.abs(rep.reach_person - rep.reach_avatar))) > 0.05
     assert float(np.median(rep.elbow_deg)) > 8.0
+
+
+@settings(max_examples=5, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_a_flexion_only_peer_posed_as_the_avatar_reads_no_error(seed: int) -> None:
+    # posewire.fidelity.flexion_tip_errors: a flexion-only hand (a peer's three bends per finger)
+    # is posed on the same avatar at the relaxed splay; given the avatar's own fold, curl, curl
+    # of fingers at side 0 it rebuilds the avatar's fingertips, so its errors are 0 where ours are
+    rng = np.random.default_rng(seed)
+    vec = random_vectors(rng, 8)
+    fingers = ("index", "middle", "ring", "pinky")
+    for side in SIDES:
+        for finger in fingers:
+            vec[:, REGISTRY.index(f"g_{finger}_side_{side}")] = 0.0
+    gt = render(vec, view_yaw_deg=rng.uniform(-40, 40, 8))
+    result = landmarks_to_vectors(gt.landmarks)
+    ours = reprojection(gt.landmarks, result)
+    assert ours.finger_tip_deg.size == 2 * 8 * 4 and ours.finger_tip_deg.max() < 1e-3
+    for side in SIDES:
+        fold = np.stack([vec[:, REGISTRY.index(f"g_{f}_fold_{side}")] * 120.0 for f in fingers], axis=1)
+        curl = np.stack([vec[:, REGISTRY.index(f"g_{f}_curl_{side}")] * 90.0 for f in fingers], axis=1)
+        tip, image = flexion_tip_errors(gt.landmarks, result, side, np.radians(np.stack([fold, curl, curl], -1)))
+        assert tip.size == image.size == 8 * 4
+        assert tip.max() < 1e-3 and image.max() < 1e-3
+        # a peer that bends every joint 20° further reads the difference
+        tip, _ = flexion_tip_errors(gt.landmarks, result, side, np.radians(np.stack([fold, curl, curl], -1) + 20.0))
+        assert np.median(tip) > 10.0
