@@ -478,6 +478,9 @@ def reprojection_table() -> None:
               f"image-plane tip direction ours {medians('ours_image')}, kalidokit {medians('kalidokit_image')} "
               f"({ratio('_image'):.2f}×). Kalidokit reads the raw landmarks (no depth gain); the image-plane "
               "figure does not depend on the gain.")
+    else:
+        print("\nBeside kalidokit: not run (it needs Node and benchmarks/js/node_modules; `make bench` installs "
+              "them).")
     print()
 
 
