@@ -294,8 +294,8 @@ def _finger_reading(meta: F64, b1: F64, b2: F64, b3: F64) -> tuple[F64, F64, F64
     (none in range) the one nearest the splay; the fold about it as measured, the curl the equal
     bend of the two distal joints that points the reference hand's fingertip (:data:`PHALANGES`)
     where the seen one points (:func:`_tip_curl`), and the fold turned on by the part of the
-    tip's turn beyond what that curl can reach (a fist). Whether the reading is in range is
-    judged on the fold as measured."""
+    tip's turn beyond what any curl can reach (:func:`_tip_beyond`: a fist). Whether the reading
+    is in range is judged on the fold as sent."""
     # a missing distal joint (VR) leaves the finger's direction to the joints present
     segs = np.nan_to_num(np.stack([b1, b2, b3], axis=2))  # (B, 4, 3, 3)
     lateral_pca, spread = _pca_lateral(segs[..., :2], meta)
@@ -421,10 +421,11 @@ def finger_angles(hand: F64, *, side: Side, depth_ambiguous: bool = False) -> di
       is within the side range); ``d = Z × ℓ``. ``side`` = angle of ``d`` minus that of the
       metacarpal (wrist → MCP), + toward the pinky; ``fold`` = signed angle ``d`` →
       proximal phalanx about ``ℓ``, plus the tip's turn beyond the reference fingertip's
-      reach at ``curl`` = ±90° (a fist); ``curl`` = the equal bend of the two distal joints that
-      puts the tip where it was seen (:func:`_tip_curl`). With ``depth_ambiguous`` (camera
+      reach (its largest turn over curls within ±90°: a fist, :func:`_tip_beyond`); ``curl`` =
+      the equal bend of the two distal joints that puts the tip where it was seen
+      (:func:`_tip_curl`). With ``depth_ambiguous`` (camera
       producers: monocular depth), a finger read out of range (side beyond ±30° of its
-      splay, or fold beyond ±120°) is read again with the camera depth (the third world
+      splay, or fold as sent beyond ±120°) is read again with the camera depth (the third world
       axis) of its joints relative to its knuckle scaled by :data:`DEPTH_REPAIR_SCALES` in
       turn, and the first reading in range is taken (spec §4.3 "Depth repair").
     * thumb (rest ``t_y`` = :data:`THUMB_REST`, ``t_x = t_y × Z``): metacarpal ``a`` =
