@@ -63,7 +63,8 @@ class Reprojection:
     avatar) pairs per tracked arm, ``fingers_dropped`` = tracked hands' finger dims not sent;
     ``arms``: the same arm samples per side (``"l"``, ``"r"``; a side never tracked is absent);
     ``finger_tip_deg``, ``finger_image_tip_deg``: the tip errors of index…pinky alone (as a
-    flexion-only peer is measured, :func:`flexion_tip_errors`)."""
+    flexion-only peer is measured, :func:`flexion_tip_errors`); ``image_tip_by_side``: the
+    image-plane tip errors of each tracked hand (``"l"``, ``"r"``)."""
 
     tip_deg: F64
     image_tip_deg: F64
@@ -75,6 +76,7 @@ class Reprojection:
     arms: Mapping[str, ArmReprojection] = field(default_factory=dict)
     finger_tip_deg: F64 = field(default_factory=lambda: np.zeros(0))
     finger_image_tip_deg: F64 = field(default_factory=lambda: np.zeros(0))
+    image_tip_by_side: Mapping[str, F64] = field(default_factory=dict)
 
 
 def _unit(v: F64) -> F64:
@@ -161,6 +163,7 @@ def reprojection(lm: HolisticLandmarks, result: LandmarkResult) -> Reprojection:
     avatar = render(np.where(np.isfinite(vectors), vectors, 0.0)).landmarks
     tip, image_tip, elbow, reach_p, reach_a, finger_tip, finger_image_tip = [], [], [], [], [], [], []
     arms: dict[str, ArmReprojection] = {}
+    by_side: dict[str, F64] = {}
     dropped = values = 0
     for side in ("l", "r"):
         model = avatar.left_hand if side == "l" else avatar.right_hand
@@ -173,6 +176,7 @@ def reprojection(lm: HolisticLandmarks, result: LandmarkResult) -> Reprojection:
             # the avatar's directions placed in the camera's palm frame, on the image plane
             errors = _image_errors(cam_basis, av_local, cam_raw)
             image_tip.append(errors.ravel())
+            by_side[side] = errors.ravel()[np.isfinite(errors.ravel())]
             finger_image_tip.append(errors[:, 1:].ravel())
         arm_tracked = result.tracking[f"arm_{side}"] == "tracked"
         if arm_tracked.any():
@@ -196,4 +200,4 @@ def reprojection(lm: HolisticLandmarks, result: LandmarkResult) -> Reprojection:
         return out[np.isfinite(out)]
 
     return Reprojection(flat(tip), flat(image_tip), flat(elbow), flat(reach_p), flat(reach_a), dropped, values,
-                        arms, flat(finger_tip), flat(finger_image_tip))
+                        arms, flat(finger_tip), flat(finger_image_tip), by_side)

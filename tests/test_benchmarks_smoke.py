@@ -167,6 +167,29 @@ def test_fidelity_bench_reprojection_section(capsys: pytest.CaptureFixture[str])
     assert ("Beside kalidokit: not run" in out) != installed
 
 
+def test_fidelity_bench_gain_by_reprojection_on_the_signer(capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 18: the option measured (a gain chosen by reprojection), on the committed signer: the
+    # chosen gains are on the grid and their image-plane error is no larger than at gain 1.00
+    bench = _load("fidelity_bench")
+    signer = Path(__file__).resolve().parent / "data" / "holistic_signer.pose"
+    bench.gain_by_reprojection_table([signer])
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("| holistic_signer.pose |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    chosen = [float(g) for g in cells[3].split(" / ")]
+    assert all(g in bench.REPROJECTION_GAINS for g in chosen)
+    from dataclasses import replace
+
+    from posewire.fidelity import reprojection
+    from posewire.producers.landmarks import landmarks_to_vectors
+    from posewire.producers.poseformat import read_pose_file
+    lm = read_pose_file(signer).landmarks
+    cal = landmarks_to_vectors(lm).calibration
+    at_one = reprojection(lm, landmarks_to_vectors(lm, calibration=replace(cal, hand_depth_gain={"l": 1.0, "r": 1.0})))
+    assert float(cells[4].split(" / ")[0]) <= round(float(np.median(at_one.image_tip_deg)), 1) + 0.05
+    assert "Over 1 recordings, producer's gain → gain by reprojection" in out
+
+
 def test_tls_flood_bench_smoke(tmp_path: Path) -> None:
     """300 hello-less TCP connections to a TLS relay process (more than the per-address
     cap of 256) and 2 legitimate connects from another address: the excess is refused at
