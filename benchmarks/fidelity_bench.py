@@ -166,6 +166,24 @@ def round_trip_table(frames: int) -> None:
           "(only unmeasurable geometry drops a finger, spec §4.3, A44): " + ", ".join(dropped) + ".\n")
 
 
+def _camera_sequences(rng: np.random.Generator) -> list[tuple[F64, HolisticLandmarks]]:
+    """Two camera sequences of a moving performer (``moving_vectors``: key poses every 15
+    frames, eased; 150 frames, the live calibration's window), each seen from one direction:
+    the vectors and their ground-truth landmarks."""
+    sequences = []
+    for _ in range(2):
+        vec = moving_vectors(rng, 150)
+        sequences.append((vec, render(vec, view_yaw_deg=np.full(150, rng.uniform(-45, 45))).landmarks))
+    return sequences
+
+
+def _compressed(gt: HolisticLandmarks, factor: float, depth: float, rng: np.random.Generator) -> HolisticLandmarks:
+    """``gt`` with its hands' depth scaled by ``factor`` (as MediaPipe compresses it, spec §4.3),
+    then 2 mm of image-plane noise and ``depth`` metres of depth noise."""
+    return noise(replace(gt, left_hand=with_depth_gain(gt.left_hand, factor),
+                         right_hand=with_depth_gain(gt.right_hand, factor)), rng, xy=0.002, depth=depth)
+
+
 def compressed_depth(frames: int) -> None:
     """Ground truth whose hand depth is compressed (what MediaPipe returns, spec §4.3 "Hand
     depth gain"), with 2 mm of image-plane noise and 2 or 6 mm (issue 18's case) of depth noise
@@ -180,10 +198,7 @@ def compressed_depth(frames: int) -> None:
           "| finger fold error, gain estimated: median / p95 ° | depth as given (gain 1): median / p95 ° |")
     print("| --- | --- | --- | --- | --- | --- |")
     rng = np.random.default_rng(7)
-    sequences = []
-    for _ in range(2):
-        vec = moving_vectors(rng, 150)
-        sequences.append((vec, render(vec, view_yaw_deg=np.full(150, rng.uniform(-45, 45))).landmarks))
+    sequences = _camera_sequences(rng)
     folds = [REGISTRY.index(f"g_{f}_fold_{s}") for f in FINGER_CHAINS for s in "lr"]
     fold_deg = np.array([_deg_scale(i) for i in folds])
 
@@ -196,8 +211,7 @@ def compressed_depth(frames: int) -> None:
     for factor, depth in ((1.0, 0.002), (0.5, 0.002), (0.4, 0.002), (1.0, 0.006), (0.5, 0.006), (0.3, 0.006)):
         gains, plains, errors, plain_errors = [], [], [], []
         for vec, gt in sequences:
-            lm = noise(replace(gt, left_hand=with_depth_gain(gt.left_hand, factor),
-                               right_hand=with_depth_gain(gt.right_hand, factor)), rng, xy=0.002, depth=depth)
+            lm = _compressed(gt, factor, depth, rng)
             gained = landmarks_to_vectors(lm)
             plain = landmarks_to_vectors(lm, calibration=replace(gained.calibration,
                                                                  hand_depth_gain={"l": 1.0, "r": 1.0}))
@@ -430,13 +444,11 @@ def gain_by_reprojection_table(paths: list[Path] | None = None) -> None:
     print("| true gain, depth noise | producer's gain | gain by reprojection |")
     print("| --- | --- | --- |")
     rng = np.random.default_rng(7)
-    sequences = [render(vec, view_yaw_deg=np.full(150, rng.uniform(-45, 45))).landmarks
-                 for vec in (moving_vectors(rng, 150) for _ in range(2))]
+    sequences = _camera_sequences(rng)
     for factor, depth in ((1.0, 0.002), (0.5, 0.002), (0.5, 0.006), (0.3, 0.006)):
         producer, by_reprojection = [], []
-        for gt in sequences:
-            lm = noise(replace(gt, left_hand=with_depth_gain(gt.left_hand, factor),
-                               right_hand=with_depth_gain(gt.right_hand, factor)), rng, xy=0.002, depth=depth)
+        for _, gt in sequences:
+            lm = _compressed(gt, factor, depth, rng)
             res = landmarks_to_vectors(lm)
             gain, chosen = res.calibration.hand_depth_gain, _gains_by_reprojection(lm, res)
             producer.append(f"{gain['l']:.2f} / {gain['r']:.2f}")
@@ -480,8 +492,6 @@ def reprojection_table() -> None:
     finger_counts = {"repaired": 0, "clamped": 0, "fingers": 0}
     peer: dict[str, list[F64]] = {"ours": [], "ours_image": [], "kalidokit": [], "kalidokit_image": []}
     for path in paths:
-        if not path.exists():
-            continue
         pf = read_pose_file(path)
         res = landmarks_to_vectors(pf.landmarks)
         rep = reprojection(pf.landmarks, res)

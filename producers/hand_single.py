@@ -207,8 +207,8 @@ def _tip_beyond(psi: float, reach: float) -> float:
 
 
 #: a reading's plane, for its curl (_curl): lateral axis, b1 projected off it, the tip's turn
-#: from b1 (radians, unwrapped) and the reference hand's phalanges
-_Plane = tuple[Vec3, Vec3, float, Vec3]
+#: from b1 (radians, unwrapped) and the reference finger
+_Plane = tuple[Vec3, Vec3, float, _Reference]
 
 
 def _reading(m: Vec3, b1: Vec3, b2: Vec3, b3: Vec3, splay: float,
@@ -264,9 +264,8 @@ def _reading(m: Vec3, b1: Vec3, b2: Vec3, b3: Vec3, splay: float,
     pd, p1 = _project(d, lateral), _project(b1, lateral)
     measured = _angle_about(pd, p1, lateral)
     psi = _angle_about(pd, _project(tip, lateral), lateral) - measured
-    n1_, n2_, n3_, reach = reference
-    fold_deg = (measured + _tip_beyond(psi, reach)) * _DEG
-    return (lateral, p1, psi, (n1_, n2_, n3_)), fold_deg, side, \
+    fold_deg = (measured + _tip_beyond(psi, reference[3])) * _DEG
+    return (lateral, p1, psi, reference), fold_deg, side, \
         (within or pick < 0) and abs(fold_deg) <= _FOLD_RANGE_DEG
 
 
@@ -274,7 +273,7 @@ def _curl(plane: _Plane, b2: Vec3, b3: Vec3) -> float:
     """The tip curl in degrees of a reading of :func:`_reading` (hand._finger_reading): the
     signed angles of (b1, b2), (b2, b3) about its lateral axis, each vector projected off it
     once, then :func:`_tip_curl`."""
-    lateral, p1, psi, (n1, n2, n3) = plane  # the reference hand's phalanges
+    lateral, p1, psi, (n1, n2, n3, _) = plane  # the reference hand's phalanges
     p2, p3 = _project(b2, lateral), _project(b3, lateral)
     return _tip_curl(psi, _angle_about(p1, p2, lateral), _angle_about(p2, p3, lateral), n1, n2, n3) * _DEG
 

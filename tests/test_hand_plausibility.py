@@ -372,6 +372,29 @@ def test_spec_worked_tip_curl_example() -> None:
     assert single[3] == pytest.approx(angles["g_index_curl"][0], abs=1e-9)
 
 
+def test_spec_worked_tip_beyond_example() -> None:
+    # spec §4.3 "tip beyond the curl's reach": the reach constants, and the middle finger folded
+    # 48° with both distal joints bent 90° and its proximal phalanx seen half as long
+    # (0.0225, 0.028, 0.022 m): ψ = 88.976970°, 38.053780° beyond the reach, so fold
+    # 86.053780° -> 0.717115, curl 1, in both paths
+    assert np.degrees(hand_maths._TIP_REACH) == pytest.approx([51.913125, 50.923189, 52.779668, 59.203798],
+                                                               abs=1e-6)
+    sigma = np.radians(10.0)  # the middle's metacarpal is along +Y (α = 0), its splay 10°
+    d = np.array([-np.sin(sigma), np.cos(sigma), 0.0])
+    z = np.array([0.0, 0.0, 1.0])
+    bones = [length * (np.cos(a) * d + np.sin(a) * z)
+             for length, a in zip((0.0225, 0.028, 0.022), np.radians([48.0, 138.0, 228.0]), strict=True)]
+    hand = _worked_hand({9: [tuple(b) for b in bones]})
+    angles = finger_angles(hand, side="r")
+    assert angles["g_middle_side"][0] - 10.0 == pytest.approx(0.0, abs=1e-9)
+    assert angles["g_middle_fold"][0] == pytest.approx(86.053780, abs=1e-6)
+    assert angles["g_middle_fold"][0] / 120.0 == pytest.approx(0.717115, abs=1e-6)
+    assert angles["g_middle_curl"][0] / 90.0 == pytest.approx(1.0, abs=1e-9)
+    single = finger_angles1([tuple(p) for p in hand[0]], side="r")
+    assert [single[6], single[7]] == pytest.approx([angles["g_middle_curl"][0], angles["g_middle_fold"][0]],
+                                                   abs=1e-9)
+
+
 def test_spec_worked_depth_repair_example() -> None:
     # spec §4.3 "Depth repair": a right middle finger seen along the hand's X (the camera's
     # depth), its depth misread: measured 70.55° beyond its splay; with the depth of its
