@@ -219,6 +219,14 @@ _FINGERS = ("thumb", "index", "middle", "ring", "pinky")
 _RELAXED_SPLAY_DEG: dict[str, float] = {"index": 20.0, "middle": 10.0, "ring": 10.0, "pinky": 5.0}
 
 
+#: Joint angle at |n| = 1 (degrees) of the curl (PIP; thumb MCP) and distal (DIP; thumb IP)
+#: rows (spec §4.3 "Joint ranges", appendix A48): the flexion real joints reach (PIP about
+#: 100–110°, DIP and the thumb's joints about 80–90°); a camera's bend beyond them is passed
+#: on to the joint nearer the palm, never left on a rail.
+_CURL_DEG: dict[str, float] = {"thumb": 90.0, "index": 110.0, "middle": 110.0, "ring": 110.0, "pinky": 110.0}
+_DISTAL_DEG: dict[str, float] = {"thumb": 90.0, "index": 90.0, "middle": 90.0, "ring": 90.0, "pinky": 90.0}
+
+
 def _fingers() -> list[DimensionRow]:
     rows: list[DimensionRow] = []
     common = dict(group="fingers", sided=True, polarity="bipolar", max=1.0, unit="1",
@@ -226,9 +234,10 @@ def _fingers() -> list[DimensionRow]:
     for f in _FINGERS:
         thumb = f == "thumb"
         rows.append(DimensionRow(
-            f"g_{f}_curl", angle_deg=90.0,
-            meaning=f"{f} curl of the two distal joints: +1 hooked toward the palm, "
-                    "-1 curved backward", **common))  # type: ignore[arg-type]
+            f"g_{f}_curl", angle_deg=_CURL_DEG[f],
+            meaning=f"{f} bend of the {'MCP' if thumb else 'PIP'} joint (proximal -> "
+                    f"{'proximal' if thumb else 'middle'} phalanx): +1 hooked toward the palm, "
+                    "-1 bent backward", **common))  # type: ignore[arg-type]
         rows.append(DimensionRow(
             f"g_{f}_fold", angle_deg=(90.0 if thumb else 120.0),  # spec §4.3, appendix A44
             meaning=("thumb opposition: +1 across the palm toward the pinky base, "
@@ -246,7 +255,15 @@ def _fingers() -> list[DimensionRow]:
         "g_thumb_roll", angle_deg=90.0,
         meaning="thumb roll about its own axis (default 0 when unobservable)",
         **common))  # type: ignore[arg-type]
+    # spec §4.3, appendix A48: each finger's last joint bends on its own
+    rows.extend(DimensionRow(
+        f"g_{f}_distal", angle_deg=_DISTAL_DEG[f],
+        meaning=f"{f} bend of the {'IP' if f == 'thumb' else 'DIP'} joint (to the distal phalanx): "
+                "+1 hooked toward the palm, -1 bent backward", **common)  # type: ignore[arg-type]
+        for f in _FINGERS)
     return rows
+
+
 
 
 def _head_body() -> list[DimensionRow]:

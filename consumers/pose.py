@@ -29,8 +29,9 @@ W_rest,j``):
    index..pinky ``01``: ``R_Z(α − β + σ + side) · R_X(fold)`` (α: the metacarpal wrist →
    ``*_01`` in the palm plane, β: the bone's bind direction, both from +Y toward the
    pinky; σ: the side row's ``neutral_deg``, the relaxed splay, so side 0 turns the
-   finger σ toward the pinky from its metacarpal), ``02``/``03``: ``R_X(curl)``; thumb
-   ``01``: ``R_Z(fold) · R_tx(side) · R_ty(roll)``, ``02``/``03``: ``R_Z(curl)`` with
+   finger σ toward the pinky from its metacarpal), ``02``: ``R_X(curl)``, ``03``:
+   ``R_X(distal)``; thumb ``01``: ``R_Z(fold) · R_tx(side) · R_ty(roll)``, ``02``:
+   ``R_Z(curl)``, ``03``: ``R_Z(distal)`` with
    ``t_y`` the thumb's rest direction (``thumb_01 → thumb_02``) and ``t_x = t_y × Z``
    (the thumb's own bind). Angles ``neutral_deg + n · angle_deg`` (registry). The left hand uses the
    sagittal mirror of the right-hand rotation in its own hand-local frame, which gives
@@ -229,11 +230,11 @@ def decode_plan(skel: Skeleton) -> DecodePlan:
                 t_x = np.cross(t_y, ez)
                 specs = [((ez, t_x, t_y), (f"g_{f}_fold_{s}", f"g_{f}_side_{s}", f"g_thumb_roll_{s}")),
                          ((ez, ez, ez), (f"g_{f}_curl_{s}", "", "")),
-                         ((ez, ez, ez), (f"g_{f}_curl_{s}", "", ""))]
+                         ((ez, ez, ez), (f"g_{f}_distal_{s}", "", ""))]
             else:
                 specs = [((ez, ex, ex), (f"g_{f}_side_{s}", f"g_{f}_fold_{s}", "")),
                          ((ex, ex, ex), (f"g_{f}_curl_{s}", "", "")),
-                         ((ex, ex, ex), (f"g_{f}_curl_{s}", "", ""))]
+                         ((ex, ex, ex), (f"g_{f}_distal_{s}", "", ""))]
             # spec §4.3: side is measured from the finger's metacarpal (wrist → *_01) in
             # the palm plane; the bone's bind direction may differ: R_Z(α − β + σ + side)
             offset = 0.0

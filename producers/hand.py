@@ -65,12 +65,10 @@ __all__ = [
     "HAND_BONES",
     "HAND_POINTS",
     "N_HAND_POINTS",
-    "PHALANGES",
     "THUMB_CHAIN",
     "THUMB_REST",
     "THUMB_ROLL_MIN_CURL_DEG",
     "THUMB_SIDE_AXIS",
-    "TIP_CURL_STEPS",
     "HandDims",
     "bone_length_ratios",
     "depth_gain_spread",
@@ -123,8 +121,6 @@ DEPTH_FLIP_FOLD_DEG = 60.0
 #: order, on the camera depth of a finger's joints relative to its knuckle when its reading
 #: lies out of range (the image positions kept); the first that reads in range is used.
 DEPTH_REPAIR_SCALES: tuple[float, ...] = (0.5, 2.0, 0.0, -1.0)
-#: Newton steps of the tip curl (spec §4.3 "Finger geometry"), from the mean distal bend.
-TIP_CURL_STEPS = 4
 #: The 20 bones of the common hand layout as (parent, child) indices: wrist -> each
 #: finger's base, then along each finger (spec §4.3 "Hand depth gain").
 HAND_BONES: tuple[tuple[int, int], ...] = (
@@ -146,8 +142,11 @@ _PALM_MIN_SINE = 1e-6
 _MCP, _PIP, _DIP, _TIP = (np.array(c) for c in zip(*FINGER_CHAINS.values(), strict=True))
 _XY = np.array([1.0, 1.0, 0.0])
 _ANGLE_DEG = {d.id: float(d.row.angle_deg) for d in REGISTRY.dimensions if d.row.angle_deg is not None}
-#: Finger rows (no side suffix) in the order of :func:`hand_dims`'s values, thumb roll last.
-_FINGER_ROWS: tuple[str, ...] = (*(f"g_{f}_{k}" for f in FINGERS for k in ("curl", "fold", "side")), "g_thumb_roll")
+#: Finger rows (no side suffix) in the order of :func:`hand_dims`'s values: curl, fold, side per
+#: finger, the thumb roll, then each finger's distal bend (the registry's order, spec §4.3).
+_FINGER_ROWS: tuple[str, ...] = (*(f"g_{f}_{k}" for f in FINGERS for k in ("curl", "fold", "side")), "g_thumb_roll",
+                                 *(f"g_{f}_distal" for f in FINGERS))
+_ROLL_COLUMN = _FINGER_ROWS.index("g_thumb_roll")
 _FINGER_DEG: dict[str, F64] = {s: np.array([_ANGLE_DEG[f"{r}_{s}"] for r in _FINGER_ROWS]) for s in ("l", "r")}
 #: ``neutral_deg`` of the same rows (0 where none): normalized = (angle − neutral) / angle_deg
 _FINGER_NEUTRAL: dict[str, F64] = {s: np.array([REGISTRY.by_id[f"{r}_{s}"].row.neutral_deg or 0.0
@@ -159,15 +158,9 @@ _FOLD_COLUMNS = _SIDE_COLUMNS - 1
 _SPLAY = np.array([REGISTRY.by_id[f"g_{f}_side_r"].row.neutral_deg or 0.0 for f in FINGER_CHAINS])
 _SIDE_RANGE_DEG = _ANGLE_DEG["g_index_side_r"]
 _FOLD_RANGE_DEG = _ANGLE_DEG["g_index_fold_r"]
-#: Newton's step is taken only where the tip's turn per unit curl exceeds this fraction of
-#: the finger's length (spec §4.3 "tip curl")
-_TIP_CURL_MIN_SLOPE = 1e-3
-#: Phalanx lengths (proximal, middle, distal; metres, only their ratios matter) of index…pinky
-#: of the reference hand, helix-humanoid@1 (spec §4.3 "tip curl", §4.10): the tip curl points
-#: this hand's fingertip where the person's points (a camera's own phalanx lengths change
-#: by 2× from frame to frame with its depth); pinned to the skeleton by the tests
-PHALANGES: F64 = np.array([[0.042, 0.025, 0.022], [0.045, 0.028, 0.022], [0.042, 0.026, 0.022],
-                           [0.032, 0.020, 0.020]])
+#: index…pinky: the PIP (curl) and DIP (distal) ranges, degrees at |n| = 1 (spec §4.3 "Joint ranges")
+_CURL_RANGE_DEG = np.array([_ANGLE_DEG[f"g_{f}_curl_r"] for f in FINGER_CHAINS])
+_DISTAL_RANGE_DEG = np.array([_ANGLE_DEG[f"g_{f}_distal_r"] for f in FINGER_CHAINS])
 
 
 def _unit(v: F64) -> F64:
@@ -282,8 +275,8 @@ def _pca_lateral(vectors: F64, meta: F64) -> tuple[F64, F64]:
     return np.stack([dy * sign, -dx * sign, np.zeros_like(dx)], axis=-1), spread
 
 
-def _finger_reading(meta: F64, b1: F64, b2: F64, b3: F64) -> tuple[F64, F64, F64, Bool]:
-    """Side, fold, curl (degrees, ``(B, 4)``) of index…pinky from their canonical metacarpals
+def _finger_reading(meta: F64, b1: F64, b2: F64, b3: F64) -> tuple[F64, F64, F64, F64, Bool]:
+    """Side, fold, curl, distal (degrees, ``(B, 4)``) of index…pinky from their canonical metacarpals
     and phalanges ``(B, 4, 3)``, and whether the reading is in range (spec §4.3 "Finger
     geometry"): the finger's plane is read five ways, each exact on the consumer's finger —
     (0) the knuckle → tip direction, (1) the bend axis of the two distal joints plus
@@ -291,11 +284,10 @@ def _finger_reading(meta: F64, b1: F64, b2: F64, b3: F64) -> tuple[F64, F64, F64
     of the phalanges, (3) of the joints (PIP, DIP, TIP relative to the knuckle), (4) the bend
     axis — and the one taken is the tip's (0) when its side lies within ±30° of the relaxed
     splay, else the reading within that range nearest to the tip's (the first on ties), else
-    (none in range) the one nearest the splay; the fold about it as measured, the curl the equal
-    bend of the two distal joints that points the reference hand's fingertip (:data:`PHALANGES`)
-    where the seen one points (:func:`_tip_curl`), and the fold turned on by the part of the
-    tip's turn beyond what any curl can reach (:func:`_tip_beyond`: a fist). Whether the reading
-    is in range is judged on the fold as sent."""
+    (none in range) the one nearest the splay; about it the fold (metacarpal direction →
+    proximal phalanx), the curl (proximal → middle phalanx, the PIP joint) and the distal bend
+    (middle → distal phalanx, the DIP joint), each its own joint's signed angle. Whether the
+    reading is in range is judged on the side and the fold."""
     # a missing distal joint (VR) leaves the finger's direction to the joints present
     segs = np.nan_to_num(np.stack([b1, b2, b3], axis=2))  # (B, 4, 3, 3)
     lateral_pca, spread = _pca_lateral(segs[..., :2], meta)
@@ -342,69 +334,27 @@ def _finger_reading(meta: F64, b1: F64, b2: F64, b3: F64) -> tuple[F64, F64, F64
                                                            axis=-1)), lateral)
         side_deg = np.where(flat, 0.0, side_deg)
     d = np.stack([-lateral[..., 1], lateral[..., 0], np.zeros_like(length)], axis=-1)  # Z × lateral
-    fold = _signed_angle(d, b1, lateral)
-    first, second = _signed_angle(b1, b2, lateral), _signed_angle(b2, b3, lateral)
-    psi = _signed_angle(d, tip, lateral) - fold
-    curl = _tip_curl(psi, first, second, *PHALANGES.T)
-    # spec §4.3 "tip beyond the curl's reach": the range is judged on the fold as sent
-    fold_deg = np.degrees(fold + _tip_beyond(psi, _TIP_REACH))
-    ok = (any_within | flat) & (np.abs(fold_deg) <= _FOLD_RANGE_DEG)
-    return side_deg, fold_deg, np.degrees(curl), ok
+    # spec §4.3 "Finger geometry": each joint's own bend about the finger's lateral axis
+    fold, curl, distal = _within_joint_ranges(np.degrees(_signed_angle(d, b1, lateral)),
+                                              np.degrees(_signed_angle(b1, b2, lateral)),
+                                              np.degrees(_signed_angle(b2, b3, lateral)))
+    ok = (any_within | flat) & (np.abs(fold) <= _FOLD_RANGE_DEG)
+    return side_deg, fold, curl, distal, ok
 
 
-def _tip_curl(psi: F64, first: F64, second: F64, n1: F64, n2: F64, n3: F64) -> F64:
-    """The curl ``c`` (radians) that turns the tip ``psi`` (radians) from the proximal phalanx
-    in the finger's plane, given the two distal bends ``first``, ``second`` and the phalanx
-    lengths of the reference hand (:data:`PHALANGES`; spec §4.3 "tip curl"): the root of
-    ``g(c) = n1·sin(−ψ) + n2·sin(c − ψ) + n3·sin(2c − ψ)`` (the tip ``n1 + n2·e^{ic} +
-    n3·e^{2ic}`` along ``e^{iψ}``) by
-    :data:`TIP_CURL_STEPS` Newton steps from the mean bend (exact on the consumer's finger),
-    each kept between the two bends (where the root lies) and within ±90°; a step is taken
-    only where ``g′`` exceeds :data:`_TIP_CURL_MIN_SLOPE` of the finger's length."""
-    curl = 0.5 * (first + second)
-    psi = np.mod(psi + np.pi, 2.0 * np.pi) - np.pi
-    low = np.clip(np.minimum(first, second), -0.5 * np.pi, 0.5 * np.pi)
-    high = np.clip(np.maximum(first, second), -0.5 * np.pi, 0.5 * np.pi)
-    c = np.clip(curl, low, high)
-    floor = _TIP_CURL_MIN_SLOPE * (n1 + n2 + n3)
-    base = n1 * np.sin(-psi)
-    for _ in range(TIP_CURL_STEPS):
-        g = base + n2 * np.sin(c - psi) + n3 * np.sin(2.0 * c - psi)
-        slope = n2 * np.cos(c - psi) + 2.0 * n3 * np.cos(2.0 * c - psi)
-        step = slope > floor  # NaN (a missing joint) compares False: the mean bend stays
-        c = np.where(step, np.clip(c - g / np.where(step, slope, 1.0), low, high), c)
-    out: F64 = np.where(np.isfinite(c), c, curl)
-    return out
-
-
-def _tip_beyond(psi: F64, reach: F64) -> F64:
-    """The part of the tip's turn ``psi`` (radians, from the proximal phalanx; wrapped to
-    ±180°) beyond the reference fingertip's reach ``±reach`` (:data:`_TIP_REACH`), which the
-    fold takes (spec §4.3 "tip beyond the curl's reach"): 0 within it and where ``psi`` is
-    NaN (a missing joint)."""
-    psi = np.mod(psi + np.pi, 2.0 * np.pi) - np.pi
-    out: F64 = np.where(np.isfinite(psi), psi - np.clip(psi, -reach, reach), 0.0)
-    return out
-
-
-def _tip_reach(n1: F64, n2: F64, n3: F64) -> F64:
-    """The reach ``ρ`` (radians) of the reference fingertip (phalanges ``n1, n2, n3``): the
-    largest turn of its knuckle → tip direction from the proximal phalanx over the curls
-    within ±90° (spec §4.3 "tip beyond the curl's reach"). The turn's derivative vanishes
-    where ``x = cos c`` solves ``4·n1·n3·x² + (n1·n2 + 3·n2·n3)·x + n2² + 2·n3² − 2·n1·n3 = 0``;
-    its larger root, kept within [0, 1] (0: the curl's bound, 90°), gives
-    ``ρ = atan2(y·(n2 + 2·n3·x), n1 + n2·x + n3·(2x² − 1))`` with ``y = √(1 − x²)``."""
-    a, b = 4.0 * n1 * n3, n1 * n2 + 3.0 * n2 * n3
-    c = n2 * n2 + 2.0 * n3 * n3 - 2.0 * n1 * n3
-    x = np.clip((np.sqrt(b * b - 4.0 * a * c) - b) / (2.0 * a), 0.0, 1.0)
-    y = np.sqrt(1.0 - x * x)
-    out: F64 = np.arctan2(y * (n2 + 2.0 * n3 * x), n1 + n2 * x + n3 * (2.0 * x * x - 1.0))
-    return out
-
-
-#: The reach of the reference fingertip of index…pinky (radians, :func:`_tip_reach` of
-#: :data:`PHALANGES`): 51.913°, 50.923°, 52.780°, 59.204°
-_TIP_REACH: F64 = _tip_reach(*PHALANGES.T)
+def _within_joint_ranges(fold: F64, curl: F64, distal: F64) -> tuple[F64, F64, F64]:
+    """Fold, curl and distal bend (degrees, ``(B, 4)``) with each distal joint's bend beyond
+    its range passed on to the joint nearer the palm (spec §4.3 "Joint ranges"): the DIP's
+    excess over ±:data:`_DISTAL_RANGE_DEG` to the PIP, then the PIP's over
+    ±:data:`_CURL_RANGE_DEG` to the fold, so the middle and distal phalanges keep their
+    directions; a missing joint (NaN) passes nothing on."""
+    kept = np.clip(distal, -_DISTAL_RANGE_DEG, _DISTAL_RANGE_DEG)
+    excess = distal - kept
+    curl = curl + np.where(np.isfinite(excess), excess, 0.0)
+    curl_kept = np.clip(curl, -_CURL_RANGE_DEG, _CURL_RANGE_DEG)
+    excess = curl - curl_kept
+    fold = fold + np.where(np.isfinite(excess), excess, 0.0)
+    return fold, curl_kept, kept
 
 
 def finger_angles(hand: F64, *, side: Side, depth_ambiguous: bool = False) -> dict[str, F64]:
@@ -420,10 +370,8 @@ def finger_angles(hand: F64, *, side: Side, depth_ambiguous: bool = False) -> di
       read as :func:`_finger_reading` says (the knuckle → tip direction's plane where that
       is within the side range); ``d = Z × ℓ``. ``side`` = angle of ``d`` minus that of the
       metacarpal (wrist → MCP), + toward the pinky; ``fold`` = signed angle ``d`` →
-      proximal phalanx about ``ℓ``, plus the tip's turn beyond the reference fingertip's
-      reach (its largest turn over curls within ±90°: a fist, :func:`_tip_beyond`); ``curl`` =
-      the equal bend of the two distal joints that puts the tip where it was seen
-      (:func:`_tip_curl`). With ``depth_ambiguous`` (camera
+      proximal phalanx about ``ℓ``; ``curl`` = signed angle proximal → middle phalanx (PIP)
+      and ``distal`` = middle → distal phalanx (DIP), both about ``ℓ``. With ``depth_ambiguous`` (camera
       producers: monocular depth), a finger read out of range (side beyond ±30° of its
       splay, or fold as sent beyond ±120°) is read again with the camera depth (the third world
       axis) of its joints relative to its knuckle scaled by :data:`DEPTH_REPAIR_SCALES` in
@@ -431,9 +379,10 @@ def finger_angles(hand: F64, *, side: Side, depth_ambiguous: bool = False) -> di
     * thumb (rest ``t_y`` = :data:`THUMB_REST`, ``t_x = t_y × Z``): metacarpal ``a`` =
       cmc → mcp; ``side = asin(a_z)``, ``fold`` = angle about +Z from ``t_y`` to ``a``;
       the bend axis ``n`` of the two distal joints gives ``roll = atan2(n·e1, n·e2)``
-      (``e1, e2`` = ``t_x``, ``Z`` swung with the metacarpal) and the **signed** ``curl``
-      about ``n``; with less than :data:`THUMB_ROLL_MIN_CURL_DEG` of bend the roll is NaN
-      (unobservable) and the curl is measured about ``e2``.
+      (``e1, e2`` = ``t_x``, ``Z`` swung with the metacarpal), the **signed** ``curl``
+      (metacarpal → proximal phalanx, the MCP joint) and ``distal`` (proximal → distal
+      phalanx, the IP joint) about ``n``; with less than :data:`THUMB_ROLL_MIN_CURL_DEG` of
+      bend the roll is NaN (unobservable) and each bend is signed by its side of ``e2``.
 
     Rows with missing (NaN) points give NaN for the angles that use them.
     """
@@ -448,7 +397,7 @@ def _finger_angles(hand: F64, side: Side, depth_ambiguous: bool) -> tuple[dict[s
     # the four fingers at once: (B, 4, 3)
     meta = local[:, _MCP]
     b1, b2, b3 = local[:, _PIP] - meta, local[:, _DIP] - local[:, _PIP], local[:, _TIP] - local[:, _DIP]
-    side_deg, fold, curl, ok = _finger_reading(meta, b1, b2, b3)
+    side_deg, fold, curl, distal, ok = _finger_reading(meta, b1, b2, b3)
     repaired = np.zeros(ok.shape, dtype=bool)
     if depth_ambiguous and not ok.all():
         # spec §4.3 "Depth repair": the camera's depth axis (the world's third) in the canonical
@@ -461,17 +410,19 @@ def _finger_angles(hand: F64, side: Side, depth_ambiguous: bool) -> tuple[dict[s
                 break
             axis = depth[rows, None, :]
             scaled = [b[rows] + (scale - 1.0) * _dot(b[rows], axis)[..., None] * axis for b in (b1, b2, b3)]
-            s2, f2, c2, ok2 = _finger_reading(meta[rows], *scaled)
+            s2, f2, c2, t2, ok2 = _finger_reading(meta[rows], *scaled)
             use = ok2 & ~ok[rows]
             side_deg[rows] = np.where(use, s2, side_deg[rows])
             fold[rows] = np.where(use, f2, fold[rows])
             curl[rows] = np.where(use, c2, curl[rows])
+            distal[rows] = np.where(use, t2, distal[rows])
             ok[rows] |= use
             repaired[rows] |= use
     for k, name in enumerate(FINGER_CHAINS):
         out[f"g_{name}_side"] = side_deg[:, k]
         out[f"g_{name}_fold"] = fold[:, k]
         out[f"g_{name}_curl"] = curl[:, k]
+        out[f"g_{name}_distal"] = distal[:, k]
     t1, t2, t3, t4 = (local[:, i] for i in THUMB_CHAIN)
     a1, a2, a3 = _unit(t2 - t1), _unit(t3 - t2), _unit(t4 - t3)
     fold, side_t, e1, e2 = _thumb_swing(a1)
@@ -483,10 +434,10 @@ def _finger_angles(hand: F64, side: Side, depth_ambiguous: bool) -> tuple[dict[s
     n = np.where(observable[:, None], n, e2)
     out["g_thumb_fold"] = np.degrees(fold)
     out["g_thumb_side"] = np.degrees(side_t)
-    signed = 0.5 * (_signed_angle(a1, a2, n) + _signed_angle(a2, a3, n))
-    # too straight to see the bend axis: the bend's size, signed by its side of the palm axis
-    unsigned = 0.5 * (_angle(a1, a2) + _angle(a2, a3)) * np.where(_dot(bend, e2) < 0.0, -1.0, 1.0)
-    out["g_thumb_curl"] = np.degrees(np.where(observable, signed, unsigned))
+    # too straight to see the bend axis: each bend's size, signed by its side of the palm axis
+    bend_sign = np.where(_dot(bend, e2) < 0.0, -1.0, 1.0)
+    out["g_thumb_curl"] = np.degrees(np.where(observable, _signed_angle(a1, a2, n), _angle(a1, a2) * bend_sign))
+    out["g_thumb_distal"] = np.degrees(np.where(observable, _signed_angle(a2, a3, n), _angle(a2, a3) * bend_sign))
     out["g_thumb_roll"] = np.where(observable, np.degrees(np.arctan2(_dot(n, e1), _dot(n, e2))), np.nan)
     return out, repaired.sum(-1)
 
@@ -653,7 +604,7 @@ class HandDims:
 
 
 def _angle_table(hand: F64, side: Side, depth_ambiguous: bool = False) -> tuple[F64, NDArray[np.intp]]:
-    """:func:`finger_angles` as one ``(B, 16)`` array in ``_FINGER_ROWS`` order (degrees), and
+    """:func:`finger_angles` as one ``(B, 21)`` array in ``_FINGER_ROWS`` order (degrees), and
     the count of depth-repaired fingers ``(B,)``."""
     angles, repaired = _finger_angles(hand, side, depth_ambiguous)
     return np.stack([angles[row_id] for row_id in _FINGER_ROWS], axis=-1), repaired
@@ -720,7 +671,7 @@ def hand_dims(hand: F64, rotation: F64, present: Bool, *, side: Side,
         q = palm_from_axes_unchecked(*_orthonormal(f_body[ok], n_body[ok]))
         stored[ok], clamped[ok] = palm_encode_unchecked(q, side=side)  # left: mirrored per §3.2
     values: dict[str, F64] = {f"w_q{axis}_{side}": stored[:, k] for k, axis in enumerate("xyz")}
-    # the finger dims as columns of one (B, 16) array (the thumb roll last)
+    # the finger dims as columns of one (B, 21) array (_FINGER_ROWS)
     fingers_out = (angles - _FINGER_NEUTRAL[side]) / _FINGER_DEG[side]
     # spec §4.3: a finger turned past the side range keeps its fold and curl; its side is
     # clamped to the rail (with every other bound, by the caller) and counted here
@@ -730,7 +681,7 @@ def hand_dims(hand: F64, rotation: F64, present: Bool, *, side: Side,
     roll = np.full(batch, np.nan)
     unobservable = np.zeros(batch, dtype=bool)
     if rows.size:
-        estimated = fingers_out[ok, -1]
+        estimated = fingers_out[ok, _ROLL_COLUMN]
         if thumb_roll_deg is not None:  # a measured orientation (VR) wins over the positions
             measured = thumb_roll_deg[ok] / _ANGLE_DEG[f"g_thumb_roll_{side}"]
             estimated = np.where(np.isfinite(measured), measured, estimated)

@@ -37,6 +37,8 @@ from posewire.codec.quaternion import (
     unit1,
 )
 from posewire.producers.hand import (
+    _CURL_RANGE_DEG,
+    _DISTAL_RANGE_DEG,
     _EPS,
     _FINGER_DEG,
     _FINGER_NEUTRAL,
@@ -49,26 +51,19 @@ from posewire.producers.hand import (
     _SIDE_COLUMNS,
     _SIDE_RANGE_DEG,
     _SPLAY,
-    _TIP_CURL_MIN_SLOPE,
-    _TIP_REACH,
     DEPTH_FLIP_FOLD_DEG,
     DEPTH_REPAIR_SCALES,
     FINGER_CHAINS,
     HAND_POINTS,
-    PHALANGES,
     THUMB_CHAIN,
     THUMB_REST,
     THUMB_SIDE_AXIS,
-    TIP_CURL_STEPS,
 )
 
 __all__ = ["HandDims1", "finger_angles1", "hand_dims1", "with_depth_gain1"]
 
 Side = Literal["l", "r"]
 Points = list[Vec3]
-#: a reference finger of index…pinky: phalanx lengths (proximal, middle, distal) and the
-#: fingertip's reach (radians, spec §4.3 "tip beyond the curl's reach")
-_Reference = tuple[float, float, float, float]
 
 _NAN3: Vec3 = (math.nan, math.nan, math.nan)
 _ZERO3: Vec3 = (0.0, 0.0, 0.0)  # np.nan_to_num of a NaN cross product
@@ -80,15 +75,13 @@ _FINGER_NEUTRAL1 = {s: tuple(v.tolist()) for s, v in _FINGER_NEUTRAL.items()}
 _FOLDS = tuple(_FOLD_COLUMNS.tolist())
 #: index…pinky relaxed splay σ (degrees)
 _SPLAY1 = tuple(_SPLAY.tolist())
-#: index…pinky reference fingers (the tip curl): the reference hand's phalanx lengths and its
-#: fingertip's reach (radians)
-_REFERENCE1: tuple[_Reference, ...] = tuple((a, b, c, r) for (a, b, c), r in zip(PHALANGES.tolist(),
-                                                                                  _TIP_REACH.tolist(), strict=True))
+#: index…pinky PIP and DIP ranges (degrees, spec §4.3 "Joint ranges")
+_RANGES1 = tuple(zip(_CURL_RANGE_DEG.tolist(), _DISTAL_RANGE_DEG.tolist(), strict=True))
 #: index…pinky: the side slots (the side-range count of spec §4.3)
 _SIDE_SLOTS = tuple(_SIDE_COLUMNS.tolist())
 _ROW = {row: k for k, row in enumerate(_FINGER_ROWS)}
-#: (curl, fold, side) slots of each finger in the finger rows, thumb first; the roll's slot.
-_SLOTS = tuple(tuple(_ROW[f"g_{f}_{k}"] for k in ("curl", "fold", "side")) for f in ("thumb", *FINGER_CHAINS))
+#: (curl, distal, fold, side) slots of each finger in the finger rows, thumb first; the roll's slot.
+_SLOTS = tuple(tuple(_ROW[f"g_{f}_{k}"] for k in ("curl", "distal", "fold", "side")) for f in ("thumb", *FINGER_CHAINS))
 _ROLL = _ROW["g_thumb_roll"]
 #: np.degrees' factor (math.degrees multiplies by the same double)
 _DEG = 180.0 / math.pi
@@ -181,41 +174,11 @@ def _lateral_side(lx: float, ly: float, meta_turn: float) -> tuple[float, float,
     return lx, ly, ((turn + math.pi) % (2.0 * math.pi) - math.pi) * _DEG
 
 
-def _tip_curl(psi: float, first: float, second: float, n1: float, n2: float, n3: float) -> float:
-    """hand._tip_curl of one finger (radians)."""
-    curl = 0.5 * (first + second)
-    psi = (psi + math.pi) % (2.0 * math.pi) - math.pi
-    low = min(max(min(first, second), -0.5 * math.pi), 0.5 * math.pi)
-    high = min(max(max(first, second), -0.5 * math.pi), 0.5 * math.pi)
-    c = min(max(curl, low), high)
-    floor = _TIP_CURL_MIN_SLOPE * (n1 + n2 + n3)
-    base = n1 * sin(-psi)
-    for _ in range(TIP_CURL_STEPS):
-        g = base + n2 * sin(c - psi) + n3 * sin(2.0 * c - psi)
-        slope = n2 * cos(c - psi) + 2.0 * n3 * cos(2.0 * c - psi)
-        if slope > floor:
-            c = min(max(c - g / slope, low), high)
-    return c if isfinite(c) else curl
-
-
-def _tip_beyond(psi: float, reach: float) -> float:
-    """hand._tip_beyond of one finger (radians)."""
-    if not isfinite(psi):
-        return 0.0
-    psi = (psi + math.pi) % (2.0 * math.pi) - math.pi
-    return psi - min(max(psi, -reach), reach)
-
-
-#: a reading's plane, for its curl (_curl): lateral axis, b1 projected off it, the tip's turn
-#: from b1 (radians, unwrapped) and the reference finger
-_Plane = tuple[Vec3, Vec3, float, _Reference]
-
-
 def _reading(m: Vec3, b1: Vec3, b2: Vec3, b3: Vec3, splay: float,
-             reference: _Reference) -> tuple[_Plane, float, float, bool]:
-    """``(plane, fold, side)`` (degrees) of one of index…pinky and whether it is in range
-    (spec §4.3 "Finger geometry", :func:`posewire.producers.hand._finger_reading`; the curl
-    from ``plane`` by :func:`_curl`, for the reading sent only): the tip's reading first, the
+             ranges: tuple[float, float]) -> tuple[float, float, float, float, bool]:
+    """``(curl, distal, fold, side)`` (degrees) of one of index…pinky and whether it is in
+    range (spec §4.3 "Finger geometry", :func:`posewire.producers.hand._finger_reading`,
+    joint ranges :func:`_within_joint_ranges`): the tip's reading first, the
     other four only when it is not within range (it is then taken)."""
     mx, my = m[0], m[1]
     lpx, lpy, spread = _pca_lateral(b1, b2, b3, mx, my)
@@ -259,23 +222,25 @@ def _reading(m: Vec3, b1: Vec3, b2: Vec3, b3: Vec3, splay: float,
         lateral = unit1((my, -mx, 0.0), _EPS)
         side = 0.0
     d = (-lateral[1], lateral[0], 0.0)  # Z × lateral
-    # hand._signed_angle of (d, b1) and of (d, tip) about the lateral axis; the distal bends
-    # only for the reading sent (_curl)
-    pd, p1 = _project(d, lateral), _project(b1, lateral)
-    measured = _angle_about(pd, p1, lateral)
-    psi = _angle_about(pd, _project(tip, lateral), lateral) - measured
-    fold_deg = (measured + _tip_beyond(psi, reference[3])) * _DEG
-    return (lateral, p1, psi, reference), fold_deg, side, \
-        (within or pick < 0) and abs(fold_deg) <= _FOLD_RANGE_DEG
+    # hand._signed_angle of (d, b1), (b1, b2), (b2, b3) about the lateral axis, each vector
+    # projected off it once
+    pd, p1, p2, p3 = (_project(v, lateral) for v in (d, b1, b2, b3))
+    fold, curl, distal = _within_joint_ranges(
+        _angle_about(pd, p1, lateral) * _DEG, _angle_about(p1, p2, lateral) * _DEG,
+        _angle_about(p2, p3, lateral) * _DEG, ranges)
+    return curl, distal, fold, side, (within or pick < 0) and abs(fold) <= _FOLD_RANGE_DEG
 
 
-def _curl(plane: _Plane, b2: Vec3, b3: Vec3) -> float:
-    """The tip curl in degrees of a reading of :func:`_reading` (hand._finger_reading): the
-    signed angles of (b1, b2), (b2, b3) about its lateral axis, each vector projected off it
-    once, then :func:`_tip_curl`."""
-    lateral, p1, psi, (n1, n2, n3, _) = plane  # the reference hand's phalanges
-    p2, p3 = _project(b2, lateral), _project(b3, lateral)
-    return _tip_curl(psi, _angle_about(p1, p2, lateral), _angle_about(p2, p3, lateral), n1, n2, n3) * _DEG
+def _within_joint_ranges(fold: float, curl: float, distal: float,
+                         ranges: tuple[float, float]) -> tuple[float, float, float]:
+    """hand._within_joint_ranges of one finger (degrees; ``ranges`` = its PIP and DIP ranges)."""
+    curl_range, distal_range = ranges
+    kept = min(max(distal, -distal_range), distal_range) if distal == distal else distal
+    excess = distal - kept
+    curl = curl + (excess if isfinite(excess) else 0.0)
+    curl_kept = min(max(curl, -curl_range), curl_range) if curl == curl else curl
+    excess = curl - curl_kept
+    return fold + (excess if isfinite(excess) else 0.0), curl_kept, kept
 
 
 def _other_readings(b1: Vec3, b2: Vec3, b3: Vec3, p2: Vec3, tip: Vec3, lengths: Vec3, pca: Vec3, mx: float,
@@ -310,30 +275,30 @@ def _other_readings(b1: Vec3, b2: Vec3, b3: Vec3, p2: Vec3, tip: Vec3, lengths: 
     return [(*_lateral_side(lx, ly, meta_turn), seen >= _FLAT_LATERAL) for lx, ly, seen in readings]
 
 
-def _finger(local: Points, chain: tuple[int, int, int, int], splay: float, reference: _Reference,
-            depth: Vec3 | None) -> tuple[float, float, float, bool]:
-    """``(curl, fold, side)`` degrees of one of index…pinky (spec §4.3 "Finger geometry",
+def _finger(local: Points, chain: tuple[int, int, int, int], splay: float, ranges: tuple[float, float],
+            depth: Vec3 | None) -> tuple[float, float, float, float, bool]:
+    """``(curl, distal, fold, side)`` degrees of one of index…pinky (spec §4.3 "Finger geometry",
     :func:`posewire.producers.hand.finger_angles`) and whether it was depth-repaired (with
     ``depth``, the camera's depth axis in the canonical local frame)."""
     m, p, q, t = chain
     (mx, my, mz), (px, py, pz), (qx, qy, qz), (tx, ty, tz) = local[m], local[p], local[q], local[t]
     bones = ((px - mx, py - my, pz - mz), (qx - px, qy - py, qz - pz), (tx - qx, ty - qy, tz - qz))
-    plane, fold, side, ok = _reading(local[m], *bones, splay, reference)
-    if ok or depth is None:
-        return _curl(plane, bones[1], bones[2]), fold, side, False
+    reading = _reading(local[m], *bones, splay, ranges)
+    if reading[4] or depth is None:
+        return *reading[:4], False
     kx, ky, kz = depth
     for scale in DEPTH_REPAIR_SCALES:  # spec §4.3 "Depth repair"
         f = scale - 1.0
         s1, s2_, s3 = ((bx + a * kx, by + a * ky, bz + a * kz)
                        for bx, by, bz in bones for a in (f * (0.0 + bx * kx + by * ky + bz * kz),))
-        plane2, f2, s2, ok2 = _reading(local[m], s1, s2_, s3, splay, reference)
-        if ok2:
-            return _curl(plane2, s2_, s3), f2, s2, True
-    return _curl(plane, bones[1], bones[2]), fold, side, False
+        repaired = _reading(local[m], s1, s2_, s3, splay, ranges)
+        if repaired[4]:
+            return *repaired[:4], True
+    return *reading[:4], False
 
 
-def _thumb(local: Points) -> tuple[float, float, float, float]:
-    """``(curl, fold, side, roll)`` degrees of the thumb (spec §4.3, roll NaN where the
+def _thumb(local: Points) -> tuple[float, float, float, float, float]:
+    """``(curl, distal, fold, side, roll)`` degrees of the thumb (spec §4.3, roll NaN where the
     thumb is too straight to show it)."""
     c, m, i, t = THUMB_CHAIN
     t1, t2, t3, t4 = local[c], local[m], local[i], local[t]
@@ -352,13 +317,13 @@ def _thumb(local: Points) -> tuple[float, float, float, float]:
         n = (bend[0] / bend_n, bend[1] / bend_n, bend[2] / bend_n)
         if dot1(n, e2) < 0.0:
             n = (-n[0], -n[1], -n[2])
-        first, second = _chain_angles((a1, a2, a3), n)
-        curl = 0.5 * (first + second)
+        curl, distal = _chain_angles((a1, a2, a3), n)
         roll = atan2(dot1(n, e1), dot1(n, e2)) * _DEG
-    else:  # too straight to see the bend axis: the bend's size, signed by its side of e2
-        curl = 0.5 * (_angle(c12, a1, a2) + _angle(c23, a2, a3)) * (-1.0 if dot1(bend, e2) < 0.0 else 1.0)
+    else:  # too straight to see the bend axis: each bend's size, signed by its side of e2
+        sign = -1.0 if dot1(bend, e2) < 0.0 else 1.0
+        curl, distal = _angle(c12, a1, a2) * sign, _angle(c23, a2, a3) * sign
         roll = math.nan
-    return curl * _DEG, fold * _DEG, side * _DEG, roll
+    return curl * _DEG, distal * _DEG, fold * _DEG, side * _DEG, roll
 
 
 def _depth_axis(fingers: Vec3, normal: Vec3, side: Side) -> Vec3:
@@ -376,12 +341,12 @@ def _angles(points: Points, fingers: Vec3, normal: Vec3, side: Side,
     local = _local(points, fingers, normal, side)
     if local is None:
         return out, 0
-    (curl, fold, side_k), roll = _SLOTS[0], _ROLL
-    out[curl], out[fold], out[side_k], out[roll] = _thumb(local)
+    (curl, distal, fold, side_k), roll = _SLOTS[0], _ROLL
+    out[curl], out[distal], out[fold], out[side_k], out[roll] = _thumb(local)
     depth = _depth_axis(fingers, normal, side) if depth_ambiguous else None
     repaired = 0
-    for (curl, fold, side_k), chain, splay, reference in zip(_SLOTS[1:], _CHAINS, _SPLAY1, _REFERENCE1, strict=True):
-        out[curl], out[fold], out[side_k], fixed = _finger(local, chain, splay, reference, depth)
+    for (curl, distal, fold, side_k), chain, splay, ranges in zip(_SLOTS[1:], _CHAINS, _SPLAY1, _RANGES1, strict=True):
+        out[curl], out[distal], out[fold], out[side_k], fixed = _finger(local, chain, splay, ranges, depth)
         repaired += fixed
     return out, repaired
 
@@ -390,7 +355,7 @@ def finger_angles1(points: Points, *, side: Side, depth_ambiguous: bool = False)
     """:func:`posewire.producers.hand.finger_angles` of one frame's 21 points (3-tuples, any
     isotropic unit, right-handed axes): the angles in degrees in the order of the hand's
     finger rows (``g_thumb_curl, g_thumb_fold, g_thumb_side, g_index_curl, …,
-    g_thumb_roll``)."""
+    g_thumb_roll, g_thumb_distal, …, g_pinky_distal``)."""
     return _angles(points, *_frame(points, side), side, depth_ambiguous)[0]
 
 

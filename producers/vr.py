@@ -128,12 +128,14 @@ _VR_FINGER = {"thumb": "thumb", "index": "index", "middle": "middle", "ring": "r
 DIM_JOINTS: Mapping[str, tuple[str, ...]] = {
     **{f"w_q{a}": () for a in "xyz"},
     "g_thumb_curl": ("thumb-metacarpal", "thumb-proximal", "thumb-distal", "thumb-tip"),
+    "g_thumb_distal": ("thumb-metacarpal", "thumb-proximal", "thumb-distal", "thumb-tip"),
     "g_thumb_fold": ("thumb-metacarpal", "thumb-proximal"),
     "g_thumb_side": ("thumb-metacarpal", "thumb-proximal"),
     "g_thumb_roll": (),  # default 0 when it cannot be measured (seed 000 §4.3)
     **{f"g_{f}_{kind}": tuple(f"{_VR_FINGER[f]}-{j}" for j in joints)
        for f in FINGERS[1:]
        for kind, joints in (("curl", ("proximal", "intermediate", "distal", "tip")),
+                            ("distal", ("proximal", "intermediate", "distal", "tip")),
                             ("fold", ("proximal", "intermediate")), ("side", ("proximal", "intermediate")))},
 }
 #: Default world -> body rotation (columns = body X, Y, Z in OpenXR coordinates): the user
