@@ -130,7 +130,11 @@ async def test_viewer_in_chromium_matches_the_python_decoder(tmp_path: Path) -> 
     skel = canon.skeleton
     _, recs = read_recording(ROOT / "tests" / "data" / "wave.jsonl")
     rng = np.random.default_rng(19)
-    raised = on_the_wire(recs[40].vector())  # right arm raised, waving
+    # right arm raised, waving; a registry 1.0.0 recording: the dims it lacks (the distal
+    # bends, spec §4.3) sent as their defaults, since a consumer keeps a missing dim's last
+    # good value (spec §3.5) where the Python decoder takes NaN as the default
+    wave = recs[40].vector()
+    raised = on_the_wire(np.where(np.isnan(wave), np.array(DEFAULTS, dtype=np.float64), wave))
     rest = on_the_wire(np.array(DEFAULTS, dtype=np.float64))  # arms down
     randoms = [on_the_wire(rng.uniform(LOWER, UPPER)) for _ in range(3)]
     mix = rng.dirichlet(np.ones(len(VISEMES))) * 0.8
