@@ -140,7 +140,7 @@ def test_a_finger_turned_past_its_side_range_is_clamped_not_dropped() -> None:
                  + normal * (normal * v).sum(-1, keepdims=True) * (1.0 - np.cos(angle)))
         hand[:, j] = index_mcp + v_rot
     bent = landmarks_to_vectors(_with_hands(gt.landmarks, gt.landmarks.left_hand, hand))
-    index_dims = {f"g_index_{k}_r" for k in ("curl", "fold", "side")}
+    index_dims = {f"g_index_{k}_r" for k in ("curl", "fold", "side", "distal")}
     angles = finger_angles(hand, side="r")
     past = np.abs(angles["g_index_side"] - 20.0) > 30.0  # beyond the ±30° side range
     assert past.sum() >= batch // 2

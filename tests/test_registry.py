@@ -46,7 +46,7 @@ def test_brief_minimum_ids_present() -> None:
         for side in ("l", "r"):
             assert f"{base}_{side}" in REGISTRY.by_id
     for finger in ("thumb", "index", "middle", "ring", "pinky"):
-        for kind in ("curl", "fold", "side"):
+        for kind in ("curl", "fold", "side", "distal"):
             assert f"g_{finger}_{kind}_l" in REGISTRY.by_id
     for i in ("h_yaw", "h_pitch", "h_roll", "b_yaw", "b_pitch", "b_roll", "m_jaw", "m_press"):
         assert i in REGISTRY.by_id
