@@ -23,9 +23,9 @@ from posewire.codec.registry import (
 
 def test_dimension_counts_per_group() -> None:
     counts = Counter(d.row.group for d in DIMENSIONS)
-    assert counts == {"arm": 8, "palm": 6, "fingers": 32, "head": 3, "body": 3,
+    assert counts == {"arm": 8, "palm": 6, "fingers": 42, "head": 3, "body": 3,
                       "face": 13, "mouth": 14}
-    assert len(DIMENSIONS) == 79
+    assert len(DIMENSIONS) == 89
 
 
 def test_ids_unique_and_indices_dense() -> None:
