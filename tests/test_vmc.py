@@ -32,7 +32,7 @@ from posewire.bridges.vmc import (
 )
 from posewire.codec.conditions import Conditions
 from posewire.codec.registry import ARKIT_CHANNELS, VISEMES
-from posewire.codec.vector import LOWER, UPPER
+from posewire.codec.vector import LOWER, N_DIMS, UPPER
 from posewire.codec.wire import Frame, decode, encode
 from posewire.consumers.face import face_weights
 from posewire.consumers.gltf import mannequin_skeleton
@@ -127,7 +127,7 @@ async def test_vmc_bridge_sends_the_decoders_bones_to_an_osc_server() -> None:
 
 
 def test_vmc_frame_of_defaults_is_the_rest_pose_with_hanging_arms() -> None:
-    frame = vmc_frame(np.full(79, np.nan))
+    frame = vmc_frame(np.full(N_DIMS, np.nan))
     names = [args[0] for addr, args in frame.messages if addr == "/VMC/Ext/Bone/Pos"]
     assert "LeftUpperArm" in names and "RightLittleDistal" in names
 
@@ -147,7 +147,7 @@ def _bones(frame_values: np.ndarray, **kw: Any) -> dict[str, list[float]]:
 def _dims(**values: float) -> np.ndarray:
     from posewire.codec.registry import REGISTRY
 
-    out = np.full(79, np.nan)
+    out = np.full(N_DIMS, np.nan)
     for name, v in values.items():
         out[REGISTRY.index(name)] = v
     return out
@@ -155,7 +155,7 @@ def _dims(**values: float) -> np.ndarray:
 
 def test_the_eyes_follow_the_gaze_and_the_jaw_opens_by_stated_angles() -> None:
     # rest: the eyes look straight ahead, the jaw is closed (the old bridge sent no such bones)
-    rest = _bones(np.full(79, np.nan))
+    rest = _bones(np.full(N_DIMS, np.nan))
     for name in ("LeftEye", "RightEye", "Jaw"):
         np.testing.assert_allclose(rest[name][3:], [0, 0, 0, 1], atol=1e-12)
     # gaze +1 = toward the character's left, 30° (spec §7.3); Unity's +X is the character's
@@ -183,12 +183,12 @@ def _blends(frame_values: np.ndarray, **kw: Any) -> dict[str, float]:
 def test_the_affect_condition_drives_the_vrm_expression_presets(label: str, preset: str) -> None:
     from posewire.codec.conditions import Affect
 
-    blend = _blends(np.full(79, np.nan), affect=Affect(label, 0.6, "blend"))
+    blend = _blends(np.full(N_DIMS, np.nan), affect=Affect(label, 0.6, "blend"))
     assert blend[preset] == pytest.approx(0.6, abs=1e-9)
     for other in {"Joy", "Angry", "Sorrow"} - {preset}:
         assert blend[other] == pytest.approx(0.0, abs=1e-9)
     # the affect also moved the face (spec §3.4.4), e.g. the smile of happy
-    neutral = _blends(np.full(79, np.nan))
+    neutral = _blends(np.full(N_DIMS, np.nan))
     assert neutral["Joy"] == neutral["Angry"] == neutral["Sorrow"] == neutral["Fun"] == 0.0
     if label == "happy":
         assert blend["MouthSmileLeft"] > 0.3 > neutral["MouthSmileLeft"]

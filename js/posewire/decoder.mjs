@@ -210,10 +210,10 @@ export function decodePlan(skel) {
         const ty = unitLen(t)[0];
         const tx = cross(ty, EZ);
         specs = [[[EZ, `g_thumb_fold_${s}`], [tx, `g_thumb_side_${s}`], [ty, `g_thumb_roll_${s}`]],
-          [[EZ, `g_thumb_curl_${s}`]], [[EZ, `g_thumb_curl_${s}`]]];
+          [[EZ, `g_thumb_curl_${s}`]], [[EZ, `g_thumb_distal_${s}`]]];
       } else {
         specs = [[[EZ, `g_${f}_side_${s}`], [EX, `g_${f}_fold_${s}`]],
-          [[EX, `g_${f}_curl_${s}`]], [[EX, `g_${f}_curl_${s}`]]];
+          [[EX, `g_${f}_curl_${s}`]], [[EX, `g_${f}_distal_${s}`]]];
       }
       // spec §4.3: side is measured from the finger's metacarpal (wrist -> *_01) in the palm
       // plane; the bone's bind direction may differ: R_Z(α − β + σ + side)

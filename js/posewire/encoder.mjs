@@ -60,15 +60,19 @@ const REF_PARALLEL = 1e-9;
 const Z_PARALLEL = 1e-6;
 const SENSE_MIN = 1e-6;
 // hand.py (spec §2.4, §4.2, §4.3)
-const FINGER_ROWS = ['g_thumb_curl', 'g_thumb_fold', 'g_thumb_side', 'g_index_curl', 'g_index_fold', 'g_index_side',
-  'g_middle_curl', 'g_middle_fold', 'g_middle_side', 'g_ring_curl', 'g_ring_fold', 'g_ring_side', 'g_pinky_curl',
-  'g_pinky_fold', 'g_pinky_side', 'g_thumb_roll'];
-const FINGER_DEG = [90, 90, 45, 90, 120, 30, 90, 120, 30, 90, 120, 30, 90, 120, 30, 90];
-const FINGER_NEUTRAL = [0, 0, 0, 0, 0, 20, 0, 0, 10, 0, 0, 10, 0, 0, 5, 0];
+// finger rows (no side suffix) as producers/hand.py _FINGER_ROWS: curl, fold, side per finger,
+// the thumb roll, then each finger's distal bend (the registry's order, spec §4.3)
+const FINGERS5 = ['thumb', 'index', 'middle', 'ring', 'pinky'];
+const FINGER_ROWS = [...FINGERS5.flatMap((f) => ['curl', 'fold', 'side'].map((k) => `g_${f}_${k}`)), 'g_thumb_roll',
+  ...FINGERS5.map((f) => `g_${f}_distal`)];
+const angleDeg = (row) => DIMS[idx(`${row}_r`)].angle_deg; // the same on both sides
+const FINGER_DEG = FINGER_ROWS.map(angleDeg);
+const FINGER_NEUTRAL = FINGER_ROWS.map((r) => DIMS[idx(`${r}_r`)].neutral_deg ?? 0);
 const FOLDS = [4, 7, 10, 13];
 const SIDE_SLOTS = [5, 8, 11, 14];
-const SLOTS = [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11], [12, 13, 14]];
-const ROLL = 15;
+const ROLL = FINGER_ROWS.indexOf('g_thumb_roll');
+// (curl, distal, fold, side) slots of each finger in the finger rows, thumb first
+const SLOTS = FINGERS5.map((f) => ['curl', 'distal', 'fold', 'side'].map((k) => FINGER_ROWS.indexOf(`g_${f}_${k}`)));
 const CHAINS = [[5, 6, 7, 8], [9, 10, 11, 12], [13, 14, 15, 16], [17, 18, 19, 20]];
 const THUMB_CHAIN = [1, 2, 3, 4];
 const THUMB_REST = [0.6, 0.8, 0.0];
@@ -78,19 +82,9 @@ const OBSERVABLE_BEND = 0.2783462019201309; // 2·sin(8°): the bend axis is see
 const PALM_MIN_SINE = 1e-6;
 const DEPTH_FLIP_FOLD_DEG = 60.0;
 const DEPTH_REPAIR_SCALES = [0.5, 2.0, 0.0, -1.0]; // spec §4.3 "Depth repair"
-const TIP_CURL_STEPS = 4; const TIP_CURL_MIN_SLOPE = 1e-3; // spec §4.3 "tip curl"
 const SPLAY = [20, 10, 10, 5]; // index…pinky relaxed splay σ (the side rows' neutral_deg)
-// index…pinky phalanx lengths of the reference hand, helix-humanoid@1 (spec §4.3 "tip curl")
-const PHALANGES = [[0.042, 0.025, 0.022], [0.045, 0.028, 0.022], [0.042, 0.026, 0.022], [0.032, 0.020, 0.020]];
-// hand._tip_reach: the reference fingertip's largest turn over curls within ±90° (radians),
-// at cos c = the larger root of 4·n1·n3·x² + (n1·n2 + 3·n2·n3)·x + n2² + 2·n3² − 2·n1·n3 (spec §4.3)
-function tipReach([n1, n2, n3]) {
-  const a = 4.0 * n1 * n3; const b = n1 * n2 + 3.0 * n2 * n3; const c = n2 * n2 + 2.0 * n3 * n3 - 2.0 * n1 * n3;
-  const x = Math.min(Math.max((Math.sqrt(b * b - 4.0 * a * c) - b) / (2.0 * a), 0.0), 1.0);
-  const y = Math.sqrt(1.0 - x * x);
-  return Math.atan2(y * (n2 + 2.0 * n3 * x), n1 + n2 * x + n3 * (2.0 * x * x - 1.0));
-}
-const REFERENCE = PHALANGES.map((p) => [...p, tipReach(p)]);
+// index…pinky [PIP (curl), DIP (distal)] ranges, degrees at |n| = 1 (spec §4.3 "Joint ranges")
+const RANGES = FINGERS5.slice(1).map((f) => [angleDeg(`g_${f}_curl`), angleDeg(`g_${f}_distal`)]);
 const SIDE_RANGE_DEG = 30.0; const FOLD_RANGE_DEG = 120.0;
 const W_WRIST = 0; const W_INDEX = 5; const W_MIDDLE = 9; const W_PINKY = 17;
 const DEG = 180.0 / Math.PI; // np.degrees' factor
@@ -418,32 +412,6 @@ function lateralSide(lx, ly, metaTurn) { // hand._lateral_side: unit lateral axi
   return [ux, uy, (pymod(turn + Math.PI, 2.0 * Math.PI) - Math.PI) * DEG];
 }
 
-function tipCurl(psi0, first, second, n1, n2, n3) { // hand._tip_curl (radians)
-  const curl = 0.5 * (first + second);
-  const psi = pymod(psi0 + Math.PI, 2.0 * Math.PI) - Math.PI;
-  const half = 0.5 * Math.PI;
-  const clip = (x, lo, hi) => (x !== x ? NaN : Math.min(Math.max(x, lo), hi));
-  const low = clip(Math.min(first, second), -half, half);
-  const high = clip(Math.max(first, second), -half, half);
-  let c = clip(curl, low, high);
-  const floor = TIP_CURL_MIN_SLOPE * (n1 + n2 + n3);
-  const base = n1 * Math.sin(-psi);
-  for (let i = 0; i < TIP_CURL_STEPS; i++) {
-    const g = base + n2 * Math.sin(c - psi) + n3 * Math.sin(2.0 * c - psi);
-    const slope = n2 * Math.cos(c - psi) + 2.0 * n3 * Math.cos(2.0 * c - psi);
-    if (slope > floor) c = clip(c - g / slope, low, high);
-  }
-  return Number.isFinite(c) ? c : curl;
-}
-
-// hand._tip_beyond (radians): the tip's turn beyond the reference fingertip's reach, which the
-// fold takes (spec §4.3 "tip beyond the curl's reach"); 0 within it and for a NaN turn
-function tipBeyond(psi0, reach) {
-  if (!Number.isFinite(psi0)) return 0.0;
-  const psi = pymod(psi0 + Math.PI, 2.0 * Math.PI) - Math.PI;
-  return psi - Math.min(Math.max(psi, -reach), reach);
-}
-
 function otherReadings(b1, b2, b3, p2, tip, n1, n2, n3, lpx, lpy, spread, mx, my, metaTurn) {
   // readings (1)–(4) of hand._finger_reading: bend axis + spread, phalanges' spread, joints' spread, bend axis
   const [ptx, pty, spreadPts] = pcaLateral(b1, p2, tip, mx, my);
@@ -465,7 +433,9 @@ function otherReadings(b1, b2, b3, p2, tip, n1, n2, n3, lpx, lpy, spread, mx, my
     .map(([lx, ly, seen]) => [...lateralSide(lx, ly, metaTurn), seen >= FLAT_LATERAL]);
 }
 
-function fingerReading(m, b1, b2, b3, splay, reference) { // hand._finger_reading: [curl, fold, side] degrees, in range
+// hand._finger_reading: [curl, distal, fold, side] degrees of one of index…pinky, in range
+// (spec §4.3 "Finger geometry", joint ranges by withinJointRanges)
+function fingerReading(m, b1, b2, b3, splay, ranges) {
   const [mx, my] = m;
   const [lpx, lpy, spread] = pcaLateral(b1, b2, b3, mx, my);
   const p2 = [b1[0] + b2[0], b1[1] + b2[1], b1[2] + b2[2]];
@@ -506,20 +476,31 @@ function fingerReading(m, b1, b2, b3, splay, reference) { // hand._finger_readin
     lateral = unit([my, -mx, 0.0], EPS); side = 0.0;
   }
   const d = [-lateral[1], lateral[0], 0.0]; // Z × lateral
-  const fold = signedAngle(d, b1, lateral);
-  const psi = signedAngle(d, tip, lateral) - fold;
-  const [r1, r2, r3, reach] = reference; // the reference hand's phalanges, its fingertip's reach
-  const curl = tipCurl(psi, signedAngle(b1, b2, lateral), signedAngle(b2, b3, lateral), r1, r2, r3);
-  const foldDeg = (fold + tipBeyond(psi, reach)) * DEG; // the range is judged on the fold as sent
-  return [curl * DEG, foldDeg, side, (within || pick < 0) && Math.abs(foldDeg) <= FOLD_RANGE_DEG];
+  // hand._signed_angle of (d, b1), (b1, b2), (b2, b3) about the lateral axis, each vector
+  // projected off it once (spec §4.3 "Finger geometry": each joint's own bend)
+  const [aFold, aCurl, aDistal] = chainAngles([d, b1, b2, b3], lateral);
+  const [fold, curl, distal] = withinJointRanges(aFold * DEG, aCurl * DEG, aDistal * DEG, ranges);
+  return [curl, distal, fold, side, (within || pick < 0) && Math.abs(fold) <= FOLD_RANGE_DEG];
 }
 
-// (curl, fold, side) degrees of index…pinky and whether it was depth-repaired, spec §4.3
-function fingerAngles(local, chain, splay, reference, depth) { // reference: [n1, n2, n3, reach]
+// hand._within_joint_ranges of one finger (degrees; ranges = its PIP and DIP ranges): the DIP's
+// bend beyond ±its range passed on to the PIP, then the PIP's beyond ±its range to the fold
+// (spec §4.3 "Joint ranges"); a missing joint (NaN) passes nothing on
+function withinJointRanges(fold, curl0, distal, [curlRange, distalRange]) {
+  const kept = distal === distal ? Math.min(Math.max(distal, -distalRange), distalRange) : distal;
+  let excess = distal - kept;
+  const curl = curl0 + (Number.isFinite(excess) ? excess : 0.0);
+  const curlKept = curl === curl ? Math.min(Math.max(curl, -curlRange), curlRange) : curl;
+  excess = curl - curlKept;
+  return [fold + (Number.isFinite(excess) ? excess : 0.0), curlKept, kept];
+}
+
+// (curl, distal, fold, side) degrees of index…pinky and whether it was depth-repaired, spec §4.3
+function fingerAngles(local, chain, splay, ranges, depth) { // ranges: [PIP, DIP] degrees
   const [m, p, q, t] = chain.map((k) => local[k]);
   const bones = [sub(p, m), sub(q, p), sub(t, q)];
-  const [curl, fold, side, ok] = fingerReading(m, ...bones, splay, reference);
-  if (ok || depth === null) return [curl, fold, side, false];
+  const reading = fingerReading(m, ...bones, splay, ranges);
+  if (reading[4] || depth === null) return [...reading.slice(0, 4), false];
   const [kx, ky, kz] = depth;
   for (const scale of DEPTH_REPAIR_SCALES) { // spec §4.3 "Depth repair"
     const f = scale - 1.0;
@@ -527,10 +508,10 @@ function fingerAngles(local, chain, splay, reference, depth) { // reference: [n1
       const a = f * (0.0 + bx * kx + by * ky + bz * kz);
       return [bx + a * kx, by + a * ky, bz + a * kz];
     });
-    const [c2, f2, s2, ok2] = fingerReading(m, ...scaled, splay, reference);
-    if (ok2) return [c2, f2, s2, true];
+    const repaired = fingerReading(m, ...scaled, splay, ranges);
+    if (repaired[4]) return [...repaired.slice(0, 4), true];
   }
-  return [curl, fold, side, false];
+  return [...reading.slice(0, 4), false];
 }
 
 function depthAxis(fingers, normal, side) { // the camera's depth axis (third world axis), canonical local
@@ -540,7 +521,7 @@ function depthAxis(fingers, normal, side) { // the camera's depth axis (third wo
   return [(side === 'l' ? -1.0 : 1.0) * x[2], y[2], z[2]];
 }
 
-function thumbAngles(local) { // (curl, fold, side, roll) degrees, spec §4.3
+function thumbAngles(local) { // (curl, distal, fold, side, roll) degrees, spec §4.3
   const [t1, t2, t3, t4] = THUMB_CHAIN.map((k) => local[k]);
   const a1 = unit(sub(t2, t1), EPS); const a2 = unit(sub(t3, t2), EPS); const a3 = unit(sub(t4, t3), EPS);
   const side = a1[2] === a1[2] ? Math.asin(Math.min(Math.max(a1[2], -1.0), 1.0)) : NaN;
@@ -553,32 +534,32 @@ function thumbAngles(local) { // (curl, fold, side, roll) degrees, spec §4.3
   const c12 = cross(a1, a2); const c23 = cross(a2, a3);
   const bend = [c12[0] + c23[0], c12[1] + c23[1], c12[2] + c23[2]];
   const bendN = Math.sqrt(dot(bend, bend));
-  let curl; let roll;
-  if (bendN >= OBSERVABLE_BEND) {
+  let curl; let distal; let roll;
+  if (bendN >= OBSERVABLE_BEND) { // curl: the MCP joint (a1 -> a2), distal: the IP joint (a2 -> a3)
     let n = [bend[0] / bendN, bend[1] / bendN, bend[2] / bendN];
     if (dot(n, e2) < 0.0) n = [-n[0], -n[1], -n[2]];
-    const [first, second] = chainAngles([a1, a2, a3], n);
-    curl = 0.5 * (first + second);
+    [curl, distal] = chainAngles([a1, a2, a3], n);
     roll = Math.atan2(dot(n, e1), dot(n, e2)) * DEG;
-  } else { // too straight to see the bend axis
-    curl = 0.5 * (angleBetween(c12, a1, a2) + angleBetween(c23, a2, a3)) * (dot(bend, e2) < 0.0 ? -1.0 : 1.0);
+  } else { // too straight to see the bend axis: each bend's size, signed by its side of e2
+    const sign = dot(bend, e2) < 0.0 ? -1.0 : 1.0;
+    curl = angleBetween(c12, a1, a2) * sign; distal = angleBetween(c23, a2, a3) * sign;
     roll = NaN;
   }
-  return [curl * DEG, fold * DEG, side * DEG, roll];
+  return [curl * DEG, distal * DEG, fold * DEG, side * DEG, roll];
 }
 
 function allAngles(pts, fingers, normal, side, depthAmbiguous = false) {
   const out = new Array(FINGER_ROWS.length).fill(NaN);
   const local = localPoints(pts, fingers, normal, side);
   if (local === null) return [out, 0];
-  const [c, f, s] = SLOTS[0];
-  [out[c], out[f], out[s], out[ROLL]] = thumbAngles(local);
+  const [c, t, f, s] = SLOTS[0];
+  [out[c], out[t], out[f], out[s], out[ROLL]] = thumbAngles(local);
   const depth = depthAmbiguous ? depthAxis(fingers, normal, side) : null;
   let repaired = 0;
   CHAINS.forEach((chain, k) => {
-    const [ck, fk, sk] = SLOTS[k + 1];
+    const [ck, tk, fk, sk] = SLOTS[k + 1];
     let fixed;
-    [out[ck], out[fk], out[sk], fixed] = fingerAngles(local, chain, SPLAY[k], REFERENCE[k], depth);
+    [out[ck], out[tk], out[fk], out[sk], fixed] = fingerAngles(local, chain, SPLAY[k], RANGES[k], depth);
     if (fixed) repaired += 1;
   });
   return [out, repaired];

@@ -254,7 +254,8 @@ const PARAMS = { // per registry group: min_cutoff Hz, beta, d_cutoff Hz (filter
 const alpha = (fc, dt) => 1.0 / (1.0 + 1.0 / (2.0 * Math.PI * fc * dt));
 const DIM_INDEX = new Map(REGISTRY.dimensions.map((d) => [d.id, d.index]));
 const PALM = ['l', 'r'].map((s) => ['x', 'y', 'z'].map((a) => DIM_INDEX.get(`w_q${a}_${s}`)));
-const THUMB = ['l', 'r'].map((s) => [DIM_INDEX.get(`g_thumb_roll_${s}`), DIM_INDEX.get(`g_thumb_curl_${s}`)]);
+// (roll, curl, distal) columns of each thumb, l then r (spec §4.3 double cover)
+const THUMB = ['l', 'r'].map((s) => ['roll', 'curl', 'distal'].map((k) => DIM_INDEX.get(`g_thumb_${k}_${s}`)));
 const dot4 = (a, b) => a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3];
 function slerp(a, b, t) {
   const theta = Math.acos(Math.min(1.0, Math.max(-1.0, dot4(a, b))));
@@ -290,11 +291,15 @@ export class VectorFilter {
     if (this.t !== null && !(t > this.t)) throw new Error(`frame times must increase (${t} after ${this.t})`);
     const dt = this.t === null ? null : t - this.t;
     this.t = t;
-    for (const [ri, ci] of THUMB) { // spec §4.3: the double cover, continuous with the filtered roll
+    // spec §4.3: the double cover (roll, curl, distal) ≡ (roll ∓ 180°, −curl, −distal),
+    // continuous with the filtered roll
+    for (const [ri, ci, di] of THUMB) {
       const prev = this.x[ri]; const roll = v[ri]; const curl = v[ci];
       if (Number.isFinite(prev) && Number.isFinite(roll) && Number.isFinite(curl) && roll !== 0.0) {
         const other = roll - (roll < 0 || Object.is(roll, -0) ? -2.0 : 2.0);
-        if (Math.abs(other - prev) < Math.abs(roll - prev)) { v[ri] = Math.max(-1.0, Math.min(1.0, other)); v[ci] = -curl; }
+        if (Math.abs(other - prev) < Math.abs(roll - prev)) {
+          v[ri] = Math.max(-1.0, Math.min(1.0, other)); v[ci] = -curl; v[di] = -v[di];
+        }
       }
     }
     for (const i of this.scalar) {
