@@ -4,7 +4,7 @@ Run: ``.venv/bin/python benchmarks/wire_bench.py [--json PATH] [--quick]``.
 
 Figures (see ``benchmarks/README.md``):
 
-* bytes per message for (a) a full frame (all 79 dims, plus typical conditions),
+* bytes per message for (a) a full frame (all 89 dims, plus typical conditions),
   (b) hands only (mask = arm + palm + fingers of both hands), (c) face only (face +
   mouth dims), each against the SAME pose content as (i) a VMC/OSC bundle built with
   python-osc and (ii) JSON (``{dim id: value}`` and the VMC-equivalent content);
@@ -495,8 +495,8 @@ def _timing_table(timings: dict[str, float], batch: dict[str, float] | None) -> 
         "encode_with_conditions_us": "posewire encode, full frame + conditions (µs/msg)",
         "decode_with_conditions_us": "posewire decode, full frame + conditions (µs/msg)",
         "vmc_bundle_build_us": "VMC/OSC bundle build, python-osc (µs/msg)",
-        "json_dims_dumps_us": "json.dumps {id: value}, 79 dims (µs/msg)",
-        "json_dims_loads_us": "json.loads {id: value}, 79 dims (µs/msg)",
+        "json_dims_dumps_us": "json.dumps {id: value}, 89 dims (µs/msg)",
+        "json_dims_loads_us": "json.loads {id: value}, 89 dims (µs/msg)",
     }
     for key, label in names.items():
         lines.append(f"| {label} | {timings[key]:.1f} |")

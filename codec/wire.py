@@ -69,7 +69,7 @@ PROTOCOL_VERSION = 1
 DEFAULT_MAX_MESSAGE_BYTES = 4096
 DEFAULT_MAX_FPS = 120
 #: Dims of registry 1.0.0; every dim appended later is 16-bit on the wire (spec §5.9).
-BASE_DIMS = 79
+BASE_DIMS = 89
 #: Width in bytes of a mask bit this decoder does not know (spec §5.9).
 UNKNOWN_DIM_BYTES = 2
 #: Longest accepted mask: 256 dims (spec §5.4).

@@ -19,9 +19,9 @@ A NaN value (dim not estimated in that frame) passes through as NaN and restarts
 dim's filter, so a hand that reappears is not dragged from where it was lost.
 
 The thumb's roll is filtered on its double cover (spec §4.3): landmark positions cannot
-tell ``(roll, curl)`` from ``(roll ∓ 180°, −curl)``, and a producer keeps ``|roll| ≤ 90°``,
-so near ±90° noise flips a reading to the other end of the range. Before filtering, a
-reading whose other form (``roll ∓ 2`` normalized, clamped to ±1, with the curl negated)
+tell ``(roll, curl, distal)`` from ``(roll ∓ 180°, −curl, −distal)``, and a producer keeps
+``|roll| ≤ 90°``, so near ±90° noise flips a reading to the other end of the range. Before
+filtering, a reading whose other form (``roll ∓ 2`` normalized, clamped to ±1, with both bends negated)
 lies nearer the filtered roll is taken in that form: the thumb does not spin 180°.
 
 Defaults (:data:`DEFAULT_PARAMS`, per registry group; chosen on the real MediaPipe
@@ -81,8 +81,9 @@ DEFAULT_PARAMS: Mapping[str, OneEuroParams] = {
 CHEST_PARAMS = OneEuroParams(0.3, 0.3)
 
 _PALM = np.array([[REGISTRY.index(f"w_q{a}_{s}") for a in "xyz"] for s in ("l", "r")])
-#: (roll, curl) columns of each thumb, l then r (spec §4.3 double cover)
-_THUMB = tuple((REGISTRY.index(f"g_thumb_roll_{s}"), REGISTRY.index(f"g_thumb_curl_{s}")) for s in ("l", "r"))
+#: (roll, curl, distal) columns of each thumb, l then r (spec §4.3 double cover)
+_THUMB = tuple((REGISTRY.index(f"g_thumb_roll_{s}"), REGISTRY.index(f"g_thumb_curl_{s}"),
+                REGISTRY.index(f"g_thumb_distal_{s}")) for s in ("l", "r"))
 _SCALAR = np.array([d.index for d in REGISTRY.dimensions if d.row.group != "palm"])
 _SCALAR_POS = {int(index): k for k, index in enumerate(_SCALAR)}
 
@@ -127,13 +128,13 @@ class VectorFilter:
         dt = None if self._t is None else t - self._t
         self._t = t
         # spec §4.3: the thumb's double cover, continuous with the filtered roll
-        for roll_i, curl_i in _THUMB:
+        for roll_i, curl_i, distal_i in _THUMB:
             prev = self._x[_SCALAR_POS[roll_i]]
-            roll, curl = v[roll_i], v[curl_i]
+            roll, curl, distal = v[roll_i], v[curl_i], v[distal_i]
             if np.isfinite(prev) and np.isfinite(roll) and np.isfinite(curl) and roll != 0.0:
                 other = roll - np.copysign(2.0, roll)
                 if abs(other - prev) < abs(roll - prev):
-                    v[roll_i], v[curl_i] = max(-1.0, min(1.0, other)), -curl
+                    v[roll_i], v[curl_i], v[distal_i] = max(-1.0, min(1.0, other)), -curl, -distal
         # scalar dims
         x = v[_SCALAR]
         fresh = np.isfinite(x) & ~np.isfinite(self._x)

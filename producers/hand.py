@@ -426,7 +426,12 @@ def _finger_angles(hand: F64, side: Side, depth_ambiguous: bool) -> tuple[dict[s
     t1, t2, t3, t4 = (local[:, i] for i in THUMB_CHAIN)
     a1, a2, a3 = _unit(t2 - t1), _unit(t3 - t2), _unit(t4 - t3)
     fold, side_t, e1, e2 = _thumb_swing(a1)
-    bend = cross_unchecked(a1, a2) + cross_unchecked(a2, a3)
+    # spec §4.3 "Thumb": the bend axis of the two joints whatever their signs: the larger
+    # cross product plus the other turned to its side
+    c12, c23 = cross_unchecked(a1, a2), cross_unchecked(a2, a3)
+    larger = (_dot(c12, c12) >= _dot(c23, c23))[:, None]
+    first, second = np.where(larger, c12, c23), np.where(larger, c23, c12)
+    bend = first + np.where(_dot(first, second) < 0.0, -1.0, 1.0)[:, None] * second
     bend_n = _norm(bend)
     observable = bend_n >= _OBSERVABLE_BEND
     n = bend / np.where(observable, bend_n, 1.0)[:, None]
@@ -434,10 +439,11 @@ def _finger_angles(hand: F64, side: Side, depth_ambiguous: bool) -> tuple[dict[s
     n = np.where(observable[:, None], n, e2)
     out["g_thumb_fold"] = np.degrees(fold)
     out["g_thumb_side"] = np.degrees(side_t)
-    # too straight to see the bend axis: each bend's size, signed by its side of the palm axis
-    bend_sign = np.where(_dot(bend, e2) < 0.0, -1.0, 1.0)
-    out["g_thumb_curl"] = np.degrees(np.where(observable, _signed_angle(a1, a2, n), _angle(a1, a2) * bend_sign))
-    out["g_thumb_distal"] = np.degrees(np.where(observable, _signed_angle(a2, a3, n), _angle(a2, a3) * bend_sign))
+    # too straight to see the bend axis: each bend's size, signed by its own side of the palm axis
+    sign12 = np.where(_dot(c12, e2) < 0.0, -1.0, 1.0)
+    sign23 = np.where(_dot(c23, e2) < 0.0, -1.0, 1.0)
+    out["g_thumb_curl"] = np.degrees(np.where(observable, _signed_angle(a1, a2, n), _angle(a1, a2) * sign12))
+    out["g_thumb_distal"] = np.degrees(np.where(observable, _signed_angle(a2, a3, n), _angle(a2, a3) * sign23))
     out["g_thumb_roll"] = np.where(observable, np.degrees(np.arctan2(_dot(n, e1), _dot(n, e2))), np.nan)
     return out, repaired.sum(-1)
 

@@ -311,7 +311,10 @@ def _thumb(local: Points) -> tuple[float, float, float, float, float]:
     r0, r1 = -_TY[0] * ss, -_TY[1] * ss  # R_tx(side)·Z = Z·cos(side) − t_y·sin(side)
     e2 = (r0 * cf - r1 * sf, r0 * sf + r1 * cf, cs)
     c12, c23 = cross1(a1, a2), cross1(a2, a3)
-    bend = (c12[0] + c23[0], c12[1] + c23[1], c12[2] + c23[2])
+    # hand._finger_angles: the larger cross product plus the other turned to its side
+    first, second = (c12, c23) if dot1(c12, c12) >= dot1(c23, c23) else (c23, c12)
+    k = -1.0 if dot1(first, second) < 0.0 else 1.0
+    bend = (first[0] + k * second[0], first[1] + k * second[1], first[2] + k * second[2])
     bend_n = sqrt(dot1(bend, bend))
     if bend_n >= _OBSERVABLE_BEND:
         n = (bend[0] / bend_n, bend[1] / bend_n, bend[2] / bend_n)
@@ -319,9 +322,9 @@ def _thumb(local: Points) -> tuple[float, float, float, float, float]:
             n = (-n[0], -n[1], -n[2])
         curl, distal = _chain_angles((a1, a2, a3), n)
         roll = atan2(dot1(n, e1), dot1(n, e2)) * _DEG
-    else:  # too straight to see the bend axis: each bend's size, signed by its side of e2
-        sign = -1.0 if dot1(bend, e2) < 0.0 else 1.0
-        curl, distal = _angle(c12, a1, a2) * sign, _angle(c23, a2, a3) * sign
+    else:  # too straight to see the bend axis: each bend's size, signed by its own side of e2
+        curl = _angle(c12, a1, a2) * (-1.0 if dot1(c12, e2) < 0.0 else 1.0)
+        distal = _angle(c23, a2, a3) * (-1.0 if dot1(c23, e2) < 0.0 else 1.0)
         roll = math.nan
     return curl * _DEG, distal * _DEG, fold * _DEG, side * _DEG, roll
 

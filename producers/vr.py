@@ -134,7 +134,7 @@ DIM_JOINTS: Mapping[str, tuple[str, ...]] = {
     "g_thumb_roll": (),  # default 0 when it cannot be measured (seed 000 §4.3)
     **{f"g_{f}_{kind}": tuple(f"{_VR_FINGER[f]}-{j}" for j in joints)
        for f in FINGERS[1:]
-       for kind, joints in (("curl", ("proximal", "intermediate", "distal", "tip")),
+       for kind, joints in (("curl", ("proximal", "intermediate", "distal")),
                             ("distal", ("proximal", "intermediate", "distal", "tip")),
                             ("fold", ("proximal", "intermediate")), ("side", ("proximal", "intermediate")))},
 }

@@ -1,46 +1,26 @@
-"""An independent reading of the tip curl (spec §4.3 "tip curl"), shared by the tests."""
+"""An independent reading of the joint ranges (spec §4.3 "Joint ranges"), shared by the tests."""
 
 from __future__ import annotations
 
-import functools
+from posewire.codec.registry import REGISTRY
 
-import numpy as np
-
-__all__ = ["tip_beyond_deg", "tip_curl_deg"]
+__all__ = ["joint_ranges", "sent_bends_deg"]
 
 
-def _tip_angle(bones: tuple[float, float, float], first: float, second: float) -> float:
-    tip = bones[0] + bones[1] * np.exp(1j * first) + bones[2] * np.exp(1j * (first + second))
-    return float(np.angle(tip))
+def joint_ranges(finger: str) -> tuple[float, float]:
+    """The PIP (curl) and DIP (distal) ranges of ``finger`` (degrees at |n| = 1), from the registry."""
+    return (float(REGISTRY.by_id[f"g_{finger}_curl_r"].row.angle_deg or 0.0),
+            float(REGISTRY.by_id[f"g_{finger}_distal_r"].row.angle_deg or 0.0))
 
 
-def tip_beyond_deg(pip: float, dip: float, lengths: tuple[float, float, float],
-                   reference: tuple[float, float, float]) -> float:
-    """The part (degrees) of the knuckle → tip turn of a finger with phalanges ``lengths`` bent
-    ``pip``, ``dip`` that no equal bend within ±90° of the reference hand's finger reaches
-    (spec §4.3 "tip beyond the curl's reach"): the reach by a dense scan (not the closed form)."""
-    target = np.degrees(_tip_angle(lengths, np.radians(pip), np.radians(dip)))
-    reach = _reach_deg(reference)
-    return float(target - np.clip(target, -reach, reach))
-
-
-@functools.cache
-def _reach_deg(reference: tuple[float, float, float]) -> float:
-    curls = np.radians(np.linspace(-90.0, 90.0, 720_001))
-    tips = np.angle(reference[0] + reference[1] * np.exp(1j * curls) + reference[2] * np.exp(2j * curls))
-    return float(np.degrees(tips.max()))
-
-
-def tip_curl_deg(pip: float, dip: float, lengths: tuple[float, float, float],
-                 reference: tuple[float, float, float]) -> float:
-    """The equal bend (degrees) of both distal joints that points the reference hand's
-    fingertip (phalanges ``reference``) where a finger with phalanges ``lengths`` bent ``pip``,
-    ``dip`` points: bisection over ±90° (not Newton), kept between the two bends."""
-
-    target = _tip_angle(lengths, np.radians(pip), np.radians(dip))
-    lo, hi = -np.pi / 2, np.pi / 2
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if _tip_angle(reference, mid, mid) < target else (lo, mid)
-    root = float(np.degrees(0.5 * (lo + hi)))
-    return float(np.clip(root, max(min(pip, dip), -90.0), min(max(pip, dip), 90.0)))
+def sent_bends_deg(fold: float, pip: float, dip: float, finger: str) -> tuple[float, float, float]:
+    """``(fold, curl, distal)`` degrees sent for a finger bent ``fold, pip, dip``: the distal
+    phalanx keeps its direction ``fold + pip + dip`` from the metacarpal, the middle phalanx
+    keeps ``fold + pip`` where the DIP is within range, and each joint takes what the one
+    beyond it cannot (written on the phalanges' directions, not as the producer's excesses)."""
+    pip_range, dip_range = joint_ranges(finger)
+    last = fold + pip + dip
+    distal = max(-dip_range, min(dip_range, dip))
+    middle = last - distal
+    curl = max(-pip_range, min(pip_range, middle - fold))
+    return middle - curl, curl, distal

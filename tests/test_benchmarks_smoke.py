@@ -72,7 +72,7 @@ def test_full_frame_meets_the_size_targets(sizes: dict[str, object]) -> None:
 def test_subsets_are_smaller_than_the_full_frame(sizes: dict[str, object]) -> None:
     full = sizes["full"].posewire  # type: ignore[attr-defined]
     hands, face = sizes["hands only"], sizes["face only"]
-    assert hands.dims == 46 and face.dims == 27  # type: ignore[attr-defined]
+    assert hands.dims == 56 and face.dims == 27  # type: ignore[attr-defined]
     assert hands.posewire < full and face.posewire < full  # type: ignore[attr-defined]
     # posewire beats both the VMC bundle and plain JSON of the same content
     for row in sizes.values():
@@ -85,7 +85,7 @@ def test_benchmark_frames_decode_to_the_pose(wire_bench: ModuleType) -> None:
         msg = wire.decode(wire_bench.posewire_frame(vec, subset=subset))
         assert isinstance(msg, wire.Frame)
         present = msg.mask
-        assert present.sum() == {"full": 79, "hands": 46, "face": 27}[subset]
+        assert present.sum() == {"full": 89, "hands": 56, "face": 27}[subset]
         # 8-bit dims: error <= 1/254; 16-bit dims far less
         np.testing.assert_allclose(msg.values[present], vec[present], atol=0.5 / 127 + 1e-12)
 

@@ -44,7 +44,7 @@ def test_check_all_detects_a_stale_file(tmp_path: Path) -> None:
 
 def test_registry_export_validates_against_the_model() -> None:
     model = RegistryExport.model_validate(REGISTRY.export())
-    assert len(model.dimensions) == len(DIMENSIONS) == 79
+    assert len(model.dimensions) == len(DIMENSIONS) == 89
     assert model.version == REGISTRY_VERSION
     assert model.model_dump(mode="json") == REGISTRY.export()
 
@@ -62,7 +62,7 @@ def test_registry_model_rejects_a_bad_export() -> None:
     with pytest.raises(ValidationError):
         RegistryExport.model_validate(export)
     export = json.loads(json.dumps(REGISTRY.export()))
-    export["dimensions"][60]["positive"][0]["channel"] = "eyeBlinkCenter"
+    export["dimensions"][REGISTRY.index("f_blink_l")]["positive"][0]["channel"] = "eyeBlinkCenter"
     with pytest.raises(ValidationError):
         RegistryExport.model_validate(export)
     export = json.loads(json.dumps(REGISTRY.export()))

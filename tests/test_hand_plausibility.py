@@ -60,8 +60,10 @@ def _depth_mirror(hand: F64) -> F64:
 
 
 def _roll_seen(vec: F64, side: str) -> NDArray[np.bool_]:
-    seen: NDArray[np.bool_] = np.abs(vec[:, REGISTRY.index(f"g_thumb_curl_{side}")]) * 90.0 \
-        > THUMB_ROLL_MIN_CURL_DEG + 1.0
+    # spec §4.3 "Thumb": the bend axis shows where |sin c| + |sin t| reaches 2·sin 8° (1° of margin)
+    bends = [np.radians(vec[:, REGISTRY.index(f"g_thumb_{k}_{side}")] * 90.0) for k in ("curl", "distal")]
+    seen: NDArray[np.bool_] = np.abs(np.sin(bends[0])) + np.abs(np.sin(bends[1])) \
+        > 2.0 * np.sin(np.radians(THUMB_ROLL_MIN_CURL_DEG + 1.0))
     return seen
 
 
@@ -140,7 +142,7 @@ def test_a_finger_turned_past_its_side_range_is_clamped_not_dropped() -> None:
                  + normal * (normal * v).sum(-1, keepdims=True) * (1.0 - np.cos(angle)))
         hand[:, j] = index_mcp + v_rot
     bent = landmarks_to_vectors(_with_hands(gt.landmarks, gt.landmarks.left_hand, hand))
-    index_dims = {f"g_index_{k}_r" for k in ("curl", "fold", "side")}
+    index_dims = {f"g_index_{k}_r" for k in ("curl", "fold", "side", "distal")}
     angles = finger_angles(hand, side="r")
     past = np.abs(angles["g_index_side"] - 20.0) > 30.0  # beyond the ±30° side range
     assert past.sum() >= batch // 2
@@ -355,44 +357,48 @@ def _worked_hand(bones: dict[int, list[tuple[float, float, float]]]) -> F64:
     return hand
 
 
-def test_spec_worked_tip_curl_example() -> None:
-    # spec §4.3 "tip curl": the right index at side 0.5, fold 30°, its distal joints bent 60°
-    # and 20°, phalanges 0.042, 0.025, 0.022 m -> (0.5, 0.25, 0.549527), in both paths
+def test_spec_worked_index_example() -> None:
+    # spec §4.3 "Finger geometry": the right index of helix-humanoid@1 at side 0.5, fold 45°,
+    # PIP 27.5°, DIP 22.5° -> (0.5, 0.375, 0.25, 0.25), in both paths
     alpha, sigma = np.arctan2(-0.022, 0.090), np.radians(20.0 + 15.0)
     d = np.array([-np.sin(alpha + sigma), np.cos(alpha + sigma), 0.0])
     z = np.array([0.0, 0.0, 1.0])
     bones = [length * (np.cos(a) * d + np.sin(a) * z)
-             for length, a in zip((0.042, 0.025, 0.022), np.radians([30.0, 90.0, 110.0]), strict=True)]
+             for length, a in zip((0.042, 0.025, 0.022), np.radians([45.0, 72.5, 95.0]), strict=True)]
+    unit = [b / np.linalg.norm(b) for b in bones]
+    np.testing.assert_allclose(unit[1], [-0.109054, 0.280234, 0.953717], atol=1e-6)
+    np.testing.assert_allclose(unit[2], [0.031608, -0.081222, 0.996195], atol=1e-6)
     hand = _worked_hand({5: [tuple(b) for b in bones]})
     angles = finger_angles(hand, side="r")
     assert (angles["g_index_side"][0] - 20.0) / 30.0 == pytest.approx(0.5, abs=1e-9)
-    assert angles["g_index_fold"][0] / 120.0 == pytest.approx(0.25, abs=1e-9)
-    assert angles["g_index_curl"][0] / 90.0 == pytest.approx(0.549527, abs=1e-6)
+    assert angles["g_index_fold"][0] / 120.0 == pytest.approx(0.375, abs=1e-9)
+    assert angles["g_index_curl"][0] / 110.0 == pytest.approx(0.25, abs=1e-9)
+    assert angles["g_index_distal"][0] / 90.0 == pytest.approx(0.25, abs=1e-9)
     single = finger_angles1([tuple(p) for p in hand[0]], side="r")
-    assert single[3] == pytest.approx(angles["g_index_curl"][0], abs=1e-9)
+    rows = hand_maths._FINGER_ROWS
+    for key in ("g_index_side", "g_index_fold", "g_index_curl", "g_index_distal"):
+        assert single[rows.index(key)] == pytest.approx(angles[key][0], abs=1e-9), key
 
 
-def test_spec_worked_tip_beyond_example() -> None:
-    # spec §4.3 "tip beyond the curl's reach": the reach constants, and the middle finger folded
-    # 48° with both distal joints bent 90° and its proximal phalanx seen half as long
-    # (0.0225, 0.028, 0.022 m): ψ = 88.976970°, 38.053780° beyond the reach, so fold
-    # 86.053780° -> 0.717115, curl 1, in both paths
-    assert np.degrees(hand_maths._TIP_REACH) == pytest.approx([51.913125, 50.923189, 52.779668, 59.203798],
-                                                               abs=1e-6)
+def test_spec_worked_joint_ranges_example() -> None:
+    # spec §4.3 "Joint ranges": a right middle finger measured fold 40°, PIP 140°, DIP 100°
+    # -> DIP 90° (10° on to the PIP), PIP 110° (40° on to the fold), fold 80°:
+    # (0.666667, 1, 1), the last phalanx still 280° from d, in both paths
     sigma = np.radians(10.0)  # the middle's metacarpal is along +Y (α = 0), its splay 10°
     d = np.array([-np.sin(sigma), np.cos(sigma), 0.0])
     z = np.array([0.0, 0.0, 1.0])
     bones = [length * (np.cos(a) * d + np.sin(a) * z)
-             for length, a in zip((0.0225, 0.028, 0.022), np.radians([48.0, 138.0, 228.0]), strict=True)]
+             for length, a in zip((0.045, 0.028, 0.022), np.radians([40.0, 180.0, 280.0]), strict=True)]
     hand = _worked_hand({9: [tuple(b) for b in bones]})
     angles = finger_angles(hand, side="r")
     assert angles["g_middle_side"][0] - 10.0 == pytest.approx(0.0, abs=1e-9)
-    assert angles["g_middle_fold"][0] == pytest.approx(86.053780, abs=1e-6)
-    assert angles["g_middle_fold"][0] / 120.0 == pytest.approx(0.717115, abs=1e-6)
-    assert angles["g_middle_curl"][0] / 90.0 == pytest.approx(1.0, abs=1e-9)
+    assert angles["g_middle_fold"][0] / 120.0 == pytest.approx(0.666667, abs=1e-6)
+    assert angles["g_middle_curl"][0] / 110.0 == pytest.approx(1.0, abs=1e-9)
+    assert angles["g_middle_distal"][0] / 90.0 == pytest.approx(1.0, abs=1e-9)
     single = finger_angles1([tuple(p) for p in hand[0]], side="r")
-    assert [single[6], single[7]] == pytest.approx([angles["g_middle_curl"][0], angles["g_middle_fold"][0]],
-                                                   abs=1e-9)
+    rows = hand_maths._FINGER_ROWS
+    for key in ("g_middle_side", "g_middle_fold", "g_middle_curl", "g_middle_distal"):
+        assert single[rows.index(key)] == pytest.approx(angles[key][0], abs=1e-9), key
 
 
 def test_spec_worked_depth_repair_example() -> None:
@@ -405,13 +411,15 @@ def test_spec_worked_depth_repair_example() -> None:
     seen = finger_angles(world, side="r")
     assert seen["g_middle_side"][0] - 10.0 == pytest.approx(70.55, abs=0.01)
     assert seen["g_middle_fold"][0] == pytest.approx(39.40, abs=0.01)
-    assert seen["g_middle_curl"][0] == pytest.approx(-2.40, abs=0.01)
+    assert seen["g_middle_curl"][0] == pytest.approx(9.26, abs=0.01)
+    assert seen["g_middle_distal"][0] == pytest.approx(-48.67, abs=0.01)
     repaired = finger_angles(world, side="r", depth_ambiguous=True)
     assert (repaired["g_middle_side"][0] - 10.0) / 30.0 == pytest.approx(-0.617051, abs=1e-6)
     assert repaired["g_middle_fold"][0] / 120.0 == pytest.approx(0.537106, abs=1e-6)
-    assert repaired["g_middle_curl"][0] / 90.0 == pytest.approx(0.748068, abs=1e-6)
+    assert repaired["g_middle_curl"][0] / 110.0 == pytest.approx(0.612056, abs=1e-6)
+    assert repaired["g_middle_distal"][0] / 90.0 == pytest.approx(0.535790, abs=1e-6)
     for other in ("index", "ring", "pinky"):  # in range as measured: never changed
-        for kind in ("side", "fold", "curl"):
+        for kind in ("side", "fold", "curl", "distal"):
             key = f"g_{other}_{kind}"
             assert repaired[key][0] == seen[key][0]
     axes = np.eye(3)[None]
@@ -444,7 +452,7 @@ def test_depth_repair_changes_only_fingers_out_of_range(seed: int) -> None:
         repaired = finger_angles(hand, side=side, depth_ambiguous=True)  # type: ignore[arg-type]
         changed = np.zeros(16, dtype=int)
         for finger, splay in zip(FINGER_CHAINS, (20.0, 10.0, 10.0, 5.0), strict=True):
-            keys = [f"g_{finger}_{k}" for k in ("side", "fold", "curl")]
+            keys = [f"g_{finger}_{k}" for k in ("side", "fold", "curl", "distal")]
             inside = (np.abs(plain[keys[0]] - splay) <= 30.0) & (np.abs(plain[keys[1]]) <= 120.0)
             same = np.all([repaired[k] == plain[k] for k in keys], axis=0)
             assert same[inside].all(), (side, finger)
@@ -459,35 +467,21 @@ def test_depth_repair_changes_only_fingers_out_of_range(seed: int) -> None:
 
 @settings(max_examples=10)
 @given(st.integers(0, 2**32 - 1))
-def test_tip_curl_lies_between_the_two_distal_bends(seed: int) -> None:
-    # law (spec §4.3 "tip curl"): the sent curl is within the two measured distal bends (and
-    # ±90°), and equals them where they are equal (ground truth)
+def test_each_joint_is_measured_on_its_own_and_kept_in_range(seed: int) -> None:
+    # law (spec §4.3 "Finger geometry", "Joint ranges"): on ground truth every PIP and DIP
+    # bend comes back exactly; on noisy hands every bend sent lies within its range
     rng = np.random.default_rng(seed)
     gt = render(random_vectors(rng, 16), view_yaw_deg=rng.uniform(-60, 60, 16))
     exact = finger_angles(_hand(gt.landmarks, "r"), side="r")
     vec = random_vectors(np.random.default_rng(seed), 16)
+    for finger in ("thumb", *FINGER_CHAINS):
+        for kind in ("curl", "distal"):
+            row = REGISTRY.by_id[f"g_{finger}_{kind}_r"].row
+            want = vec[:, REGISTRY.index(f"g_{finger}_{kind}_r")] * (row.angle_deg or 0.0)
+            np.testing.assert_allclose(exact[f"g_{finger}_{kind}"], want, atol=1e-6, err_msg=(finger, kind))
+    angles = finger_angles(_hand(noise(gt.landmarks, rng, xy=0.003, depth=0.01), "r"), side="r")
     for finger in FINGER_CHAINS:
-        want = vec[:, REGISTRY.index(f"g_{finger}_curl_r")] * 90.0
-        np.testing.assert_allclose(exact[f"g_{finger}_curl"], want, atol=1e-6)
-    hand = _hand(noise(gt.landmarks, rng, xy=0.003, depth=0.01), "r")
-    basis = hand_maths._local_basis(hand, "r")
-    local = hand_maths._to_canonical(basis, hand - hand[:, :1], "r")
-    angles = finger_angles(hand, side="r")
-    for k, (finger, chain) in enumerate(FINGER_CHAINS.items()):
-        mcp, pip, dip, tip = (local[:, j] for j in chain)
-        side = np.radians(angles[f"g_{finger}_side"]) + np.arctan2(-mcp[:, 0], mcp[:, 1])
-        lateral = np.stack([np.cos(side), np.sin(side), np.zeros(16)], axis=-1)
-        first = np.degrees(hand_maths._signed_angle(pip - mcp, dip - pip, lateral))
-        second = np.degrees(hand_maths._signed_angle(dip - pip, tip - dip, lateral))
-        low = np.clip(np.minimum(first, second), -90.0, 90.0) - 1e-9
-        high = np.clip(np.maximum(first, second), -90.0, 90.0) + 1e-9
-        curl = angles[f"g_{finger}_curl"]
-        assert ((curl >= low) & (curl <= high)).all(), (finger, k)
+        for kind in ("curl", "distal"):
+            limit = REGISTRY.by_id[f"g_{finger}_{kind}_r"].row.angle_deg or 0.0
+            assert (np.abs(angles[f"g_{finger}_{kind}"]) <= limit).all(), (finger, kind)
 
-
-def test_tip_curl_reference_phalanges_are_the_skeletons() -> None:
-    # spec §4.3 "tip curl": the reference hand's phalanx lengths are helix-humanoid@1's (§4.10)
-    from posewire.consumers.skeleton import _HAND_LAYOUT
-    from posewire.producers.hand import PHALANGES
-    for k, finger in enumerate(FINGER_CHAINS):
-        assert tuple(PHALANGES[k].tolist()) == _HAND_LAYOUT[finger][1], finger

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fingerutil import tip_beyond_deg, tip_curl_deg
+from fingerutil import sent_bends_deg
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 from posewire.codec.calibration import REFERENCE_CALIBRATION, units
 from posewire.codec.registry import REGISTRY
 from posewire.codec.vector import LOWER, UPPER, mirror
-from posewire.producers.hand import PHALANGES, finger_angles
+from posewire.producers.hand import finger_angles
 from posewire.producers.landmarks import (
     MEDIAPIPE_TO_Y_UP,
     HolisticLandmarks,
@@ -133,7 +133,7 @@ def test_flat_open_right_hand_is_identity_and_straight() -> None:
     for axis in "xyz":
         assert v(f"w_q{axis}_r", vec) == pytest.approx(0.0, abs=1e-9)
     for finger in ("thumb", "index", "middle", "ring", "pinky"):
-        for kind in ("curl", "fold", "side"):
+        for kind in ("curl", "fold", "side", "distal"):
             assert v(f"g_{finger}_{kind}_r", vec) == pytest.approx(0.0, abs=1e-9), (finger, kind)
     assert v("g_thumb_roll_r", vec) == 0.0
     # the mirrored left hand gives the same stored values (spec §3.2)
@@ -145,38 +145,40 @@ def test_flat_open_right_hand_is_identity_and_straight() -> None:
 def test_fist_curls_and_folds_high() -> None:
     hand = right_hand(fold=80.0, pip=95.0, dip=65.0)
     vec = landmarks_to_vectors(make(body_points(), mirrored_hand(hand), hand), calibration=REF).vectors
-    # spec §4.3 "tip beyond the curl's reach": 95° + 65° turn this fingertip 58.3° from its
-    # proximal phalanx, past the reference middle fingertip's 50.9°: the fold takes the rest
-    beyond = [tip_beyond_deg(95.0, 65.0, (0.045, 0.028, 0.022), tuple(PHALANGES[k].tolist())) for k in range(4)]
-    assert beyond[1] == pytest.approx(58.28 - 50.92, abs=0.01)
-    # metacarpal along +Y; fold +1 = 120°
-    assert v("g_middle_fold_r", vec) == pytest.approx((80 + beyond[1]) / 120, abs=1e-6)
-    for k, finger in enumerate(("index", "middle", "ring", "pinky")):
+    # spec §4.3: each joint its own bend; a PIP of 95° is within its 110°, so nothing passes on
+    assert v("g_middle_fold_r", vec) == pytest.approx(80 / 120, abs=1e-6)  # metacarpal along +Y
+    for finger in ("index", "middle", "ring", "pinky"):
         # the other metacarpals fan out from the wrist by up to 23°: fold is measured from them
-        assert v(f"g_{finger}_fold_r", vec) == pytest.approx((80 + beyond[k]) / 120, abs=0.01)
-        # spec §4.3 "tip curl": the equal distal bend pointing the reference hand's fingertip
-        # where 95° + 65° point this one (the mean bend, 80°, falls short), at most the rail
-        want = tip_curl_deg(95.0, 65.0, (0.045, 0.028, 0.022), tuple(PHALANGES[k].tolist()))
-        assert 80.0 < want <= 90.0
-        assert v(f"g_{finger}_curl_r", vec) == pytest.approx(want / 90, abs=1e-6)
+        assert v(f"g_{finger}_fold_r", vec) == pytest.approx(80 / 120, abs=0.01)
+        assert v(f"g_{finger}_curl_r", vec) == pytest.approx(95 / 110, abs=1e-6)
+        assert v(f"g_{finger}_distal_r", vec) == pytest.approx(65 / 90, abs=1e-6)
         assert v(f"g_{finger}_side_r", vec) == pytest.approx(0.0, abs=1e-6)
 
 
+def test_a_camera_fist_passes_its_pip_excess_to_the_fold() -> None:
+    # spec §4.3 "Joint ranges": a PIP seen at 150° (MediaPipe's fists) keeps 110°, the fold
+    # takes the other 40°; the DIP's 100° keeps 90° and its 10° goes to the PIP first
+    hand = right_hand(fold=40.0, pip=140.0, dip=100.0)
+    vec = landmarks_to_vectors(make(body_points(), mirrored_hand(hand), hand), calibration=REF).vectors
+    assert v("g_middle_fold_r", vec) == pytest.approx(80 / 120, abs=1e-6)
+    assert v("g_middle_curl_r", vec) == pytest.approx(1.0, abs=1e-9)
+    assert v("g_middle_distal_r", vec) == pytest.approx(1.0, abs=1e-9)
+
+
 @settings(max_examples=60)
-@given(fold=st.floats(-20.0, 60.0), pip=st.floats(-60.0, 130.0), dip=st.floats(-60.0, 110.0))
-def test_the_fold_takes_the_tip_turn_beyond_the_curls_reach(fold: float, pip: float, dip: float) -> None:
-    # law (spec §4.3 "tip beyond the curl's reach"): the fold sent is the fold measured plus the
-    # part of the knuckle → tip turn that no curl within ±90° of the reference finger reaches
-    # (0 within its reach, both ways)
+@given(fold=st.floats(-20.0, 60.0), pip=st.floats(-150.0, 170.0), dip=st.floats(-150.0, 150.0))
+def test_each_joint_takes_what_the_one_beyond_it_cannot(fold: float, pip: float, dip: float) -> None:
+    # law (spec §4.3 "Joint ranges"): the last and (where the DIP is in range) middle
+    # phalanges keep their directions, every bend sent lies within its range, and a finger
+    # within its ranges is sent as measured
     hand = right_hand(fold=fold, pip=pip, dip=dip)[None]
     angles = finger_angles(hand, side="r")
-    lengths = (0.045, 0.028, 0.022)
-    for k, finger in enumerate(("index", "middle", "ring", "pinky")):
-        reference = tuple(PHALANGES[k].tolist())
+    for finger in ("index", "middle", "ring", "pinky"):
         splay = REGISTRY.by_id[f"g_{finger}_side_r"].row.neutral_deg or 0.0
         assert angles[f"g_{finger}_side"][0] == pytest.approx(splay, abs=1e-6), finger
-        want = fold + tip_beyond_deg(pip, dip, lengths, reference)  # type: ignore[arg-type]
-        assert angles[f"g_{finger}_fold"][0] == pytest.approx(want, abs=1e-4), finger
+        want = sent_bends_deg(fold, pip, dip, finger)
+        got = tuple(angles[f"g_{finger}_{k}"][0] for k in ("fold", "curl", "distal"))
+        assert got == pytest.approx(want, abs=1e-4), finger
 
 
 def test_index_spread_toward_thumb_is_negative_side() -> None:
@@ -337,7 +339,7 @@ def test_mirror_law(sample: tuple[F64, F64, F64, F64, F64]) -> None:
         if a.report.degenerate.get(f"fingers_depth_repaired_{s}") or b.report.degenerate.get(
                 f"fingers_depth_repaired_{t}"):
             for finger in ("index", "middle", "ring", "pinky"):
-                for kind in ("curl", "fold", "side"):
+                for kind in ("curl", "fold", "side", "distal"):
                     keep[[REGISTRY.index(f"g_{finger}_{kind}_{s}"), REGISTRY.index(f"g_{finger}_{kind}_{t}")]] = False
     np.testing.assert_allclose(b.vectors[:, keep], mirror(a.vectors)[:, keep], atol=1e-7)
     assert a.tracking["hand_l"][0] == b.tracking["hand_r"][0]

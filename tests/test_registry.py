@@ -23,9 +23,9 @@ from posewire.codec.registry import (
 
 def test_dimension_counts_per_group() -> None:
     counts = Counter(d.row.group for d in DIMENSIONS)
-    assert counts == {"arm": 8, "palm": 6, "fingers": 32, "head": 3, "body": 3,
+    assert counts == {"arm": 8, "palm": 6, "fingers": 42, "head": 3, "body": 3,
                       "face": 13, "mouth": 14}
-    assert len(DIMENSIONS) == 79
+    assert len(DIMENSIONS) == 89
 
 
 def test_ids_unique_and_indices_dense() -> None:
@@ -46,7 +46,7 @@ def test_brief_minimum_ids_present() -> None:
         for side in ("l", "r"):
             assert f"{base}_{side}" in REGISTRY.by_id
     for finger in ("thumb", "index", "middle", "ring", "pinky"):
-        for kind in ("curl", "fold", "side"):
+        for kind in ("curl", "fold", "side", "distal"):
             assert f"g_{finger}_{kind}_l" in REGISTRY.by_id
     for i in ("h_yaw", "h_pitch", "h_roll", "b_yaw", "b_pitch", "b_roll", "m_jaw", "m_press"):
         assert i in REGISTRY.by_id

@@ -8,7 +8,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pytest
-from fingerutil import tip_curl_deg
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
@@ -17,7 +16,6 @@ from posewire.codec.calibration import REFERENCE_CALIBRATION, BodyFrame, units
 from posewire.codec.errors import UsageError
 from posewire.codec.quaternion import from_axis_angle, from_matrix, rotate
 from posewire.codec.registry import REGISTRY
-from posewire.producers.hand import PHALANGES as REFERENCE_PHALANGES
 from posewire.producers.landmarks import MEDIAPIPE_TO_Y_UP, HolisticLandmarks, LandmarkCalibration, landmarks_to_vectors
 from posewire.producers.vr import (
     OPENXR_BODY_ROTATION,
@@ -218,15 +216,14 @@ def test_known_angles_come_back() -> None:
     vec = vr_vec(POSE, "r")
     for k, finger in enumerate(FINGERS[1:]):
         assert vec[0, col(f"g_{finger}_fold_r")] == pytest.approx(POSE.fold[k] / 120, abs=1e-9)  # +1 = 120°
-        # spec §4.3: the equal distal bend pointing the reference hand's fingertip where this
-        # one points (its own bend when both joints bend equally)
-        want = tip_curl_deg(POSE.pip[k], POSE.dip[k], PHALANGES, tuple(REFERENCE_PHALANGES[k].tolist()))
-        assert vec[0, col(f"g_{finger}_curl_r")] == pytest.approx(want / 90, abs=1e-9)
-    assert tip_curl_deg(40.0, 40.0, PHALANGES, (0.032, 0.02, 0.02)) == pytest.approx(40.0, abs=1e-9)
+        # spec §4.3: each distal joint's own bend (VR joints are metric: measured exactly)
+        assert vec[0, col(f"g_{finger}_curl_r")] == pytest.approx(POSE.pip[k] / 110, abs=1e-9)
+        assert vec[0, col(f"g_{finger}_distal_r")] == pytest.approx(POSE.dip[k] / 90, abs=1e-9)
     assert vec[0, col("g_middle_side_r")] == pytest.approx(POSE.middle_side / 30, abs=1e-9)
     assert vec[0, col("g_thumb_fold_r")] == pytest.approx(POSE.thumb_fold / 90, abs=1e-9)
     assert vec[0, col("g_thumb_side_r")] == pytest.approx(POSE.thumb_side / 45, abs=1e-9)
-    assert vec[0, col("g_thumb_curl_r")] == pytest.approx(sum(POSE.thumb_bend) / 2 / 90, abs=1e-9)
+    assert vec[0, col("g_thumb_curl_r")] == pytest.approx(POSE.thumb_bend[0] / 90, abs=1e-9)
+    assert vec[0, col("g_thumb_distal_r")] == pytest.approx(POSE.thumb_bend[1] / 90, abs=1e-9)
     assert vec[0, col("g_thumb_roll_r")] == pytest.approx(POSE.thumb_roll / 90, abs=1e-9)
     # the palm: the body-frame hand orientation itself (spec §4.2)
     q = from_matrix(HAND_ORIENTATION)
@@ -287,7 +284,7 @@ def test_dropping_an_intermediate_reparents_and_nans_only_that_finger() -> None:
     dropped = pos.copy()
     dropped[0, VR_JOINTS.index("index-intermediate")] = np.nan
     out = vr_hand_to_vector(dropped, side="r", orientations=ori)
-    index_dims = {f"g_index_{k}_r" for k in ("curl", "fold", "side")}
+    index_dims = {f"g_index_{k}_r" for k in ("curl", "fold", "side", "distal")}
     for dim_id in hand_dim_ids("r"):
         if dim_id in index_dims:
             assert np.isnan(out.vectors[0, col(dim_id)]), dim_id
@@ -299,14 +296,14 @@ def test_dropping_an_intermediate_reparents_and_nans_only_that_finger() -> None:
     assert out.report.not_estimated == dict.fromkeys(sorted(index_dims), 1)
 
 
-def test_dropping_a_tip_keeps_fold_and_side() -> None:
+def test_dropping_a_tip_keeps_fold_side_and_curl() -> None:
     body, dorsal = to_body(POSE, side="r", orientation=HAND_ORIENTATION, wrist=WRIST_R)
     pos, _ = openxr_joints(body, dorsal)
     joints = {name: pos[0, i] for i, name in enumerate(VR_JOINTS) if name != "ring-tip"}
     out = vr_hand_to_vector(joints, side="r")
-    assert np.isnan(out.vectors[0, col("g_ring_curl_r")])
-    assert np.isfinite(out.vectors[0, [col("g_ring_fold_r"), col("g_ring_side_r")]]).all()
-    assert out.report.not_estimated == {"g_ring_curl_r": 1}
+    assert np.isnan(out.vectors[0, col("g_ring_distal_r")])  # the DIP needs the tip; the PIP does not
+    assert np.isfinite(out.vectors[0, [col("g_ring_fold_r"), col("g_ring_side_r"), col("g_ring_curl_r")]]).all()
+    assert out.report.not_estimated == {"g_ring_distal_r": 1}
     assert out.report.reparented == {}  # a tip has no children
 
 

@@ -119,12 +119,12 @@ def test_bye_bytes_by_hand() -> None:
 
 def test_frame_bytes_by_hand() -> None:
     v = np.full(N_DIMS, np.nan)
-    v[REGISTRY.index("h_yaw")] = 0.5  # index 46: mask byte 5, bit 6; q = round(16383.5)
+    v[REGISTRY.index("h_yaw")] = 0.5  # index 56: mask byte 7, bit 0; q = round(16383.5)
     data = encode(Frame(1, 2, v))
     assert data.hex() == ("85" "a174" "a166" "a173" "01" "a27473" "02"
-                          "a16d" "c406" "0000000000" "40"
+                          "a16d" "c408" "00000000000000" "01"
                           "a176" "c402" "4000")
-    assert REGISTRY.index("h_yaw") == 46
+    assert REGISTRY.index("h_yaw") == 56
 
 
 def test_full_frame_size_target() -> None:
@@ -187,7 +187,7 @@ BAD: list[tuple[bytes, str, str]] = [
     (_raw({**FRAME, "v": b"\x00"}), "decode.length", "v"),
     (_raw({**FRAME, "v": b"\x80\x00"}), "decode.out_of_range", "v.a_x_l"),
     (_raw({**FRAME, "m": b"\x40", "v": b"\xff"}), "decode.out_of_range", "v.a_spread_l"),
-    (_raw({**FRAME, "m": b"\x00" * 9 + b"\x80", "v": b"\x00"}), "decode.length", "v"),
+    (_raw({**FRAME, "m": b"\x00" * 11 + b"\x02", "v": b"\x00"}), "decode.length", "v"),
     (_raw({k: v for k, v in FRAME.items() if k != "v"}), "decode.missing_field", "v"),
     (_raw({**FRAME, "c": {"tracking": {"hand_q": "lost"}}}), "decode.unknown_id",
      "c.tracking.hand_q"),

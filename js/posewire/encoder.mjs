@@ -532,7 +532,10 @@ function thumbAngles(local) { // (curl, distal, fold, side, roll) degrees, spec 
   const r0 = -TY[0] * ss; const r1 = -TY[1] * ss;
   const e2 = [r0 * cf - r1 * sf, r0 * sf + r1 * cf, cs];
   const c12 = cross(a1, a2); const c23 = cross(a2, a3);
-  const bend = [c12[0] + c23[0], c12[1] + c23[1], c12[2] + c23[2]];
+  // spec §4.3 "Thumb": the larger cross product plus the other turned to its side
+  const [first, second] = dot(c12, c12) >= dot(c23, c23) ? [c12, c23] : [c23, c12];
+  const k = dot(first, second) < 0.0 ? -1.0 : 1.0;
+  const bend = [first[0] + k * second[0], first[1] + k * second[1], first[2] + k * second[2]];
   const bendN = Math.sqrt(dot(bend, bend));
   let curl; let distal; let roll;
   if (bendN >= OBSERVABLE_BEND) { // curl: the MCP joint (a1 -> a2), distal: the IP joint (a2 -> a3)
@@ -540,9 +543,9 @@ function thumbAngles(local) { // (curl, distal, fold, side, roll) degrees, spec 
     if (dot(n, e2) < 0.0) n = [-n[0], -n[1], -n[2]];
     [curl, distal] = chainAngles([a1, a2, a3], n);
     roll = Math.atan2(dot(n, e1), dot(n, e2)) * DEG;
-  } else { // too straight to see the bend axis: each bend's size, signed by its side of e2
-    const sign = dot(bend, e2) < 0.0 ? -1.0 : 1.0;
-    curl = angleBetween(c12, a1, a2) * sign; distal = angleBetween(c23, a2, a3) * sign;
+  } else { // too straight to see the bend axis: each bend's size, signed by its own side of e2
+    curl = angleBetween(c12, a1, a2) * (dot(c12, e2) < 0.0 ? -1.0 : 1.0);
+    distal = angleBetween(c23, a2, a3) * (dot(c23, e2) < 0.0 ? -1.0 : 1.0);
     roll = NaN;
   }
   return [curl * DEG, distal * DEG, fold * DEG, side * DEG, roll];

@@ -235,16 +235,23 @@ hand = fisted.right_hand.copy()
 hand[0, :, 2] = 2.0 * hand[0, 0, 2] - hand[0, :, 2]
 case("fail-depth-flipped", "§4.3 producer checks: a hand read backward in depth is taken mirrored "
      "(degenerate.hand_depth_flipped_*)", {"frames": [frame(cut(fisted, 0, right_hand=hand), 0)]})
-curled = vec[1].copy()  # a right fist whose fingertips turn further than any curl of the reference hand
+curled = vec[1].copy()  # a right fist whose PIPs bend further than a real PIP (as a camera's fist)
 curled[[REGISTRY.index(f"g_{f}_fold_r") for f in ("index", "middle", "ring", "pinky")]] = 0.4
 curled[[REGISTRY.index(f"g_{f}_curl_r") for f in ("index", "middle", "ring", "pinky")]] = 1.0
+curled[[REGISTRY.index(f"g_{f}_distal_r") for f in ("index", "middle", "ring", "pinky")]] = 0.5
 curled_lm = render(curled[None]).landmarks
 hand = curled_lm.right_hand.copy()
 h = hand[0]
 for m_, p_ in ((5, 6), (9, 10), (13, 14), (17, 18)):
-    h[p_:p_ + 3] -= 0.5 * (h[p_] - h[m_])  # the proximal phalanx seen half as long (as a camera's fist)
-case("fist-tip-beyond-reach", "§4.3 \"tip beyond the curl's reach\": a fist whose proximal phalanges look half "
-     "as long turns its fingertips past the reference fingertip's reach: curl 90°, the fold takes the rest",
+    bend_axis = np.cross(h[p_] - h[m_], h[p_ + 1] - h[p_])
+    bend_axis /= np.linalg.norm(bend_axis)
+    turn = np.radians(30.0)  # each PIP bent 30° past its 110° range: the fold takes the 30°
+    for k in (p_ + 1, p_ + 2):
+        v = h[k] - h[p_]
+        h[k] = h[p_] + v * np.cos(turn) + np.cross(bend_axis, v) * np.sin(turn) + bend_axis * (bend_axis @ v) * (
+            1 - np.cos(turn))
+case("fist-joint-ranges", "§4.3 \"Joint ranges\": a fist whose PIPs bend 140°, 30° past their range, keeps "
+     "curl 1 and its DIP; the fold takes the 30° (48° -> 78°)",
      {"frames": [frame(cut(curled_lm, 0, right_hand=hand), 0)]})
 hand = base.left_hand[0:1].copy()
 h = hand[0]
@@ -254,7 +261,7 @@ turn = np.radians(70.0)
 for k in (18, 19, 20):
     v = h[k] - h[17]
     h[k] = h[17] + v * np.cos(turn) + np.cross(axis, v) * np.sin(turn) + axis * (axis @ v) * (1 - np.cos(turn))
-case("fail-finger-side-clamped", "§4.3: a finger turned past the side range keeps curl and fold; "
+case("fail-finger-side-clamped", "§4.3: a finger turned past the side range keeps curl, distal and fold; "
      "fingers_side_clamped_* counts it", {"frames": [mutated(0, left_hand=hand)]})
 case("fail-thumb-roll-unobservable", "§4.3: a straight thumb shows no roll: g_thumb_roll 0, "
      "degenerate.thumb_roll_unobservable_*", {"frames": [frame(gt, 0)]})
