@@ -63,8 +63,10 @@ const SENSE_MIN = 1e-6;
 const FINGER_ROWS = ['g_thumb_curl', 'g_thumb_fold', 'g_thumb_side', 'g_index_curl', 'g_index_fold', 'g_index_side',
   'g_middle_curl', 'g_middle_fold', 'g_middle_side', 'g_ring_curl', 'g_ring_fold', 'g_ring_side', 'g_pinky_curl',
   'g_pinky_fold', 'g_pinky_side', 'g_thumb_roll'];
-const FINGER_DEG = [90, 90, 45, 90, 120, 30, 90, 120, 30, 90, 120, 30, 90, 120, 30, 90];
-const FINGER_NEUTRAL = [0, 0, 0, 0, 0, 20, 0, 0, 10, 0, 0, 10, 0, 0, 5, 0];
+// the rows' angle_deg and neutral_deg (the same on both sides), from the registry export
+const FINGER_ROW_DIMS = FINGER_ROWS.map((row) => DIMS.find((d) => d.id === `${row}_r`));
+const FINGER_DEG = FINGER_ROW_DIMS.map((d) => d.angle_deg);
+const FINGER_NEUTRAL = FINGER_ROW_DIMS.map((d) => d.neutral_deg ?? 0);
 const FOLDS = [4, 7, 10, 13];
 const SIDE_SLOTS = [5, 8, 11, 14];
 const SLOTS = [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11], [12, 13, 14]];
