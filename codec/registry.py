@@ -236,7 +236,7 @@ def _fingers() -> list[DimensionRow]:
                     f"{f} fold about the base knuckle: +1 folded toward the palm, "
                     "-1 raised backward", **common))  # type: ignore[arg-type]
         rows.append(DimensionRow(
-            f"g_{f}_side", angle_deg=(50.0 if thumb else 30.0),  # spec §4.3, appendix A48
+            f"g_{f}_side", angle_deg=(50.0 if thumb else 30.0),  # spec §4.3, appendix A49
             neutral_deg=(None if thumb else _RELAXED_SPLAY_DEG[f]),
             meaning=("thumb abduction: +1 out of the palm plane (palm-normal side), "
                      "-1 pressed in to the palm") if thumb else
