@@ -56,7 +56,7 @@ import csv
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -65,12 +65,11 @@ from numpy.typing import NDArray
 from posewire.codec.registry import REGISTRY
 from posewire.fidelity import (
     _camera_hand,
+    _in_palm,
     _model_fingers,
     _palm_basis,
-    _in_palm,
     person_fingers,
     person_phalanges,
-    reprojection,
 )
 from posewire.groundtruth import moving_vectors, noise, render
 from posewire.producers.hand import FINGER_CHAINS, THUMB_CHAIN, THUMB_REST, THUMB_SIDE_AXIS
@@ -78,7 +77,7 @@ from posewire.producers.landmarks import HolisticLandmarks, LandmarkResult, land
 from posewire.producers.poseformat import read_pose_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fidelity_bench import _reprojection_paths  # noqa: E402
+from fidelity_bench import _reprojection_paths
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.intp]
