@@ -268,3 +268,23 @@ def test_finger_model_study_on_the_signer_and_ground_truth(capsys: pytest.Captur
     study.truth_study(10, levels=((0.0, 0.0),))
     out = capsys.readouterr().out
     assert "| 0 / 0 | registry | 0.00 / 0.0 | 0.00 / 0.0 | 0.00 / 0.0 |" in out
+
+
+def test_finger_model_study_poses_the_spec_fingers() -> None:
+    # the study's finger and thumb with no twist, no tilt and equal bends are spec §4.3's: its
+    # worked right index (α = −13.736268°, side 0.5, fold 45°, curl 22.5°) and right thumb (fold 45°,
+    # side 18°, roll 22.5°, curl 45°), phalanges of length 1
+    study = _load("finger_model_study")
+    one, rad = np.ones((1, 3)), np.radians
+
+    def a(deg: float) -> np.ndarray:
+        return np.array([rad(deg)])
+
+    pts = study.finger_points(a(45.0), a(15.0), a(22.5), a(22.5), a(0.0), a(0.0), a(-13.736268 + 20.0), one)[0]
+    bones = np.diff(np.concatenate([np.zeros((1, 3)), pts]), axis=0)
+    np.testing.assert_allclose(bones, [[-0.256440, 0.658968, 0.707107], [-0.138785, 0.356631, 0.923880],
+                                       [0.0, 0.0, 1.0]], atol=2e-6)
+    pts = study.thumb_points(a(45.0), a(18.0), a(22.5), a(45.0), a(45.0), one)[0]
+    bones = np.diff(np.concatenate([np.zeros((1, 3)), pts]), axis=0)
+    np.testing.assert_allclose(bones, [[-0.134500, 0.941498, 0.309017], [-0.729996, 0.490573, 0.475862],
+                                       [-0.897870, -0.247723, 0.363954]], atol=2e-6)
