@@ -47,7 +47,7 @@ from posewire.codec.registry import REGISTRY
 from posewire.codec.vector import LOWER, UPPER
 from posewire.consumers.pose import decode_plan
 from posewire.consumers.skeleton import helix_humanoid
-from posewire.fidelity import flexion_tip_errors, reprojection
+from posewire.fidelity import flexion_errors, reprojection
 from posewire.groundtruth import moving_vectors, noise, random_vectors, render, thumb_roll_error_deg
 from posewire.producers.filter import RotationFilter, filter_vectors, jitter
 from posewire.producers.hand import (
@@ -360,9 +360,11 @@ def head_jitter_table() -> None:
           "| kalidokit 1.1.5 raw (camera-relative) | raw / kalidokit | smoothed / kalidokit |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     ratios: list[float] = []
+    raw_ratios: list[float] = []
     heads = [REGISTRY.index(d) for d in ("h_yaw", "h_pitch", "h_roll")]
     full = np.radians([REGISTRY.by_id[d].row.max for d in ("h_yaw", "h_pitch", "h_roll")])
-    paths = [*RECORDINGS, *sorted((ROOT.parent / "shared" / "data" / "fingerspelling-ase").glob("*.pose"))]
+    paths = [*RECORDINGS, *sorted((ROOT.parent / "shared" / "data" / "fingerspelling-ase").glob("*.pose")),
+             *sorted((ROOT.parent / "shared" / "data" / "reduced-layout").glob("*.pose"))]
     for path in paths:
         if not path.exists():
             continue
@@ -379,15 +381,20 @@ def head_jitter_table() -> None:
         both = float(np.nanmedian(jitter(filter_vectors(steady.vectors, times).vectors[:, heads] * full)))
         kali = _kalidokit_head(pf.landmarks.face, pf.width, pf.height)
         k = float(np.nanmedian(jitter(kali))) if kali is not None else float("nan")
-        ratios.append(both / k)
+        if np.isfinite(k):  # kalidokit needs the full mesh (not the reduced layout)
+            ratios.append(both / k)
+            raw_ratios.append(raw / k)
         print(f"| {path.name[:28]} | {raw:.4f} | {smooth:.4f} | {both:.4f} | {k:.4f} | {raw / k:.2f} "
               f"| {both / k:.2f} |")
+    if raw_ratios:
+        print(f"\nRaw / kalidokit raw over {len(raw_ratios)} recordings: median {np.median(raw_ratios):.2f}, "
+              f"max {max(raw_ratios):.2f}, {sum(r <= 1.0 for r in raw_ratios)} at or below 1.")
     if ratios:
         print(f"\nSmoothed / kalidokit raw over {len(ratios)} recordings: median {np.median(ratios):.2f}, "
               f"max {max(ratios):.2f}, {sum(r <= 1.0 for r in ratios)} at or below 1.")
-    print("\nOur face frame alone (camera-relative) is about as steady as kalidokit's head; what is left "
-          "above it unsmoothed is the chest frame the head is relative to (shoulder depth), which the "
-          "chest filter of spec §7.3 takes out.\n")
+    print("\nThe head is the rigid fit of 14 stable face points (spec §4.4), relative to the camera's upright "
+          "frame where no body dims are sent (hips out of view), so the chest's shoulder-depth noise no "
+          "longer enters it; with body dims it is relative to the chest, as the avatar carries it.\n")
 
 
 def _reprojection_paths() -> list[Path]:
@@ -477,25 +484,63 @@ def _gains_by_reprojection(lm: HolisticLandmarks, res: LandmarkResult) -> dict[s
     return chosen
 
 
+#: Rail groups of the reprojection table: finger dims (thumb counted) and the body's pitch
+REPROJECTION_RAILS: dict[str, list[int]] = {
+    "curl": _ids(lambda i: i.startswith("g_") and "_curl_" in i),
+    "fold": _ids(lambda i: i.startswith("g_") and "_fold_" in i),
+    "side": _ids(lambda i: i.startswith("g_") and "_side_" in i),
+    "body pitch": _ids(lambda i: i == "b_pitch"),
+}
+
+
+def _near_rails(vectors: F64) -> dict[str, float]:
+    """Share of each :data:`REPROJECTION_RAILS` group's sent values at a rail: ``|n| ≥ 0.999`` of
+    the normalized range (bipolar dims, NaN where no group value was sent)."""
+    out: dict[str, float] = {}
+    for name, idx in REPROJECTION_RAILS.items():
+        v = vectors[:, idx]
+        m = np.isfinite(v)
+        half = 0.5 * (UPPER[idx] - LOWER[idx])
+        rail = (v >= UPPER[idx] - 0.001 * half) | (v <= LOWER[idx] + 0.001 * half)
+        out[name] = float((rail & m).sum() / m.sum()) if m.sum() else float("nan")
+    return out
+
+
+def _share(x: float) -> str:
+    return "–" if np.isnan(x) else f"{100 * x:.1f} %"
+
+
 def reprojection_table() -> None:
     """Issue 18: each recording encoded, decoded onto helix-humanoid@1 and rebuilt by FK, the
-    avatar's hands and arms compared with what the camera saw (posewire.fidelity)."""
+    avatar's hands and arms compared with what the camera saw (posewire.fidelity): knuckle → tip
+    and last finger bone (DIP → tip) direction, fingertip position on the person's own
+    proportions (mm), beside kalidokit's three flexions on the same avatar and frames."""
     print("## Reprojection: the avatar against what the camera saw (posewire.fidelity)\n")
-    print("| recording | frames | fingertip direction median / p95 ° | image-plane tip median ° | elbow bend "
-          "error median °, arm l / r | reach person / avatar (median), arm l / r | fingers dropped "
-          "| fold / side on a rail | fingers depth-repaired / side-clamped | index…pinky tip direction / "
-          "image-plane median °, ours · kalidokit |")
-    print("| --- | ---: | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| recording | frames | knuckle→tip median / p95 ° | last bone median / p95 ° | fingertip median mm "
+          "| image-plane tip median ° | elbow bend error median °, arm l / r | reach person / avatar (median), "
+          "arm l / r | fingers dropped | curl / fold / side / body pitch on a rail | fingers depth-repaired / "
+          "side-clamped | index…pinky knuckle→tip / last bone ° / tip mm median, ours · kalidokit |")
+    print("| --- | ---: | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     paths = _reprojection_paths()
     summary: dict[str, list[float]] = {"tip": [], "elbow": [], "reach": [], "arm_elbow": [], "arm_reach": [],
                                        "side": [], "fold": []}
     finger_counts = {"repaired": 0, "clamped": 0, "fingers": 0}
-    peer: dict[str, list[F64]] = {"ours": [], "ours_image": [], "kalidokit": [], "kalidokit_image": []}
+    peer: dict[str, list[F64]] = {k: [] for k in ("ours", "ours_image", "ours_last", "ours_mm", "kalidokit",
+                                                  "kalidokit_image", "kalidokit_last", "kalidokit_mm")}
+    pooled: dict[str, list[F64]] = {"tip": [], "last": [], "mm": [], "finger_tip": [], "finger_last": [],
+                                    "finger_mm": []}
+    rail_values: list[F64] = []
     for path in paths:
         pf = read_pose_file(path)
         res = landmarks_to_vectors(pf.landmarks)
         rep = reprojection(pf.landmarks, res)
         rails = _rails(res.vectors)
+        near = _near_rails(res.vectors)
+        rail_values.append(res.vectors)
+        for key, values in (("tip", rep.tip_deg), ("last", rep.last_bone_deg), ("mm", rep.tip_mm),
+                            ("finger_tip", rep.finger_tip_deg), ("finger_last", rep.finger_last_bone_deg),
+                            ("finger_mm", rep.finger_tip_mm)):
+            pooled[key].append(values)
 
         def med(x: F64, p: float = 50.0) -> str:
             return f"{np.percentile(x, p):.1f}" if x.size else "–"
@@ -510,29 +555,34 @@ def reprojection_table() -> None:
         degenerate = res.report.degenerate
         repaired = sum(degenerate.get(f"fingers_depth_repaired_{s}", 0) for s in SIDES)
         clamped = sum(degenerate.get(f"fingers_side_clamped_{s}", 0) for s in SIDES)
-        kali_tip: list[F64] = []
-        kali_image: list[F64] = []
+        kali: dict[str, list[F64]] = {"tip": [], "image": [], "last": [], "mm": []}
         for s in SIDES:  # the flexion-only peer on the same frames and avatar (posewire.fidelity)
             hand = pf.landmarks.left_hand if s == "l" else pf.landmarks.right_hand
             kali_bends = _kalidokit_bends(hand, pf.width, pf.height, s) if (
                 res.tracking[f"hand_{s}"] == "tracked").any() else None
             if kali_bends is not None:
-                t, i = flexion_tip_errors(pf.landmarks, res, s, kali_bends)
-                kali_tip.append(t)
-                kali_image.append(i)
-        if kali_tip:
-            peer["ours"].append(rep.finger_tip_deg)
-            peer["ours_image"].append(rep.finger_image_tip_deg)
-            peer["kalidokit"].append(np.concatenate(kali_tip))
-            peer["kalidokit_image"].append(np.concatenate(kali_image))
-            versus = (f"{med(rep.finger_tip_deg)} / {med(rep.finger_image_tip_deg)} · "
-                      f"{med(peer['kalidokit'][-1])} / {med(peer['kalidokit_image'][-1])}")
+                errors = flexion_errors(pf.landmarks, res, s, kali_bends)
+                for key, values in (("tip", errors.tip_deg), ("image", errors.image_tip_deg),
+                                    ("last", errors.last_bone_deg), ("mm", errors.tip_mm)):
+                    flat = values.ravel()
+                    kali[key].append(flat[np.isfinite(flat)])
+        if kali["tip"]:
+            for key, ours in (("", rep.finger_tip_deg), ("_image", rep.finger_image_tip_deg),
+                              ("_last", rep.finger_last_bone_deg), ("_mm", rep.finger_tip_mm)):
+                peer[f"ours{key}"].append(ours)
+            for key, part in (("", "tip"), ("_image", "image"), ("_last", "last"), ("_mm", "mm")):
+                peer[f"kalidokit{key}"].append(np.concatenate(kali[part]))
+            versus = (f"{med(rep.finger_tip_deg)} / {med(rep.finger_last_bone_deg)} / {med(rep.finger_tip_mm)} · "
+                      f"{med(peer['kalidokit'][-1])} / {med(peer['kalidokit_last'][-1])} / "
+                      f"{med(peer['kalidokit_mm'][-1])}")
         else:
-            versus = "not run"
+            versus = (f"{med(rep.finger_tip_deg)} / {med(rep.finger_last_bone_deg)} / {med(rep.finger_tip_mm)} · "
+                      "not run")
         print(f"| {path.name[:28]} | {res.vectors.shape[0]} | {med(rep.tip_deg)} / {med(rep.tip_deg, 95)} "
+              f"| {med(rep.last_bone_deg)} / {med(rep.last_bone_deg, 95)} | {med(rep.tip_mm)} "
               f"| {med(rep.image_tip_deg)} | {bends} | {reach} "
               f"| {rep.fingers_dropped} of {rep.finger_values} "
-              f"| {100 * rails.get('finger fold', 0):.1f} % / {100 * rails.get('finger side', 0):.1f} % "
+              f"| {' / '.join(_share(near[g]) for g in REPROJECTION_RAILS)} "
               f"| {repaired} / {clamped} | {versus} |")
         summary["side"].append(rails.get("finger side", 0.0))
         summary["fold"].append(rails.get("finger fold", 0.0))
@@ -544,6 +594,20 @@ def reprojection_table() -> None:
         if rep.elbow_deg.size:
             summary["elbow"].append(float(np.median(rep.elbow_deg)))
             summary["reach"].append(float(abs(np.median(rep.reach_person) - np.median(rep.reach_avatar))))
+    if pooled["tip"]:
+        flat = {k: np.concatenate(v) for k, v in pooled.items()}
+
+        def both(x: F64) -> str:
+            return f"{np.median(x):.1f} / {np.percentile(x, 95):.1f}" if x.size else "–"
+
+        near = _near_rails(np.concatenate(rail_values))
+        print(f"\nPooled over {len(pooled['tip'])} recordings (median / p95): knuckle→tip {both(flat['tip'])}°, "
+              f"last bone {both(flat['last'])}°, fingertip {both(flat['mm'])} mm (thumb included: CMC → tip, "
+              f"IP → tip); index…pinky alone {both(flat['finger_tip'])}°, {both(flat['finger_last'])}°, "
+              f"{both(flat['finger_mm'])} mm. On a rail (|n| ≥ 0.999; thumb counted): "
+              + ", ".join(f"{g} {_share(near[g])}" for g in REPROJECTION_RAILS) + ". The fingertip in mm puts "
+              "the avatar's finger angles on the person's own knuckle, metacarpal and phalanx lengths "
+              "(posewire.fidelity.person_fingers).")
     if summary["elbow"]:
         print(f"\nOver {len(summary['elbow'])} recordings with a tracked arm: elbow-bend error median of medians "
               f"{np.median(summary['elbow']):.1f}°, {sum(e > 8 for e in summary['elbow'])} above 8°; reach "
@@ -563,7 +627,7 @@ def reprojection_table() -> None:
     if peer["kalidokit"]:
         def medians(key: str) -> str:
             per = [float(np.median(x)) for x in peer[key] if x.size]
-            return f"{np.median(per):.1f}° / {np.median(np.concatenate(peer[key])):.1f}°"
+            return f"{np.median(per):.1f} / {np.median(np.concatenate(peer[key])):.1f}"
 
         def ratio(key: str) -> float:
             return float(np.median(np.concatenate(peer[f"kalidokit{key}"]))
@@ -571,11 +635,13 @@ def reprojection_table() -> None:
 
         print(f"\nBeside kalidokit 1.1.5 on the same frames (index…pinky; kalidokit gives three flexions per "
               f"finger and no spread: posed on the same avatar at the relaxed splay, "
-              f"posewire.fidelity.flexion_tip_errors), median of medians / pooled median: fingertip direction "
-              f"ours {medians('ours')}, kalidokit {medians('kalidokit')} (pooled {ratio(''):.2f}× ours); "
-              f"image-plane tip direction ours {medians('ours_image')}, kalidokit {medians('kalidokit_image')} "
-              f"({ratio('_image'):.2f}×). Kalidokit reads the raw landmarks (no depth gain); the image-plane "
-              "figure does not depend on the gain.")
+              f"posewire.fidelity.flexion_errors), median of medians / pooled median: knuckle→tip direction "
+              f"ours {medians('ours')}°, kalidokit {medians('kalidokit')}° (pooled {ratio(''):.2f}× ours); "
+              f"last bone ours {medians('ours_last')}°, kalidokit {medians('kalidokit_last')}° "
+              f"({ratio('_last'):.2f}×); fingertip ours {medians('ours_mm')} mm, kalidokit "
+              f"{medians('kalidokit_mm')} mm ({ratio('_mm'):.2f}×); image-plane tip direction ours "
+              f"{medians('ours_image')}°, kalidokit {medians('kalidokit_image')}° ({ratio('_image'):.2f}×). "
+              "Kalidokit reads the raw landmarks (no depth gain); the image-plane figure does not depend on the gain.")
     else:
         print("\nBeside kalidokit: not run (it needs Node and benchmarks/js/node_modules; `make bench` installs "
               "them).")

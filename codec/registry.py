@@ -220,7 +220,7 @@ _RELAXED_SPLAY_DEG: dict[str, float] = {"index": 20.0, "middle": 10.0, "ring": 1
 
 
 #: Joint angle at |n| = 1 (degrees) of the curl (PIP; thumb MCP) and distal (DIP; thumb IP)
-#: rows (spec §4.3 "Joint ranges", appendix A48): the flexion real joints reach (PIP about
+#: rows (spec §4.3 "Joint ranges", appendix A50): the flexion real joints reach (PIP about
 #: 100–110°, DIP and the thumb's joints about 80–90°); a camera's bend beyond them is passed
 #: on to the joint nearer the palm, never left on a rail.
 _CURL_DEG: dict[str, float] = {"thumb": 90.0, "index": 110.0, "middle": 110.0, "ring": 110.0, "pinky": 110.0}
@@ -245,7 +245,7 @@ def _fingers() -> list[DimensionRow]:
                     f"{f} fold about the base knuckle: +1 folded toward the palm, "
                     "-1 raised backward", **common))  # type: ignore[arg-type]
         rows.append(DimensionRow(
-            f"g_{f}_side", angle_deg=(45.0 if thumb else 30.0),
+            f"g_{f}_side", angle_deg=(50.0 if thumb else 30.0),  # spec §4.3, appendix A49
             neutral_deg=(None if thumb else _RELAXED_SPLAY_DEG[f]),
             meaning=("thumb abduction: +1 out of the palm plane (palm-normal side), "
                      "-1 pressed in to the palm") if thumb else
@@ -255,7 +255,7 @@ def _fingers() -> list[DimensionRow]:
         "g_thumb_roll", angle_deg=90.0,
         meaning="thumb roll about its own axis (default 0 when unobservable)",
         **common))  # type: ignore[arg-type]
-    # spec §4.3, appendix A48: each finger's last joint bends on its own
+    # spec §4.3, appendix A50: each finger's last joint bends on its own
     rows.extend(DimensionRow(
         f"g_{f}_distal", angle_deg=_DISTAL_DEG[f],
         meaning=f"{f} bend of the {'IP' if f == 'thumb' else 'DIP'} joint (to the distal phalanx): "

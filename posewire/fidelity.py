@@ -8,6 +8,10 @@ camera's, each in its own frames so that the avatar's proportions drop out:
 - **fingertip direction** (degrees): the direction knuckle (MCP) → tip of each finger in the
   hand's palm frame (spec §2.4), camera hand with the producer's depth gain (§4.3) against the
   avatar hand;
+- **last finger bone** (degrees): the direction DIP → tip (thumb: IP → tip), the same way;
+- **fingertip position** (millimetres) on the person's own proportions: the avatar's finger
+  angles put on the person's knuckle, metacarpal and phalanx lengths (:func:`person_fingers`),
+  against the camera's fingertip;
 - **image-plane tip direction** (degrees): the same directions taken into the camera's palm
   frame and projected on the image plane (x, y), against the camera's own image-plane
   directions, which need no depth;
@@ -33,7 +37,8 @@ from posewire.groundtruth import render
 from posewire.producers.hand import FINGER_CHAINS, THUMB_CHAIN, hand_frame, with_depth_gain
 from posewire.producers.landmarks import POSE_POINTS, HolisticLandmarks, LandmarkResult
 
-__all__ = ["ArmReprojection", "Reprojection", "flexion_tip_errors", "reprojection"]
+__all__ = ["ArmReprojection", "FingerErrors", "Reprojection", "flexion_errors", "flexion_tip_errors",
+           "person_fingers", "person_phalanges", "reprojection"]
 
 F64 = NDArray[np.float64]
 _CHAINS = {"thumb": THUMB_CHAIN, **FINGER_CHAINS}
@@ -58,13 +63,16 @@ class ArmReprojection:
 
 @dataclass(frozen=True)
 class Reprojection:
-    """Per-sample errors (flattened over frames, fingers or sides; NaN-free): ``tip_deg`` and
-    ``image_tip_deg`` per tracked finger, ``elbow_deg`` per tracked arm, ``reach`` (person,
+    """Per-sample errors (flattened over frames, fingers or sides; NaN-free): ``tip_deg``,
+    ``image_tip_deg``, ``last_bone_deg`` (DIP → tip direction) and ``tip_mm`` (fingertip position
+    on the person's own proportions, :func:`person_fingers`; empty without ``hand_scale``) per
+    tracked finger, ``elbow_deg`` per tracked arm, ``reach`` (person,
     avatar) pairs per tracked arm, ``fingers_dropped`` = tracked hands' finger dims not sent;
     ``arms``: the same arm samples per side (``"l"``, ``"r"``; a side never tracked is absent);
     ``finger_tip_deg``, ``finger_image_tip_deg``: the tip errors of index…pinky alone (as a
-    flexion-only peer is measured, :func:`flexion_tip_errors`); ``image_tip_by_side``: the
-    image-plane tip errors of each tracked hand (``"l"``, ``"r"``)."""
+    flexion-only peer is measured, :func:`flexion_tip_errors`), and ``finger_last_bone_deg``,
+    ``finger_tip_mm`` the same; ``image_tip_by_side``: the image-plane tip errors of each tracked
+    hand (``"l"``, ``"r"``)."""
 
     tip_deg: F64
     image_tip_deg: F64
@@ -77,6 +85,23 @@ class Reprojection:
     finger_tip_deg: F64 = field(default_factory=lambda: np.zeros(0))
     finger_image_tip_deg: F64 = field(default_factory=lambda: np.zeros(0))
     image_tip_by_side: Mapping[str, F64] = field(default_factory=dict)
+    last_bone_deg: F64 = field(default_factory=lambda: np.zeros(0))
+    tip_mm: F64 = field(default_factory=lambda: np.zeros(0))
+    finger_last_bone_deg: F64 = field(default_factory=lambda: np.zeros(0))
+    finger_tip_mm: F64 = field(default_factory=lambda: np.zeros(0))
+
+
+@dataclass(frozen=True)
+class FingerErrors:
+    """One hand's per-finger errors ``(b, F)`` (frames × fingers; NaN where unmeasurable):
+    knuckle → tip direction and its image-plane direction (degrees), last finger bone
+    (DIP → tip) direction (degrees) and fingertip position on the person's own proportions
+    (millimetres; NaN without ``hand_scale``)."""
+
+    tip_deg: F64
+    image_tip_deg: F64
+    last_bone_deg: F64
+    tip_mm: F64
 
 
 def _unit(v: F64) -> F64:
@@ -104,16 +129,98 @@ def _tip_directions(hand: F64) -> F64:
     return np.stack([hand[:, c[3]] - hand[:, c[0]] for c in _CHAINS.values()], axis=1)
 
 
-def _camera_tips(lm: HolisticLandmarks, result: LandmarkResult, side: str) -> tuple[NDArray[np.intp], F64, F64, F64]:
+#: Each finger's knuckle (thumb: CMC), PIP, DIP and tip (thumb: MCP, IP, tip) ``(5, 4)``
+_CHAIN_POINTS = np.array(list(_CHAINS.values()), dtype=np.intp)
+
+
+def _in_palm(basis: F64, points: F64) -> F64:
+    """World points ``(b, K, 3)`` in the palm basis ``(b, 3, 3)`` (columns X, Y, Z), relative to
+    the wrist (point 0)."""
+    out: F64 = np.einsum("bji,bkj->bki", basis, points - points[:, :1])
+    return out
+
+
+def _camera_hand(lm: HolisticLandmarks, result: LandmarkResult,
+                 side: str) -> tuple[NDArray[np.intp], F64, F64, F64, F64]:
     """Rows compared for one hand (tracked, every point finite), the camera's palm basis
-    ``(b, 3, 3)`` and its knuckle → tip directions in it ``(b, 5, 3)`` (both with the
-    producer's depth gain), and the raw camera directions ``(b, 5, 3)`` (image plane)."""
+    ``(b, 3, 3)`` and its 21 points in it relative to the wrist ``(b, 21, 3)`` (both with the
+    producer's depth gain), metres per point unit ``(b,)`` (``hand_scale``, NaN without it), and
+    the raw camera points ``(b, 21, 3)`` (image plane)."""
     camera = lm.left_hand if side == "l" else lm.right_hand
     gained = with_depth_gain(camera, result.calibration.hand_depth_gain[side])
     rows = np.flatnonzero((result.tracking[f"hand_{side}"] == "tracked") & np.isfinite(camera).all(axis=(1, 2)))
     basis = _palm_basis(gained[rows], side)
-    local = np.einsum("bji,bkj->bki", basis, _tip_directions(gained[rows]))
-    return rows, basis, local, _tip_directions(camera[rows])
+    metres = lm.hand_scale[rows] if lm.hand_scale is not None else np.full(rows.size, np.nan)
+    return rows, basis, _in_palm(basis, gained[rows]), metres, camera[rows]
+
+
+def person_phalanges(points: F64) -> F64:
+    """The person's own phalanx lengths ``(5, 3)`` (thumb: CMC → MCP, MCP → IP, IP → tip; the
+    points' unit): the median over the frames of hand points ``points (b, 21, 3)`` of each
+    bone's length."""
+    bones = np.diff(points[:, _CHAIN_POINTS], axis=2)
+    out: F64 = np.median(np.sqrt((bones * bones).sum(-1)), axis=0)
+    return out
+
+
+def _plane_angle(v: F64) -> F64:
+    out: F64 = np.arctan2(v[..., 1], v[..., 0])
+    return out
+
+
+def person_fingers(person: F64, lengths: F64, model_bones: F64, model_knuckles: F64,
+                   fingers: NDArray[np.intp] | None = None) -> F64:
+    """A model hand's finger angles put on the person's own proportions: joint points
+    ``(b, F, 4, 3)`` (knuckle, PIP, DIP, tip; thumb: CMC, MCP, IP, tip) in the person's palm frame.
+
+    ``person (b, 21, 3)``: the person's points in their palm frame relative to the wrist;
+    ``lengths (5, 3)``: the person's phalanx lengths (:func:`person_phalanges`);
+    ``model_bones (b, F, 3, 3)``: the model's three bone directions of each finger and
+    ``model_knuckles (b, F, 3)``: its wrist → knuckle vectors, in the model's palm frame;
+    ``fingers``: which of thumb, index … pinky (0…4) the ``F`` fingers are (default all five).
+    Each index…pinky bone direction is turned about the palm normal by the in-plane angle from
+    the model's metacarpal (wrist → knuckle) to the person's, as a decoder poses the finger
+    from its own metacarpal (side is measured from it, spec §4.3); the thumb's are not turned
+    (its rest direction is fixed in the palm frame, §4.3). The unit directions, times the
+    person's lengths, are chained from the person's knuckle."""
+    which = np.arange(5) if fingers is None else np.asarray(fingers, dtype=np.intp)
+    chains = _CHAIN_POINTS[which]
+    knuckle = person[:, chains[:, 0]]  # (b, F, 3)
+    turn = _plane_angle(knuckle) - _plane_angle(model_knuckles)
+    turn = np.where(which == 0, 0.0, turn)[..., None]  # (b, F, 1)
+    unit = _unit(model_bones)
+    c, s = np.cos(turn), np.sin(turn)
+    x, y = unit[..., 0], unit[..., 1]
+    turned = np.stack([c * x - s * y, s * x + c * y, unit[..., 2]], axis=-1)
+    steps = turned * lengths[which][None, :, :, None]
+    out: F64 = np.concatenate([knuckle[:, :, None], knuckle[:, :, None] + np.cumsum(steps, axis=2)], axis=2)
+    return out
+
+
+def _finger_errors(person: F64, metres: F64, cam_basis: F64, cam_raw: F64, model_bones: F64,
+                   model_knuckles: F64, fingers: NDArray[np.intp]) -> FingerErrors:
+    """Errors of a model hand's fingers (directions in the model's palm frame) against the camera
+    hand (:func:`_camera_hand`): the fingertip position with the person's points and phalanx
+    lengths in metres."""
+    chains = _CHAIN_POINTS[fingers]
+    cam = person[:, chains]  # (b, F, 4, 3)
+    model_tip = model_bones.sum(axis=2)
+    tip = _angle_deg(cam[:, :, 3] - cam[:, :, 0], model_tip)
+    raw = cam_raw[:, chains[:, 3]] - cam_raw[:, chains[:, 0]]
+    image = _image_errors(cam_basis, model_tip, raw)
+    last = _angle_deg(cam[:, :, 3] - cam[:, :, 2], model_bones[:, :, 2])
+    person_m = person * metres[:, None, None]
+    rebuilt = person_fingers(person_m, person_phalanges(person_m), model_bones, model_knuckles, fingers)
+    gap = rebuilt[:, :, 3] - person_m[:, chains[:, 3]]
+    mm = 1000.0 * np.sqrt((gap * gap).sum(-1))
+    return FingerErrors(tip, image, last, mm)
+
+
+def _model_fingers(hand: F64) -> tuple[F64, F64]:
+    """A hand's bone directions ``(b, 5, 3, 3)`` and wrist → knuckle vectors ``(b, 5, 3)`` (palm
+    frame)."""
+    pts = hand[:, _CHAIN_POINTS]
+    return np.diff(pts, axis=2), pts[:, :, 0]
 
 
 def _image_errors(cam_basis: F64, model_local: F64, cam_raw: F64) -> F64:
@@ -123,29 +230,35 @@ def _image_errors(cam_basis: F64, model_local: F64, cam_raw: F64) -> F64:
     return _angle_deg(placed[..., :2], cam_raw[..., :2])
 
 
-def flexion_tip_errors(lm: HolisticLandmarks, result: LandmarkResult, side: str, bends: F64) -> tuple[F64, F64]:
-    """Fingertip direction and image-plane tip direction errors (degrees, flattened, NaN-free)
-    of a flexion-only hand — ``bends (B, 4, 3)``: index…pinky bent at the knuckle, PIP and DIP
-    (radians, + toward the palm), as kalidokit gives them — posed on ``helix-humanoid@1``
-    with every finger at its relaxed splay (side 0: no spread, which such a peer does not
-    give), against the same camera hand and frames as :func:`reprojection` (index…pinky)."""
-    rows, cam_basis, cam_local, cam_raw = _camera_tips(lm, result, side)
+def flexion_errors(lm: HolisticLandmarks, result: LandmarkResult, side: str, bends: F64) -> FingerErrors:
+    """The errors ``(b, 4)`` of a flexion-only hand — ``bends (B, 4, 3)``: index…pinky bent at
+    the knuckle, PIP and DIP (radians, + toward the palm), as kalidokit gives them — posed on
+    ``helix-humanoid@1`` with every finger at its relaxed splay (side 0: no spread, which such a
+    peer does not give), against the same camera hand and frames as :func:`reprojection`
+    (index…pinky; the fingertip position with the posed angles put on the person's own
+    proportions, :func:`person_fingers`)."""
+    rows, cam_basis, person, metres, cam_raw = _camera_hand(lm, result, side)
     straight = np.where(np.isfinite(result.vectors), result.vectors, 0.0)[rows]
     fingers = [d.index for d in REGISTRY.dimensions if d.row.group == "fingers" and d.id.endswith(f"_{side}")]
     straight[:, fingers] = 0.0  # side 0 (the relaxed splay), fold and curl 0; the thumb at rest
     avatar = render(straight).landmarks
     hand = avatar.left_hand if side == "l" else avatar.right_hand
-    basis = _palm_basis(hand, side)
-    local = np.einsum("bji,bkj->bki", basis, hand - hand[:, :1])
-    chains = np.array(list(FINGER_CHAINS.values()))  # (4, 4): mcp, pip, dip, tip
-    bones = local[:, chains[:, 1:]] - local[:, chains[:, :-1]]  # (b, 4, 3, 3), straight along d
+    local = _in_palm(_palm_basis(hand, side), hand)
+    bones, knuckles = _model_fingers(local)
+    bones, knuckles = bones[:, 1:], knuckles[:, 1:]  # (b, 4, 3, 3), straight along d
     lengths = np.sqrt((bones * bones).sum(-1))
     along = _unit(bones.sum(axis=2))  # d: each straight finger's direction, in the palm plane
     turn = np.cumsum(bends[rows], axis=-1)  # (b, 4, 3)
     z = np.array([0.0, 0.0, 1.0])  # the palm normal, toward which a finger folds (spec §4.3)
-    tips = (lengths[..., None] * (np.cos(turn)[..., None] * along[:, :, None] + np.sin(turn)[..., None] * z)).sum(2)
-    tip = _angle_deg(cam_local[:, 1:], tips).ravel()
-    image = _image_errors(cam_basis, tips, cam_raw[:, 1:]).ravel()
+    posed = lengths[..., None] * (np.cos(turn)[..., None] * along[:, :, None] + np.sin(turn)[..., None] * z)
+    return _finger_errors(person, metres, cam_basis, cam_raw, posed, knuckles, np.arange(1, 5))
+
+
+def flexion_tip_errors(lm: HolisticLandmarks, result: LandmarkResult, side: str, bends: F64) -> tuple[F64, F64]:
+    """Fingertip direction and image-plane tip direction errors (degrees, flattened, NaN-free)
+    of :func:`flexion_errors`."""
+    errors = flexion_errors(lm, result, side, bends)
+    tip, image = errors.tip_deg.ravel(), errors.image_tip_deg.ravel()
     return tip[np.isfinite(tip)], image[np.isfinite(image)]
 
 
@@ -162,22 +275,27 @@ def reprojection(lm: HolisticLandmarks, result: LandmarkResult) -> Reprojection:
     vectors = result.vectors
     avatar = render(np.where(np.isfinite(vectors), vectors, 0.0)).landmarks
     tip, image_tip, elbow, reach_p, reach_a, finger_tip, finger_image_tip = [], [], [], [], [], [], []
+    last, mm, finger_last, finger_mm = [], [], [], []
     arms: dict[str, ArmReprojection] = {}
     by_side: dict[str, F64] = {}
     dropped = values = 0
     for side in ("l", "r"):
         model = avatar.left_hand if side == "l" else avatar.right_hand
         if (result.tracking[f"hand_{side}"] == "tracked").any():
-            rows, cam_basis, cam_local, cam_raw = _camera_tips(lm, result, side)
-            av_local = np.einsum("bji,bkj->bki", _palm_basis(model[rows], side), _tip_directions(model[rows]))
-            errors = _angle_deg(cam_local, av_local)
-            tip.append(errors.ravel())
-            finger_tip.append(errors[:, 1:].ravel())
+            rows, cam_basis, person, metres, cam_raw = _camera_hand(lm, result, side)
+            bones, knuckles = _model_fingers(_in_palm(_palm_basis(model[rows], side), model[rows]))
+            errors = _finger_errors(person, metres, cam_basis, cam_raw, bones, knuckles, np.arange(5))
+            tip.append(errors.tip_deg.ravel())
+            finger_tip.append(errors.tip_deg[:, 1:].ravel())
             # the avatar's directions placed in the camera's palm frame, on the image plane
-            errors = _image_errors(cam_basis, av_local, cam_raw)
-            image_tip.append(errors.ravel())
-            by_side[side] = errors.ravel()[np.isfinite(errors.ravel())]
-            finger_image_tip.append(errors[:, 1:].ravel())
+            image_tip.append(errors.image_tip_deg.ravel())
+            flat_image = errors.image_tip_deg.ravel()
+            by_side[side] = flat_image[np.isfinite(flat_image)]
+            finger_image_tip.append(errors.image_tip_deg[:, 1:].ravel())
+            last.append(errors.last_bone_deg.ravel())
+            finger_last.append(errors.last_bone_deg[:, 1:].ravel())
+            mm.append(errors.tip_mm.ravel())
+            finger_mm.append(errors.tip_mm[:, 1:].ravel())
         arm_tracked = result.tracking[f"arm_{side}"] == "tracked"
         if arm_tracked.any():
             bend_p, reach_person = _elbow_and_reach(lm.pose_world[arm_tracked], side)
@@ -200,4 +318,5 @@ def reprojection(lm: HolisticLandmarks, result: LandmarkResult) -> Reprojection:
         return out[np.isfinite(out)]
 
     return Reprojection(flat(tip), flat(image_tip), flat(elbow), flat(reach_p), flat(reach_a), dropped, values,
-                        arms, flat(finger_tip), flat(finger_image_tip), by_side)
+                        arms, flat(finger_tip), flat(finger_image_tip), by_side, flat(last), flat(mm),
+                        flat(finger_last), flat(finger_mm))

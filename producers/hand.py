@@ -635,7 +635,7 @@ def hand_dims(hand: F64, rotation: F64, present: Bool, *, side: Side,
     then :func:`posewire.codec.quaternion.palm_encode` (left mirrored, canonical, clamp 0.98).
     Fingers (§4.3): (:func:`finger_angles` − ``neutral_deg``) / ``angle_deg``; a finger
     (index…pinky) whose side lies beyond ±1 is counted (the caller clamps it to the rail);
-    no finger is dropped for its angles. ``g_thumb_roll``: ``thumb_roll_deg / 45`` where given and
+    no finger is dropped for its angles. ``g_thumb_roll``: ``thumb_roll_deg / 90`` where given and
     finite, else the default 0 (seed 000 §4.3). ``depth_ambiguous`` (camera producers,
     whose depth is monocular): a hand read backward-folded beyond
     :data:`DEPTH_FLIP_FOLD_DEG` on average is taken depth-mirrored

@@ -97,6 +97,9 @@ __all__ = [
     "FACE_POINTS",
     "HAND_POINTS",
     "HEAD_CLAMP_KEY",
+    "HEAD_FIT_MIN",
+    "HEAD_FIT_SQUARINGS",
+    "HEAD_REFERENCE",
     "HIPS_VISIBILITY",
     "IMPLAUSIBLE_NOTE",
     "MEDIAPIPE_TO_Y_UP",
@@ -117,6 +120,7 @@ __all__ = [
     "calibration_samples",
     "camera_up",
     "estimate_calibration",
+    "face_fit",
     "finger_angles",
     "image_to_world_scale",
     "landmarks_to_vectors",
@@ -138,6 +142,20 @@ POSE_POINTS: Mapping[str, int] = {
 }
 #: MediaPipe face-mesh indices of the head frame (subject's own left/right).
 FACE_POINTS: Mapping[str, int] = {"eye_outer_r": 33, "eye_outer_l": 263, "forehead": 10, "chin": 152}
+#: spec §4.4 "The face's rotation (producer)": the stable face-mesh points of the rigid fit
+#: (nose bridge and tip, forehead, eye corners, the face's sides by the ears; none on the
+#: mouth, jaw, lids or brows) and their reference shape: MediaPipe's canonical face model
+#: (``face_landmarker.task``, cm) in its own face frame (X = 263 − 33, Y = 10 − 152 made
+#: orthogonal to X: the canonical mesh turned 0.704° about X), rounded to 0.1 mm.
+HEAD_REFERENCE: Mapping[int, tuple[float, float, float]] = {
+    4: (0.0, -0.3699, 7.5917), 6: (0.0, 2.5442, 5.7578), 9: (0.0, 4.9518, 5.3248), 10: (0.0, 8.3162, 4.3797),
+    33: (-4.4459, 2.7028, 3.1405), 127: (-7.7431, 2.3402, -2.0341), 133: (-1.8564, 2.6312, 3.7259),
+    151: (0.0, 6.6067, 4.9465), 168: (0.0, 3.3351, 5.1954), 195: (0.0, 1.1426, 6.7611),
+    197: (0.0, 1.8058, 6.2950), 263: (4.4459, 2.7028, 3.1405), 356: (7.7431, 2.3402, -2.0341),
+    362: (1.8564, 2.6312, 3.7259)}
+#: spec §4.4: the fit needs this many of the points present (else the four-point face frame),
+#: and squares its 4 × 4 matrix this many times (the 256th power).
+HEAD_FIT_MIN, HEAD_FIT_SQUARINGS = 6, 8
 #: spec §4.5 "Estimating the body dims": the trunk hip_mid → neck as segments (length
 #: in metres of ``helix-humanoid@1``, cumulative spine share ``C`` carrying it): hip_mid →
 #: spine_01 (pelvis, 0), spine_01..05 (0.10, 0.25, 0.50, 0.75), spine_05 → shoulders (1).
@@ -296,7 +314,8 @@ class _Prepared:
     body_clamped: Bool
     mirrored: Bool  # (B,) the nose lies behind the chest frame (spec §2.2)
     swapped: Bool  # (B,) the two hands were swapped back (at the other pose wrist)
-    body_implausible: Bool  # (B,) torso rotation far out of range: hips misplaced
+    body_implausible: Bool  # (B,) torso rotation out of range: hips misplaced
+    up: F64  # (B, 3) the camera's up of an upright chest (no body dims, spec §4.5), NaN elsewhere
 
 
 _EX = np.array([1.0, 0.0, 0.0])
@@ -484,9 +503,13 @@ def _prepare(lm: HolisticLandmarks, mirrored: str = "report", visibility_thresho
         frame = np.stack([x, y, cross_unchecked(x, y)], axis=-1)
         frame[~ok_up] = np.nan
         rotation[upright] = frame
+        up_all = np.full((lm.batch, 3), np.nan)
+        up_all[upright] = np.where(np.asarray(ok_up)[:, None], up, np.nan)
         quat[upright] = np.nan
         valid = valid.copy()
         valid[upright] = ok_up
+    else:
+        up_all = np.full((lm.batch, 3), np.nan)
     neck = np.where(valid[:, None], 0.5 * (sl + sr), np.nan)
     body = np.full((lm.batch, 3), np.nan)
     body_clamped = np.zeros(lm.batch, dtype=bool)
@@ -525,7 +548,7 @@ def _prepare(lm: HolisticLandmarks, mirrored: str = "report", visibility_thresho
         left, right = left.copy(), right.copy()
         left[swapped], right[swapped] = right[swapped], left[swapped].copy()
     return _Prepared(pose, left, right, face, rotation, neck, valid, body, quat, body_clamped, mirror_mask, swapped,
-                     implausible)
+                     implausible, up_all)
 
 
 def _to_body(points: F64, prep: _Prepared) -> F64:
@@ -773,10 +796,76 @@ def _rigid_wrist(body: F64, side: Side, arm_length: float | None) -> F64:
     return out
 
 
+_FIT_AT = np.array(list(HEAD_REFERENCE), dtype=np.intp)
+_FIT_REF = np.array(list(HEAD_REFERENCE.values()))
+
+
+def face_fit(points: F64) -> tuple[F64, Bool]:
+    """The face's rotation ``(B, 3, 3)`` (columns: the face frame's X, Y, Z in the points'
+    axes) by the rigid fit of spec §4.4 of the :data:`HEAD_REFERENCE` points ``(B, K, 3)``
+    (in its order, NaN = missing), and the ``(B,)`` mask where it is defined (at least
+    :data:`HEAD_FIT_MIN` points). Horn's quaternion: the dominant eigenvector of the 4 × 4
+    matrix ``N`` of the cross-covariance ``S = Σ (x − x̄)(y − ȳ)ᵀ`` (x the reference, y
+    the points), found as a column of ``(N + s·I)^256`` (eight squarings, each divided by its
+    trace; ``s = Σ |x − x̄|·|y − ȳ|`` makes ``N + s·I`` positive semi-definite). Plain IEEE
+    operations in the order written (spec §1.5), the sums over the points in table order: the
+    single-frame path (:func:`posewire.producers.landmarks_single._face_fit1`) repeats them."""
+    batch = points.shape[0]
+    present: Bool = np.asarray(np.isfinite(points).all(-1))
+    count = present.sum(-1).astype(np.float64)
+    y = np.where(present[..., None], points, 0.0)
+    cy = np.zeros((batch, 3))
+    cx = np.zeros((batch, 3))
+    for k in range(_FIT_REF.shape[0]):
+        cy = cy + y[:, k]
+        cx = cx + np.where(present[:, k, None], _FIT_REF[k], 0.0)
+    cy, cx = cy / count[:, None], cx / count[:, None]
+    sm = np.zeros((batch, 3, 3))
+    shift = np.zeros(batch)
+    for k in range(_FIT_REF.shape[0]):
+        a = np.where(present[:, k, None], _FIT_REF[k] - cx, 0.0)
+        b = np.where(present[:, k, None], y[:, k] - cy, 0.0)
+        sm = sm + a[:, :, None] * b[:, None, :]
+        shift = shift + (np.sqrt((a[:, 0] * a[:, 0] + a[:, 1] * a[:, 1]) + a[:, 2] * a[:, 2])
+                         * np.sqrt((b[:, 0] * b[:, 0] + b[:, 1] * b[:, 1]) + b[:, 2] * b[:, 2]))
+    (sxx, sxy, sxz), (syx, syy, syz), (szx, szy, szz) = (
+        (sm[:, i, 0], sm[:, i, 1], sm[:, i, 2]) for i in range(3))
+    m = np.stack([
+        np.stack([((sxx + syy) + szz) + shift, syz - szy, szx - sxz, sxy - syx], -1),
+        np.stack([syz - szy, ((sxx - syy) - szz) + shift, sxy + syx, szx + sxz], -1),
+        np.stack([szx - sxz, sxy + syx, ((syy - sxx) - szz) + shift, syz + szy], -1),
+        np.stack([sxy - syx, szx + sxz, syz + szy, ((szz - sxx) - syy) + shift], -1)], -2)
+    ok = count >= HEAD_FIT_MIN
+    for _ in range(HEAD_FIT_SQUARINGS):
+        m = (((m[:, :, 0:1] * m[:, 0:1, :] + m[:, :, 1:2] * m[:, 1:2, :]) + m[:, :, 2:3] * m[:, 2:3, :])
+             + m[:, :, 3:4] * m[:, 3:4, :])
+        trace = ((m[:, 0, 0] + m[:, 1, 1]) + m[:, 2, 2]) + m[:, 3, 3]
+        ok = ok & (trace > 0.0) & np.isfinite(trace)
+        m = m / np.where(trace > 0.0, trace, 1.0)[:, None, None]
+    diag = np.stack([m[:, i, i] for i in range(4)], -1)
+    column = np.argmax(diag, axis=-1)  # the first of equal ones
+    q = np.take_along_axis(m, column[:, None, None], axis=2)[:, :, 0]
+    out = np.full((batch, 3, 3), np.nan)
+    if ok.any():
+        out[ok] = to_matrix(q[ok])
+    return out, ok
+
+
+def _upright(up: F64) -> F64:
+    """The camera's upright frame ``(B, 3, 3)`` of spec §4.4 for the camera's up ``(B, 3)``
+    (an image axis, §4.5): X = up × +z, Y = up, Z = +z (toward the camera)."""
+    z = np.broadcast_to(_EZ, up.shape)
+    out: F64 = np.stack([cross_unchecked(up, z), up, z], axis=-1)
+    return out
+
+
 def _head(prep: _Prepared) -> tuple[F64, Bool, Bool]:
     """Normalized ``(h_yaw, h_pitch, h_roll)`` ``(B, 3)`` (NaN without a face), the clamp
-    mask and the face-present mask (spec §4.4): face frame X = eye_outer_l − eye_outer_r,
-    Y = chin→forehead orthogonalized, Z = X × Y; head rotation = R_bodyᵀ · R_face."""
+    mask and the face-present mask (spec §4.4): the face's rotation ``F`` by the rigid fit
+    (:func:`face_fit`), else the four-point face frame (X = eye_outer_l − eye_outer_r, Y =
+    chin → forehead orthogonalized, Z = X × Y); head = ``Cᵀ · F`` with ``C`` the chest frame
+    where the body dims are sent and the camera's upright frame where they are not (the avatar's
+    chest then stands upright, so its head turns as the camera saw the face)."""
     batch = prep.valid.shape[0]
     out = np.full((batch, 3), np.nan)
     clamped = np.zeros(batch, dtype=bool)
@@ -788,10 +877,18 @@ def _head(prep: _Prepared) -> tuple[F64, Bool, Bool]:
     x = _unit(pts[:, 0] - pts[:, 1])
     up = pts[:, 2] - pts[:, 3]
     y = _unit(up - _dot(up, x)[:, None] * x)
-    ok = present & np.isfinite(x).all(-1) & np.isfinite(y).all(-1)
+    four = present & np.isfinite(x).all(-1) & np.isfinite(y).all(-1)
+    face_rot = np.stack([x, y, cross_unchecked(x, y)], axis=-1)
+    fitted, fit_ok = face_fit(prep.face[:, _FIT_AT])
+    fit_ok = fit_ok & prep.valid
+    face_rot = np.where(fit_ok[:, None, None], fitted, face_rot)
+    ok = fit_ok | four
     if ok.any():
-        face_rot = np.stack([x, y, cross_unchecked(x, y)], axis=-1)[ok]
-        rel = np.einsum("bji,bjk->bik", prep.rotation[ok], face_rot)
+        upright: Bool = np.asarray(np.isfinite(prep.up).all(-1))
+        ref = np.where(upright[:, None, None], _upright(np.where(upright[:, None], prep.up, _EY)), prep.rotation)
+        c, f = ref[ok], face_rot[ok]  # Cᵀ·F, the sum over j in order (spec §1.5)
+        rel = ((c[:, 0, :, None] * f[:, 0, None, :] + c[:, 1, :, None] * f[:, 1, None, :])
+               + c[:, 2, :, None] * f[:, 2, None, :])
         out[ok], clamped[ok] = matrix_to_head(rel)
     return out, clamped, ok
 

@@ -65,6 +65,9 @@ from posewire.producers.landmarks import (
     CAMERA_FALLBACK_ROTATION,
     FACE_POINTS,
     HEAD_CLAMP_KEY,
+    HEAD_FIT_MIN,
+    HEAD_FIT_SQUARINGS,
+    HEAD_REFERENCE,
     HIPS_VISIBILITY,
     IMPLAUSIBLE_NOTE,
     MIRROR_MIN_SINE,
@@ -96,7 +99,9 @@ _PLAUSIBLE = as_vec1(BODY_PLAUSIBLE * BODY_MAX_DEG)
 _POSE_NAMES = tuple(POSE_POINTS)
 _POSE_AT = np.array([POSE_POINTS[n] for n in _POSE_NAMES], dtype=np.intp)
 _WRISTS_AT = np.array([POSE_POINTS["wrist_l"], POSE_POINTS["wrist_r"]], dtype=np.intp)
-_FACE_AT = np.array([FACE_POINTS[k] for k in ("eye_outer_l", "eye_outer_r", "forehead", "chin")], dtype=np.intp)
+_FACE_AT = np.array([FACE_POINTS[k] for k in ("eye_outer_l", "eye_outer_r", "forehead", "chin")]
+                    + list(HEAD_REFERENCE), dtype=np.intp)
+_FIT_REF: list[Vec3] = [(float(x), float(y), float(z)) for x, y, z in HEAD_REFERENCE.values()]
 _LOWER, _UPPER = LOWER.tolist(), UPPER.tolist()
 _IDS = [d.id for d in REGISTRY.dimensions]
 _BODY_COLS = [REGISTRY.index(i) for i in ("b_yaw", "b_pitch", "b_roll")]
@@ -260,6 +265,7 @@ class _Frame(NamedTuple):
     mirrored: bool
     swapped: bool
     quat: Quat | None = None  # the torso rotation Q (landmarks._Prepared.quat), None where NaN there
+    up: Vec3 | None = None  # the camera's up of an upright chest (no body dims, spec §4.5)
 
 
 def _prepare(lm: HolisticLandmarks, x_sign: float, visibility_threshold: float) -> _Frame:
@@ -289,12 +295,15 @@ def _prepare(lm: HolisticLandmarks, x_sign: float, visibility_threshold: float) 
         else:
             quat = None
     valid = solved is not None
+    up: Vec3 | None = None
     if body is None:  # hips out of view or misplaced: an upright torso from the shoulders
         trunk = sub1(_mid(sl, sr), _mid(hl, hr))
         x = unit1(sub1(sl, sr), _EPS)
-        y = unit1(reject1(_camera_up1(trunk), x), _EPS)
+        up = _camera_up1(trunk)
+        y = unit1(reject1(up, x), _EPS)
         valid = _finite(x) and _finite(y)
         axes = (x, y, cross1(x, y)) if valid else (_NAN3, _NAN3, _NAN3)
+        up = up if valid else None
     neck = _mid(sl, sr) if valid else _NAN3
 
     # spec §2.2: a flipped selfie turns the head inside out
@@ -311,7 +320,7 @@ def _prepare(lm: HolisticLandmarks, x_sign: float, visibility_threshold: float) 
     else:  # both hands against the pose wrists' left-right order
         swapped = dot1(sub1(wrist_l, wrist_r), sub1(pose["wrist_l"], pose["wrist_r"])) < 0.0
     hands = {"l": right, "r": left} if swapped else {"l": left, "r": right}
-    return _Frame(pose, vis, hands, axes, neck, valid, body, body_clamped, implausible, mirrored, swapped, quat)
+    return _Frame(pose, vis, hands, axes, neck, valid, body, body_clamped, implausible, mirrored, swapped, quat, up)
 
 
 # ---------------------------------------------------------------------------- calibration samples
@@ -417,18 +426,73 @@ def _rigid_wrist1(shoulder: Vec3, elbow: Vec3, wrist: Vec3, arm_length: float | 
             shoulder[2] + (wrist[2] - shoulder[2]) * k)
 
 
+def _face_fit1(points: list[Vec3]) -> Mat3 | None:
+    """:func:`posewire.producers.landmarks.face_fit` of one frame (spec §4.4): the face's
+    rotation (rows of the matrix whose columns are the face frame's axes) from the
+    ``HEAD_REFERENCE`` points in table order (NaN = missing), None with fewer than
+    ``HEAD_FIT_MIN`` of them; the same operations in the same order."""
+    count = 0
+    cy0 = cy1 = cy2 = cx0 = cx1 = cx2 = 0.0
+    for (x0, x1, x2), p in zip(_FIT_REF, points, strict=True):
+        if _finite(p):
+            count += 1
+            cy0, cy1, cy2 = cy0 + p[0], cy1 + p[1], cy2 + p[2]
+            cx0, cx1, cx2 = cx0 + x0, cx1 + x1, cx2 + x2
+    if count < HEAD_FIT_MIN:
+        return None
+    n = float(count)
+    cy0, cy1, cy2, cx0, cx1, cx2 = cy0 / n, cy1 / n, cy2 / n, cx0 / n, cx1 / n, cx2 / n
+    sxx = sxy = sxz = syx = syy = syz = szx = szy = szz = shift = 0.0
+    for (x0, x1, x2), p in zip(_FIT_REF, points, strict=True):
+        if _finite(p):
+            a0, a1, a2 = x0 - cx0, x1 - cx1, x2 - cx2
+            b0, b1, b2 = p[0] - cy0, p[1] - cy1, p[2] - cy2
+            sxx, sxy, sxz = sxx + a0 * b0, sxy + a0 * b1, sxz + a0 * b2
+            syx, syy, syz = syx + a1 * b0, syy + a1 * b1, syz + a1 * b2
+            szx, szy, szz = szx + a2 * b0, szy + a2 * b1, szz + a2 * b2
+            shift = shift + sqrt((a0 * a0 + a1 * a1) + a2 * a2) * sqrt((b0 * b0 + b1 * b1) + b2 * b2)
+    m = [[((sxx + syy) + szz) + shift, syz - szy, szx - sxz, sxy - syx],
+         [syz - szy, ((sxx - syy) - szz) + shift, sxy + syx, szx + sxz],
+         [szx - sxz, sxy + syx, ((syy - sxx) - szz) + shift, syz + szy],
+         [sxy - syx, szx + sxz, syz + szy, ((szz - sxx) - syy) + shift]]
+    for _ in range(HEAD_FIT_SQUARINGS):
+        m = [[((m[i][0] * m[0][j] + m[i][1] * m[1][j]) + m[i][2] * m[2][j]) + m[i][3] * m[3][j] for j in range(4)]
+             for i in range(4)]
+        trace = ((m[0][0] + m[1][1]) + m[2][2]) + m[3][3]
+        if not (trace > 0.0 and math.isfinite(trace)):
+            return None
+        m = [[v / trace for v in row] for row in m]
+    column = 0
+    for j in range(1, 4):  # the first of equal ones
+        if m[j][j] > m[column][column]:
+            column = j
+    return to_matrix1((m[0][column], m[1][column], m[2][column], m[3][column]))
+
+
 def _head(frame: _Frame, face: list[Vec3]) -> tuple[Vec3, bool] | None:
     """landmarks._head of one frame: normalized (h_yaw, h_pitch, h_roll) and the clamp,
-    None without a face or a body frame (spec §4.4: R_bodyᵀ · R_face)."""
-    eye_l, eye_r, forehead, chin = face
-    if not (frame.valid and _finite(eye_l) and _finite(eye_r) and _finite(forehead) and _finite(chin)):
+    None without a face or a body frame (spec §4.4: Cᵀ · F, F the rigid fit or the
+    four-point face frame, C the chest or, without body dims, the camera's upright frame)."""
+    if not frame.valid:
         return None
-    x = unit1(sub1(eye_l, eye_r), _EPS)
-    y = unit1(reject1(sub1(forehead, chin), x), _EPS)
-    if not (_finite(x) and _finite(y)):
-        return None
-    axes = frame.axes  # Rᵀ·F by columns
-    cx, cy, cz = to_frame1(axes, x), to_frame1(axes, y), to_frame1(axes, cross1(x, y))
+    eye_l, eye_r, forehead, chin = face[:4]
+    fitted = _face_fit1(face[4:]) if len(face) > 4 else None
+    if fitted is not None:
+        f = fitted
+    else:
+        if not (_finite(eye_l) and _finite(eye_r) and _finite(forehead) and _finite(chin)):
+            return None
+        x = unit1(sub1(eye_l, eye_r), _EPS)
+        y = unit1(reject1(sub1(forehead, chin), x), _EPS)
+        if not (_finite(x) and _finite(y)):
+            return None
+        z = cross1(x, y)
+        f = ((x[0], y[0], z[0]), (x[1], y[1], z[1]), (x[2], y[2], z[2]))
+    up = frame.up
+    # the camera's upright frame: X = up × +z, Y = up, Z = +z (spec §4.4)
+    axes = frame.axes if up is None else (cross1(up, _EZ1), up, _EZ1)
+    fx, fy, fz = (f[0][0], f[1][0], f[2][0]), (f[0][1], f[1][1], f[2][1]), (f[0][2], f[1][2], f[2][2])
+    cx, cy, cz = to_frame1(axes, fx), to_frame1(axes, fy), to_frame1(axes, fz)  # Cᵀ·F by columns
     return matrix_to_head1(((cx[0], cy[0], cz[0]), (cx[1], cy[1], cz[1]), (cx[2], cy[2], cz[2])))
 
 

@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 
 from posewire.codec.calibration import BodyFrame
 from posewire.codec.registry import REGISTRY
-from posewire.fidelity import flexion_tip_errors, reprojection
+from posewire.fidelity import flexion_errors, flexion_tip_errors, reprojection
 from posewire.groundtruth import noise, random_vectors, render, thumb_roll_error_deg
 from posewire.producers.hand import THUMB_ROLL_MIN_CURL_DEG
 from posewire.producers.landmarks import landmarks_to_vectors
@@ -235,6 +235,44 @@ def test_reprojection_of_ground_truth_is_exact() -> None:
     assert float(np.max(image[:, 1:])) < 1e-3 and float(np.median(image[:, 0])) < 1e-3
     assert rep.elbow_deg.size > 0 and float(np.max(rep.elbow_deg)) < 1e-3
     np.testing.assert_allclose(rep.reach_avatar, rep.reach_person, atol=1e-6)
+    # the last finger bone and the fingertip on the person's proportions (here the avatar's own)
+    last, mm = rep.last_bone_deg.reshape(-1, 5), rep.tip_mm.reshape(-1, 5)
+    assert last.shape == mm.shape == (40 * 2, 5)
+    assert float(np.max(last[:, 1:])) < 1e-3 and float(np.max(mm[:, 1:])) < 1e-6
+    assert rep.finger_last_bone_deg.size == rep.finger_tip_mm.size == 40 * 2 * 4
+    assert float(np.median(last[:, 0])) < 1e-3 and float(np.median(mm[:, 0])) < 1e-6
+
+
+def test_fingertip_mm_is_on_the_persons_own_proportions() -> None:
+    # posewire.fidelity.person_fingers: a person whose hands are the avatar's scaled by 1.2 (hand_scale 1,
+    # metres) is rebuilt exactly from the avatar's finger angles on their own knuckles and phalanges;
+    # a hand whose fingers were sent 20° more bent at every joint is rebuilt that far off
+    rng = np.random.default_rng(21)
+    vec = random_vectors(rng, 30)
+    lm = render(vec).landmarks
+    res = landmarks_to_vectors(lm)
+
+    def bigger(h: F64) -> F64:
+        out: F64 = h[:, :1] + 1.2 * (h - h[:, :1])
+        return out
+
+    person = replace(lm, left_hand=bigger(lm.left_hand), right_hand=bigger(lm.right_hand))
+    rep = reprojection(person, res)
+    assert rep.finger_tip_mm.size == 30 * 2 * 4 and float(np.max(rep.finger_tip_mm)) < 1e-6
+    assert float(np.max(rep.finger_last_bone_deg)) < 1e-3
+    bent = res.vectors.copy()
+    for f in ("index", "middle", "ring", "pinky"):
+        for side in SIDES:
+            for dim in (f"g_{f}_fold_{side}", f"g_{f}_curl_{side}", f"g_{f}_distal_{side}"):
+                if dim in REGISTRY.by_id:
+                    i = REGISTRY.index(dim)
+                    bent[:, i] = np.clip(bent[:, i] + 20.0 / float(REGISTRY.dimensions[i].row.angle_deg or 1.0),
+                                         -1.0, 1.0)
+    off = reprojection(person, replace(res, vectors=bent))
+    assert float(np.median(off.finger_tip_mm)) > 10.0 and float(np.median(off.finger_last_bone_deg)) > 20.0
+    # without hand_scale there are no millimetres (the directions do not need it)
+    unscaled = reprojection(replace(person, hand_scale=None), res)
+    assert unscaled.tip_mm.size == 0 and unscaled.tip_deg.size == rep.tip_deg.size
 
 
 def test_reprojection_sees_a_wrong_arm_unit() -> None:
@@ -274,9 +312,17 @@ def test_a_flexion_only_peer_posed_as_the_avatar_reads_no_error(seed: int) -> No
     for side in SIDES:
         fold = np.stack([vec[:, REGISTRY.index(f"g_{f}_fold_{side}")] * 120.0 for f in fingers], axis=1)
         curl = np.stack([vec[:, REGISTRY.index(f"g_{f}_curl_{side}")] * 90.0 for f in fingers], axis=1)
-        tip, image = flexion_tip_errors(gt.landmarks, result, side, np.radians(np.stack([fold, curl, curl], -1)))
+        distal = np.stack([vec[:, REGISTRY.index(f"g_{f}_distal_{side}")]
+                           * float(REGISTRY.by_id[f"g_{f}_distal_{side}"].row.angle_deg or 0.0)
+                           if f"g_{f}_distal_{side}" in REGISTRY.by_id else vec[:, REGISTRY.index(f"g_{f}_curl_{side}")]
+                           * 90.0 for f in fingers], axis=1)
+        tip, image = flexion_tip_errors(gt.landmarks, result, side, np.radians(np.stack([fold, curl, distal], -1)))
         assert tip.size == image.size == 8 * 4
         assert tip.max() < 1e-3 and image.max() < 1e-3
+        # the last bone and the fingertip (mm, on the person's proportions: here the avatar's) too
+        errors = flexion_errors(gt.landmarks, result, side, np.radians(np.stack([fold, curl, distal], -1)))
+        assert errors.last_bone_deg.shape == errors.tip_mm.shape == (8, 4)
+        assert errors.last_bone_deg.max() < 1e-3 and errors.tip_mm.max() < 1e-6
         # a peer that bends every joint 20° further reads the difference
-        tip, _ = flexion_tip_errors(gt.landmarks, result, side, np.radians(np.stack([fold, curl, curl], -1) + 20.0))
+        tip, _ = flexion_tip_errors(gt.landmarks, result, side, np.radians(np.stack([fold, curl, distal], -1) + 20.0))
         assert np.median(tip) > 10.0

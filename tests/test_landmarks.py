@@ -341,6 +341,10 @@ def test_mirror_law(sample: tuple[F64, F64, F64, F64, F64]) -> None:
             for finger in ("index", "middle", "ring", "pinky"):
                 for kind in ("curl", "fold", "side", "distal"):
                     keep[[REGISTRY.index(f"g_{finger}_{kind}_{s}"), REGISTRY.index(f"g_{finger}_{kind}_{t}")]] = False
+    # without body dims the head is relative to the camera's upright frame (spec §4.4), which
+    # the mirror keeps only for a camera in the sagittal plane too (checked below)
+    if not np.isfinite(a.vectors[0, REGISTRY.index("b_yaw")]):
+        keep[[REGISTRY.index(d) for d in ("h_yaw", "h_pitch", "h_roll")]] = False
     np.testing.assert_allclose(b.vectors[:, keep], mirror(a.vectors)[:, keep], atol=1e-7)
     assert a.tracking["hand_l"][0] == b.tracking["hand_r"][0]
     sagittal = rot_x(float(np.degrees(np.arcsin(np.clip(-camera[1, 2], -1.0, 1.0)))))
@@ -422,3 +426,26 @@ def test_hips_at_the_frames_edge_are_not_seen() -> None:
         res = landmarks_to_vectors(lm)
         assert bool(np.isfinite(res.vectors[:, b_yaw]).any()) is seen, hips
         assert (res.report.degenerate.get("body_hips_not_visible", 0) > 0) is not seen
+
+
+def test_face_fit_recovers_a_turned_reference_exactly() -> None:
+    """spec §4.4 "The face's rotation": the rigid fit returns the rotation of the reference
+    shape, scaled and moved, in the batch and the single-frame path; fewer than 6 points:
+    no fit."""
+    from posewire.codec.quaternion import to_matrix
+    from posewire.producers.landmarks import HEAD_REFERENCE, face_fit
+    from posewire.producers.landmarks_single import _face_fit1
+
+    ref = np.array(list(HEAD_REFERENCE.values()))
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        turn = to_matrix(rng.normal(size=4))
+        pts = (ref @ turn.T) * rng.uniform(0.001, 10.0) + rng.normal(size=3)
+        fitted, ok = face_fit(pts[None])
+        assert ok[0]
+        np.testing.assert_allclose(fitted[0], turn, atol=1e-12)
+        single = _face_fit1([tuple(p) for p in pts.tolist()])
+        assert single is not None
+        np.testing.assert_allclose(np.array(single), turn, atol=1e-12)
+    pts[5:] = np.nan
+    assert not face_fit(pts[None])[1][0] and _face_fit1([tuple(p) for p in pts.tolist()]) is None

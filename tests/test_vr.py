@@ -221,7 +221,7 @@ def test_known_angles_come_back() -> None:
         assert vec[0, col(f"g_{finger}_distal_r")] == pytest.approx(POSE.dip[k] / 90, abs=1e-9)
     assert vec[0, col("g_middle_side_r")] == pytest.approx(POSE.middle_side / 30, abs=1e-9)
     assert vec[0, col("g_thumb_fold_r")] == pytest.approx(POSE.thumb_fold / 90, abs=1e-9)
-    assert vec[0, col("g_thumb_side_r")] == pytest.approx(POSE.thumb_side / 45, abs=1e-9)
+    assert vec[0, col("g_thumb_side_r")] == pytest.approx(POSE.thumb_side / 50, abs=1e-9)
     assert vec[0, col("g_thumb_curl_r")] == pytest.approx(POSE.thumb_bend[0] / 90, abs=1e-9)
     assert vec[0, col("g_thumb_distal_r")] == pytest.approx(POSE.thumb_bend[1] / 90, abs=1e-9)
     assert vec[0, col("g_thumb_roll_r")] == pytest.approx(POSE.thumb_roll / 90, abs=1e-9)

@@ -29,6 +29,14 @@ const maxOf = (id) => DIMS[idx(id)].max;
 export const POSE_POINTS = { nose: 0, ear_l: 7, ear_r: 8, shoulder_l: 11, shoulder_r: 12, elbow_l: 13, elbow_r: 14,
   wrist_l: 15, wrist_r: 16, hip_l: 23, hip_r: 24 };
 export const FACE_POINTS = { eye_outer_r: 33, eye_outer_l: 263, forehead: 10, chin: 152 };
+// spec §4.4 "The face's rotation": landmarks.HEAD_REFERENCE (mesh index -> the reference point, cm)
+const HEAD_REFERENCE = [[4, [0.0, -0.3699, 7.5917]], [6, [0.0, 2.5442, 5.7578]], [9, [0.0, 4.9518, 5.3248]],
+  [10, [0.0, 8.3162, 4.3797]], [33, [-4.4459, 2.7028, 3.1405]], [127, [-7.7431, 2.3402, -2.0341]],
+  [133, [-1.8564, 2.6312, 3.7259]], [151, [0.0, 6.6067, 4.9465]], [168, [0.0, 3.3351, 5.1954]],
+  [195, [0.0, 1.1426, 6.7611]], [197, [0.0, 1.8058, 6.295]], [263, [4.4459, 2.7028, 3.1405]],
+  [356, [7.7431, 2.3402, -2.0341]], [362, [1.8564, 2.6312, 3.7259]]];
+const HEAD_FIT_MIN = 6;
+const HEAD_FIT_SQUARINGS = 8;
 const TRUNK_MODEL = [[0.1, 0.0], [0.08, 0.1], [0.08, 0.25], [0.08, 0.5], [0.08, 0.75], [0.08, 1.0]]; // spec §4.5
 const EPS = 1e-9;
 const MIN_LENGTH = 1e-6;
@@ -327,12 +335,15 @@ function prepare(frame, xSign, threshold) {
     if (!implausible) [body, bodyClamped] = normalizedAngles(local, BODY_MAX);
   }
   let valid = solved !== null;
+  let up = null;
   if (body === null) { // hips out of view or misplaced: an upright torso from the shoulders
     const trunk = sub(mid(sl, sr), mid(hl, hr));
     const x = unit(sub(sl, sr), EPS);
-    const y = unit(reject(cameraUp(trunk), x), EPS);
+    up = cameraUp(trunk);
+    const y = unit(reject(up, x), EPS);
     valid = finite3(x) && finite3(y);
     axes = valid ? [x, y, cross(x, y)] : [NAN3, NAN3, NAN3];
+    if (!valid) up = null;
   }
   const neck = valid ? mid(sl, sr) : NAN3;
   // spec §2.2: a flipped selfie turns the head inside out
@@ -350,7 +361,7 @@ function prepare(frame, xSign, threshold) {
     swapped = dot(sub(wristL, wristR), sub(pose.wrist_l, pose.wrist_r)) < 0.0;
   }
   const hands = swapped ? { l: right, r: left } : { l: left, r: right };
-  return { pose, vis, hands, axes, neck, valid, body, bodyClamped, implausible, mirrored, swapped };
+  return { pose, vis, hands, axes, neck, valid, body, bodyClamped, implausible, mirrored, swapped, up };
 }
 
 // ---------------------------------------------------------------------------- hands (spec §2.4, §4.2, §4.3)
@@ -643,13 +654,64 @@ function put(row, cols, values, clamped) { // spec §3.1: only in-bounds values 
   });
 }
 
-function headDims(frame, face) { // spec §4.4: R_bodyᵀ · R_face
-  const [eyeL, eyeR, forehead, chin] = face;
-  if (!(frame.valid && finite3(eyeL) && finite3(eyeR) && finite3(forehead) && finite3(chin))) return null;
-  const x = unit(sub(eyeL, eyeR), EPS);
-  const y = unit(reject(sub(forehead, chin), x), EPS);
-  if (!(finite3(x) && finite3(y))) return null;
-  const cx = toFrame(frame.axes, x); const cy = toFrame(frame.axes, y); const cz = toFrame(frame.axes, cross(x, y));
+function faceFit(pts) { // spec §4.4: landmarks.face_fit of one frame, the same operations in order
+  let count = 0;
+  let cy0 = 0.0; let cy1 = 0.0; let cy2 = 0.0; let cx0 = 0.0; let cx1 = 0.0; let cx2 = 0.0;
+  HEAD_REFERENCE.forEach(([, x], k) => {
+    const p = pts[k];
+    if (!finite3(p)) return;
+    count += 1;
+    cy0 += p[0]; cy1 += p[1]; cy2 += p[2]; cx0 += x[0]; cx1 += x[1]; cx2 += x[2];
+  });
+  if (count < HEAD_FIT_MIN) return null;
+  cy0 /= count; cy1 /= count; cy2 /= count; cx0 /= count; cx1 /= count; cx2 /= count;
+  let sxx = 0.0; let sxy = 0.0; let sxz = 0.0; let syx = 0.0; let syy = 0.0; let syz = 0.0;
+  let szx = 0.0; let szy = 0.0; let szz = 0.0; let shift = 0.0;
+  HEAD_REFERENCE.forEach(([, x], k) => {
+    const p = pts[k];
+    if (!finite3(p)) return;
+    const a0 = x[0] - cx0; const a1 = x[1] - cx1; const a2 = x[2] - cx2;
+    const b0 = p[0] - cy0; const b1 = p[1] - cy1; const b2 = p[2] - cy2;
+    sxx += a0 * b0; sxy += a0 * b1; sxz += a0 * b2;
+    syx += a1 * b0; syy += a1 * b1; syz += a1 * b2;
+    szx += a2 * b0; szy += a2 * b1; szz += a2 * b2;
+    shift += Math.sqrt((a0 * a0 + a1 * a1) + a2 * a2) * Math.sqrt((b0 * b0 + b1 * b1) + b2 * b2);
+  });
+  let m = [[((sxx + syy) + szz) + shift, syz - szy, szx - sxz, sxy - syx],
+    [syz - szy, ((sxx - syy) - szz) + shift, sxy + syx, szx + sxz],
+    [szx - sxz, sxy + syx, ((syy - sxx) - szz) + shift, syz + szy],
+    [sxy - syx, szx + sxz, syz + szy, ((szz - sxx) - syy) + shift]];
+  for (let n = 0; n < HEAD_FIT_SQUARINGS; n += 1) {
+    const sq = [0, 1, 2, 3].map((i) => [0, 1, 2, 3].map((j) =>
+      ((m[i][0] * m[0][j] + m[i][1] * m[1][j]) + m[i][2] * m[2][j]) + m[i][3] * m[3][j]));
+    const trace = ((sq[0][0] + sq[1][1]) + sq[2][2]) + sq[3][3];
+    if (!(trace > 0.0 && Number.isFinite(trace))) return null;
+    m = sq.map((row) => row.map((v) => v / trace));
+  }
+  let column = 0;
+  for (let j = 1; j < 4; j += 1) if (m[j][j] > m[column][column]) column = j; // the first of equal ones
+  return toMatrix([m[0][column], m[1][column], m[2][column], m[3][column]]);
+}
+
+// spec §4.4: Cᵀ · F, F the rigid fit (else the four-point face frame), C the chest frame or,
+// without body dims, the camera's upright frame (X = up × +z, Y = up, Z = +z)
+function headDims(frame, face, fitPoints) {
+  if (!frame.valid) return null;
+  let f = fitPoints === null ? null : faceFit(fitPoints);
+  if (f === null) {
+    const [eyeL, eyeR, forehead, chin] = face;
+    if (!(finite3(eyeL) && finite3(eyeR) && finite3(forehead) && finite3(chin))) return null;
+    const x = unit(sub(eyeL, eyeR), EPS);
+    const y = unit(reject(sub(forehead, chin), x), EPS);
+    if (!(finite3(x) && finite3(y))) return null;
+    const z = cross(x, y);
+    f = [[x[0], y[0], z[0]], [x[1], y[1], z[1]], [x[2], y[2], z[2]]];
+  }
+  const ez = [0.0, 0.0, 1.0];
+  const axes = frame.up === null ? frame.axes : [cross(frame.up, ez), frame.up, ez];
+  const cx = toFrame(axes, [f[0][0], f[1][0], f[2][0]]);
+  const cy = toFrame(axes, [f[0][1], f[1][1], f[2][1]]);
+  const cz = toFrame(axes, [f[0][2], f[1][2], f[2][2]]);
   return normalizedAngles([[cx[0], cy[0], cz[0]], [cx[1], cy[1], cz[1]], [cx[2], cy[2], cz[2]]], HEAD_MAX);
 }
 
@@ -723,7 +785,8 @@ export function encodeFrame(input, cal, { mirrored = 'report', visibilityThresho
   let head = null;
   if (input.face != null) {
     const face = points(['eye_outer_l', 'eye_outer_r', 'forehead', 'chin'].map((k) => input.face[FACE_POINTS[k]]), xSign);
-    head = headDims(frame, face);
+    const fit = input.face.length > 4 ? points(HEAD_REFERENCE.map(([i]) => input.face[i]), xSign) : null;
+    head = headDims(frame, face, fit);
     tracked.head = head !== null;
     if (head !== null) put(row, HEAD_COLS, head[0], clampedCols);
   }

@@ -219,6 +219,20 @@ for k in ("hip_l", "hip_r"):
                                     -d[0] * np.sin(turn) + d[2] * np.cos(turn)])
 case("fail-body-implausible", "§4.5: hips turned 150° under the chest: degenerate.body_implausible, body lost",
      {"frames": [mutated(8, pose_world=pose)]})
+# §4.4: the face's rotation by the rigid fit, relative to the camera's upright frame without body dims: the
+# reference shape turned yaw 30°, pitch 10° (in MediaPipe axes) on a frame whose hips are unseen
+fit_face = np.full((1, 468, 3), np.nan)
+from posewire.codec.euler import head_to_quat  # noqa: E402
+from posewire.codec.quaternion import to_matrix  # noqa: E402
+from posewire.producers.landmarks import HEAD_REFERENCE, MEDIAPIPE_TO_Y_UP  # noqa: E402
+
+turn = to_matrix(head_to_quat([30.0 / 90.0, 10.0 / 60.0, 0.0]))
+for i, x in HEAD_REFERENCE.items():
+    y_up = turn.dot(np.array(x)) * 0.01 + np.array([0.0, 0.45, 0.05])
+    fit_face[0, i] = MEDIAPIPE_TO_Y_UP.dot(y_up)
+case("head-face-fit-upright", "§4.4: the face points of the rigid fit, the reference shape turned yaw 30°, pitch 10°, "
+     "in a frame without body dims: h = (1/3, 1/6, 0), whatever the shoulders",
+     {"frames": [mutated(4, pose_visibility=hidden, face=fit_face)]})
 pose = base.pose_world[9:10].copy()
 for s in ("l", "r"):
     pose[0, P[f"elbow_{s}"]] = 0.5 * (pose[0, P[f"shoulder_{s}"]] + pose[0, P[f"wrist_{s}"]])
