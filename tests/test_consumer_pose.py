@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from posewire.codec.calibration import arm_to_physical, units
 from posewire.codec.euler import body_to_quat, head_to_quat
 from posewire.codec.quaternion import palm_decode, rotate
-from posewire.codec.registry import DIMENSIONS
+from posewire.codec.registry import DIMENSIONS, REGISTRY
 from posewire.codec.vector import DEFAULTS, LOWER, N_DIMS, from_dict, mirror
 from posewire.consumers.pose import decode_pose
 from posewire.consumers.skeleton import Skeleton, calibration_of, fk, helix_humanoid
@@ -99,8 +99,8 @@ def test_same_vector_same_proportional_place_on_other_proportions() -> None:
 
 def test_head_is_body_times_head_and_shared_over_present_joints() -> None:
     vec = from_dict({"h_yaw": 0.5, "h_pitch": 0.25, "b_yaw": 0.4, "b_roll": -0.3})
-    q_body = body_to_quat(vec[[49, 50, 51]])
-    q_head = head_to_quat(vec[[46, 47, 48]])
+    q_body = body_to_quat(vec[[REGISTRY.index(d) for d in ("b_yaw", "b_pitch", "b_roll")]])
+    q_head = head_to_quat(vec[[REGISTRY.index(d) for d in ("h_yaw", "h_pitch", "h_roll")]])
     for skel in (SKEL, SKEL.without(["spine_02", "spine_04", "neck_02"])):
         _, rot = _world(vec, skel)
         ix = skel.index
@@ -115,7 +115,7 @@ def test_body_rotation_carries_arm_target() -> None:
     vec = from_dict({"b_yaw": 1.0, "a_z_r": 0.5})
     pos, _ = _world(vec)
     still, _ = _world(from_dict({"a_z_r": 0.5}))
-    q = body_to_quat(vec[[49, 50, 51]])
+    q = body_to_quat(vec[[REGISTRY.index(d) for d in ("b_yaw", "b_pitch", "b_roll")]])
     neck = 0.5 * (pos[0, IX["upperarm_l"]] + pos[0, IX["upperarm_r"]])
     neck0 = 0.5 * (still[0, IX["upperarm_l"]] + still[0, IX["upperarm_r"]])
     np.testing.assert_allclose(pos[0, IX["hand_r"]] - neck, rotate(q, still[0, IX["hand_r"]] - neck0),
@@ -123,13 +123,15 @@ def test_body_rotation_carries_arm_target() -> None:
 
 
 def test_finger_curl_and_fold_angles() -> None:
-    vec = from_dict({"g_index_curl_r": 0.5, "g_index_fold_r": -0.2, "g_index_curl_l": 0.5})
+    vec = from_dict({"g_index_curl_r": 0.5, "g_index_fold_r": -0.2, "g_index_curl_l": 0.5,
+                     "g_index_distal_r": 0.5, "g_index_distal_l": 0.5})
     _, rot = _world(vec)
     for s in ("r", "l"):
-        rel = rotate(np.array([1, -1, -1, -1.0]) * rot[0, IX[f"index_01_{s}"]],
-                     rotate(rot[0, IX[f"index_02_{s}"]], [0.0, 1.0, 0.0]))
-        # 45° of curl between the base and the middle segment (identity rest frames)
-        assert np.degrees(np.arccos(np.clip(rel[1], -1, 1))) == pytest.approx(45.0)
+        for parent, child, want in (("01", "02", 55.0), ("02", "03", 45.0)):
+            rel = rotate(np.array([1, -1, -1, -1.0]) * rot[0, IX[f"index_{parent}_{s}"]],
+                         rotate(rot[0, IX[f"index_{child}_{s}"]], [0.0, 1.0, 0.0]))
+            # curl 0.5 × 110° at the PIP, distal 0.5 × 90° at the DIP (identity rest frames, spec §4.3)
+            assert np.degrees(np.arccos(np.clip(rel[1], -1, 1))) == pytest.approx(want)
     pos, _ = _world(vec)
     palm = pos[0, IX["index_02_r"]] - pos[0, IX["index_01_r"]]
     pos0, _ = _world(DEFAULTS)

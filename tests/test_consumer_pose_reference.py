@@ -131,12 +131,12 @@ def _plan(skel: Skeleton) -> _Plan:
                 ez = np.array([0.0, 0.0, 1.0])
                 specs = [((ez, t_x, t_y), (f"g_{f}_fold_{s}", f"g_{f}_side_{s}", f"g_thumb_roll_{s}")),
                          ((ez, ez, ez), (f"g_{f}_curl_{s}", "", "")),
-                         ((ez, ez, ez), (f"g_{f}_curl_{s}", "", ""))]
+                         ((ez, ez, ez), (f"g_{f}_distal_{s}", "", ""))]
             else:
                 ex, ez = np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0])
                 specs = [((ez, ex, ex), (f"g_{f}_side_{s}", f"g_{f}_fold_{s}", "")),
                          ((ex, ex, ex), (f"g_{f}_curl_{s}", "", "")),
-                         ((ex, ex, ex), (f"g_{f}_curl_{s}", "", ""))]
+                         ((ex, ex, ex), (f"g_{f}_distal_{s}", "", ""))]
             alpha = 0.0
             if f != "thumb" and joints[0] in ix and joints[1] in ix:
                 # in-plane angle (from +Y toward the pinky) of the metacarpal minus the bone's
