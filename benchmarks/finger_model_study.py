@@ -581,13 +581,14 @@ def _to_anatomy(vec: F64) -> F64:
     for s in ("l", "r"):
         for f in FINGERS:
             c = REGISTRY.index(f"g_{f}_curl_{s}")
-            out[:, c] = onto(vec[:, c], -10.0, 90.0, REG_CURL)
+            curl_deg = _deg(f"g_{f}_curl_r")
+            out[:, c] = onto(vec[:, c], -10.0, 90.0, curl_deg)
             if f != "thumb":
                 k = REGISTRY.index(f"g_{f}_fold_{s}")
                 out[:, k] = onto(vec[:, k], ANAT_FOLD[0], ANAT_FOLD[1], REG_FOLD)
             distal = f"g_{f}_distal_{s}"
             if distal in REGISTRY.by_id:  # the truth bends its two distal joints equally
-                out[:, REGISTRY.index(distal)] = out[:, c]
+                out[:, REGISTRY.index(distal)] = out[:, c] * curl_deg / _deg(f"{distal}_r")
     return out
 
 

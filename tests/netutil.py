@@ -121,14 +121,15 @@ async def wait_for(predicate: Callable[[], bool], *, timeout: float = TIMEOUT) -
 
 
 def padded_frame(seq: int, yaw: float, size: int) -> bytes:
-    """A valid full frame (``h_yaw`` = ``yaw``) of exactly ``size`` bytes (at least 512):
+    """A valid full frame (``h_yaw`` = ``yaw``) of exactly ``size`` bytes (at least 300):
     an unknown key pads it (spec §5.9 rule 4: ignored)."""
     values = np.array(DEFAULTS, dtype=np.float64)
     values[REGISTRY.index("h_yaw")] = yaw
     obj = msgpack.unpackb(encode(Frame(seq, 1000 + seq, values)))
     obj["zz"] = ""
     pad = size - len(msgpack.packb(obj))
-    obj["zz"] = "x" * (pad - 2)  # a str16 of pad - 2 bytes replaces a 1-byte fixstr
+    # a str8 (2-byte header, up to 255 bytes) or str16 (3-byte header) replaces a 1-byte fixstr
+    obj["zz"] = "x" * (pad - 1 if pad - 1 <= 255 else pad - 2)
     data = bytes(msgpack.packb(obj))
     assert len(data) == size
     return data

@@ -271,7 +271,9 @@ def test_pose_depth_scale_undoes_an_exaggerated_image_depth() -> None:
     gt = render(random_vectors(np.random.default_rng(3), 60), view_yaw_deg=40.0).landmarks
     stretched = gt.pose_world * np.array([1.0, 1.0, 4.0])
     assert pose_depth_scale(stretched) == pytest.approx(0.25)
-    assert pose_depth_scale(gt.pose_world) == pytest.approx(1.0)
+    # the true depth reads within one grid step (0.05): on seeds 0–5, 1.00 four times, 0.95 and 1.05
+    # once each
+    assert pose_depth_scale(gt.pose_world) == pytest.approx(1.0, abs=0.05 + 1e-9)
     assert pose_depth_scale(gt.pose_world[:5]) is None  # too few frames
 
 

@@ -544,8 +544,9 @@ async def _isolation(ctx: _Ctx) -> None:
     stream = ctx.stream("isolation")
     c = await _open(ctx, "consumer", stream)
     p = await _open(ctx, "producer", stream)
-    bad = msgpack.packb({"t": "f", "s": 1, "ts": 1, "m": b"\x00\x00\x00\x00\x00\x40",
-                         "v": b"\x80\x00"}, use_bin_type=True)  # q = -32768
+    yaw = REGISTRY.index("h_yaw")  # a 16-bit dim alone: mask bit yaw (spec §5.4)
+    mask = bytes(yaw // 8) + bytes([1 << (yaw % 8)])
+    bad = msgpack.packb({"t": "f", "s": 1, "ts": 1, "m": mask, "v": b"\x80\x00"}, use_bin_type=True)  # q = -32768
     await p.send(bad)
     await _expect_refusal(p, "decode.out_of_range", "§5.7.2 a bad frame closes its sender")
     p2 = await _open(ctx, "producer", stream)
