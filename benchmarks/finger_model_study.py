@@ -69,8 +69,10 @@ from posewire.fidelity import (
     _in_palm,
     _model_fingers,
     _palm_basis,
+    angle_deg,
     person_fingers,
     person_phalanges,
+    unit,
 )
 from posewire.groundtruth import moving_vectors, noise, render
 from posewire.producers.hand import FINGER_CHAINS, THUMB_CHAIN, THUMB_REST, THUMB_SIDE_AXIS
@@ -106,16 +108,7 @@ HAS_DISTAL = "g_index_distal_r" in REGISTRY.by_id
 # ------------------------------------------------------------------------------ geometry
 
 
-def _unit(v: F64) -> F64:
-    n = np.sqrt((v * v).sum(-1, keepdims=True))
-    out: F64 = v / np.where(n > 0, n, np.nan)
-    return out
-
-
-def _angle_deg(a: F64, b: F64) -> F64:
-    cos = np.clip((_unit(a) * _unit(b)).sum(-1), -1.0, 1.0)
-    out: F64 = np.degrees(np.arccos(cos))
-    return out
+_unit, _angle_deg = unit, angle_deg
 
 
 def _cross(a: F64, b: F64) -> F64:

@@ -37,8 +37,8 @@ from posewire.groundtruth import render
 from posewire.producers.hand import FINGER_CHAINS, THUMB_CHAIN, hand_frame, with_depth_gain
 from posewire.producers.landmarks import POSE_POINTS, HolisticLandmarks, LandmarkResult
 
-__all__ = ["ArmReprojection", "FingerErrors", "Reprojection", "flexion_errors", "flexion_tip_errors",
-           "person_fingers", "person_phalanges", "reprojection"]
+__all__ = ["ArmReprojection", "FingerErrors", "Reprojection", "angle_deg", "flexion_errors", "flexion_tip_errors",
+           "person_fingers", "person_phalanges", "reprojection", "unit"]
 
 F64 = NDArray[np.float64]
 _CHAINS = {"thumb": THUMB_CHAIN, **FINGER_CHAINS}
@@ -104,22 +104,24 @@ class FingerErrors:
     tip_mm: F64
 
 
-def _unit(v: F64) -> F64:
+def unit(v: F64) -> F64:
+    """``v`` (..., 3) over its length (NaN where the length is 0)."""
     n = np.sqrt((v * v).sum(-1, keepdims=True))
     out: F64 = v / np.where(n > 0, n, np.nan)
     return out
 
 
-def _angle_deg(a: F64, b: F64) -> F64:
-    cos = np.clip((_unit(a) * _unit(b)).sum(-1), -1.0, 1.0)
+def angle_deg(a: F64, b: F64) -> F64:
+    """Unsigned angle (degrees) between ``a`` and ``b`` (..., 3), NaN for a zero vector."""
+    cos = np.clip((unit(a) * unit(b)).sum(-1), -1.0, 1.0)
     out: F64 = np.degrees(np.arccos(cos))
     return out
 
 
 def _palm_basis(hand: F64, side: str) -> F64:
     fingers, normal = hand_frame(hand, side=side)  # type: ignore[arg-type]
-    y = _unit(fingers)
-    z = _unit(normal - (normal * y).sum(-1, keepdims=True) * y)
+    y = unit(fingers)
+    z = unit(normal - (normal * y).sum(-1, keepdims=True) * y)
     x = np.cross(y, z)
     return np.stack([x, y, z], axis=-1)  # columns X, Y, Z
 
@@ -188,10 +190,10 @@ def person_fingers(person: F64, lengths: F64, model_bones: F64, model_knuckles: 
     knuckle = person[:, chains[:, 0]]  # (b, F, 3)
     turn = _plane_angle(knuckle) - _plane_angle(model_knuckles)
     turn = np.where(which == 0, 0.0, turn)[..., None]  # (b, F, 1)
-    unit = _unit(model_bones)
+    bones = unit(model_bones)
     c, s = np.cos(turn), np.sin(turn)
-    x, y = unit[..., 0], unit[..., 1]
-    turned = np.stack([c * x - s * y, s * x + c * y, unit[..., 2]], axis=-1)
+    x, y = bones[..., 0], bones[..., 1]
+    turned = np.stack([c * x - s * y, s * x + c * y, bones[..., 2]], axis=-1)
     steps = turned * lengths[which][None, :, :, None]
     out: F64 = np.concatenate([knuckle[:, :, None], knuckle[:, :, None] + np.cumsum(steps, axis=2)], axis=2)
     return out
@@ -205,10 +207,10 @@ def _finger_errors(person: F64, metres: F64, cam_basis: F64, cam_raw: F64, model
     chains = _CHAIN_POINTS[fingers]
     cam = person[:, chains]  # (b, F, 4, 3)
     model_tip = model_bones.sum(axis=2)
-    tip = _angle_deg(cam[:, :, 3] - cam[:, :, 0], model_tip)
+    tip = angle_deg(cam[:, :, 3] - cam[:, :, 0], model_tip)
     raw = cam_raw[:, chains[:, 3]] - cam_raw[:, chains[:, 0]]
     image = _image_errors(cam_basis, model_tip, raw)
-    last = _angle_deg(cam[:, :, 3] - cam[:, :, 2], model_bones[:, :, 2])
+    last = angle_deg(cam[:, :, 3] - cam[:, :, 2], model_bones[:, :, 2])
     person_m = person * metres[:, None, None]
     rebuilt = person_fingers(person_m, person_phalanges(person_m), model_bones, model_knuckles, fingers)
     gap = rebuilt[:, :, 3] - person_m[:, chains[:, 3]]
@@ -227,7 +229,7 @@ def _image_errors(cam_basis: F64, model_local: F64, cam_raw: F64) -> F64:
     """Image-plane angles (degrees) between directions in the palm frame placed in the camera's
     palm frame and the camera's own directions."""
     placed = np.einsum("bij,bkj->bki", cam_basis, model_local)
-    return _angle_deg(placed[..., :2], cam_raw[..., :2])
+    return angle_deg(placed[..., :2], cam_raw[..., :2])
 
 
 def flexion_errors(lm: HolisticLandmarks, result: LandmarkResult, side: str, bends: F64) -> FingerErrors:
@@ -247,7 +249,7 @@ def flexion_errors(lm: HolisticLandmarks, result: LandmarkResult, side: str, ben
     bones, knuckles = _model_fingers(local)
     bones, knuckles = bones[:, 1:], knuckles[:, 1:]  # (b, 4, 3, 3), straight along d
     lengths = np.sqrt((bones * bones).sum(-1))
-    along = _unit(bones.sum(axis=2))  # d: each straight finger's direction, in the palm plane
+    along = unit(bones.sum(axis=2))  # d: each straight finger's direction, in the palm plane
     turn = np.cumsum(bends[rows], axis=-1)  # (b, 4, 3)
     z = np.array([0.0, 0.0, 1.0])  # the palm normal, toward which a finger folds (spec §4.3)
     posed = lengths[..., None] * (np.cos(turn)[..., None] * along[:, :, None] + np.sin(turn)[..., None] * z)
@@ -267,7 +269,7 @@ def _elbow_and_reach(pose: F64, side: str) -> tuple[F64, F64]:
     upper, fore = e - s, w - e
     length = np.sqrt((upper * upper).sum(-1)) + np.sqrt((fore * fore).sum(-1))
     reach = np.sqrt(((w - s) ** 2).sum(-1)) / np.where(length > 0, length, np.nan)
-    return _angle_deg(upper, fore), reach
+    return angle_deg(upper, fore), reach
 
 
 def reprojection(lm: HolisticLandmarks, result: LandmarkResult) -> Reprojection:

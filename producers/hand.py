@@ -78,6 +78,7 @@ __all__ = [
     "hand_chirality",
     "hand_dims",
     "hand_frame",
+    "least_gain",
     "thumb_roll",
     "with_depth_gain",
 ]
@@ -130,6 +131,9 @@ HAND_BONES: tuple[tuple[int, int], ...] = (
 DEPTH_GAINS: F64 = np.round(np.arange(1.0, 5.0 + 1e-9, 0.05), 2)
 #: Frames with the hand needed to estimate its depth gain; with fewer the gain is 1.
 DEPTH_GAIN_MIN_FRAMES = 10
+#: Measures of two depth gains this close are a tie (spec §4.3 "Hand depth gain"): a rigid
+#: hand's measure at its gain is round-off, not 0, and must not lose to a clamped 0.
+DEPTH_GAIN_TIE = 1e-9
 _BONE_PARENT = np.array([a for a, _ in HAND_BONES], dtype=np.intp)
 _BONE_CHILD = np.array([b for _, b in HAND_BONES], dtype=np.intp)
 _DEPTH_GAINS_SQUARED: F64 = DEPTH_GAINS * DEPTH_GAINS
@@ -510,11 +514,17 @@ def estimate_depth_gain(ratios: F64, *, gains: F64 = DEPTH_GAINS) -> float | Non
     """The depth gain ``g`` (spec §4.3 "Hand depth gain") that keeps a hand's bones most
     constant over frames, from :func:`bone_length_ratios` ``(B, G, 20)`` of one hand's
     frames in their order: the gain of :data:`DEPTH_GAINS` with the least
-    :func:`depth_gain_spread` (the first such gain on ties: a rigid hand measured without
-    depth error gives exactly 1); None with fewer than :data:`DEPTH_GAIN_MIN_FRAMES` usable
-    frames."""
+    :func:`depth_gain_spread` (:func:`least_gain`: the first on ties within
+    :data:`DEPTH_GAIN_TIE`, so a rigid hand measured without depth error gives exactly 1);
+    None with fewer than :data:`DEPTH_GAIN_MIN_FRAMES` usable frames."""
     spread = depth_gain_spread(ratios)
-    return None if spread is None else float(gains[int(np.argmin(spread))])
+    return None if spread is None else least_gain(spread, gains)
+
+
+def least_gain(spread: F64, gains: F64 = DEPTH_GAINS) -> float:
+    """The gain of ``gains`` whose :func:`depth_gain_spread` ``(G,)`` is least, the first of
+    those within :data:`DEPTH_GAIN_TIE` of the least (spec §4.3)."""
+    return float(gains[int(np.argmax(spread <= spread.min() + DEPTH_GAIN_TIE))])
 
 
 def depth_gain_spread(ratios: F64) -> F64 | None:

@@ -59,6 +59,7 @@ from posewire.producers.hand import (
     HAND_BONES,
     bone_length_ratios,
     gain_measure,
+    least_gain,
 )
 from posewire.producers.landmarks import (
     FACE_POINTS,
@@ -340,8 +341,7 @@ class LiveCalibration:
         found: list[float | None] = []
         for column in (0, 1):  # right, left
             spread = self._spread(column, rows[:2])
-            # the first on ties, as the batch
-            found.append(None if spread is None else float(DEPTH_GAINS[int(np.argmin(spread))]))
+            found.append(None if spread is None else least_gain(spread))
         return found[0], found[1]
 
     def _spread(self, column: int, first: NDArray[np.intp]) -> F64 | None:

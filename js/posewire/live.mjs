@@ -129,6 +129,7 @@ const CAMERA_PROPORTIONS = { hand_length: 0.19, torso_length: 0.40, arm_length: 
 // spec §4.3 "Hand depth gain" (producers/hand.py): gains 1.00, 1.05 … 5.00 tried on the 20 bones
 const DEPTH_GAINS = Array.from({ length: 81 }, (_, k) => Math.round((1.0 + 0.05 * k) * 100) / 100);
 const DEPTH_GAIN_MIN_FRAMES = 10;
+const DEPTH_GAIN_TIE = 1e-9; // measures this close are a tie (spec §4.3)
 const HAND_BONES = [[0, 1], [1, 2], [2, 3], [3, 4], [0, 5], [0, 9], [0, 13], [0, 17], [5, 6], [6, 7], [7, 8],
   [9, 10], [10, 11], [11, 12], [13, 14], [14, 15], [15, 16], [17, 18], [18, 19], [19, 20]];
 /** hand.bone_length_ratios of one frame's hand: per gain, ℓ² of every bone over the frame's
@@ -150,7 +151,8 @@ function boneLengthRatios(hand) {
 /** hand.estimate_depth_gain over frames in their order (null: not usable): the gain with the
  * least mean over bones of sqrt(max(v − w/6, 0)) / m, with m, v the mean and variance over the
  * usable frames and w the mean squared second difference over runs of three usable frames
- * (0 without one); the first on ties; null with fewer than 10 usable frames (spec §4.3). */
+ * (0 without one); the first of those within DEPTH_GAIN_TIE of the least; null with fewer
+ * than 10 usable frames (spec §4.3). */
 function estimateDepthGain(frames) {
   const usable = frames.filter((f) => f !== null);
   if (usable.length < DEPTH_GAIN_MIN_FRAMES) return null;
@@ -158,8 +160,7 @@ function estimateDepthGain(frames) {
   for (let t = 2; t < frames.length; t++) {
     if (frames[t] !== null && frames[t - 1] !== null && frames[t - 2] !== null) runs.push(t);
   }
-  let best = 0; let bestSpread = Infinity;
-  DEPTH_GAINS.forEach((g, k) => {
+  const spreads = DEPTH_GAINS.map((g, k) => {
     let total = 0;
     for (let b = 0; b < HAND_BONES.length; b++) {
       let mean = 0;
@@ -173,10 +174,10 @@ function estimateDepthGain(frames) {
       if (runs.length) w /= runs.length;
       total += Math.sqrt(Math.max(v - w / 6.0, 0.0)) / mean;
     }
-    const spread = total / HAND_BONES.length;
-    if (spread < bestSpread) { bestSpread = spread; best = k; }
+    return total / HAND_BONES.length;
   });
-  return DEPTH_GAINS[best];
+  const least = Math.min(...spreads);
+  return DEPTH_GAINS[spreads.findIndex((s) => s <= least + DEPTH_GAIN_TIE)];
 }
 
 /** The running robust estimate of the performer's calibration (producers/live.py
