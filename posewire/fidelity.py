@@ -11,7 +11,8 @@ camera's, each in its own frames so that the avatar's proportions drop out:
 - **last finger bone** (degrees): the direction DIP → tip (thumb: IP → tip), the same way;
 - **fingertip position** (millimetres) on the person's own proportions: the avatar's finger
   angles put on the person's knuckle, metacarpal and phalanx lengths (:func:`person_fingers`),
-  against the camera's fingertip;
+  against the camera's fingertip, and the knuckle → tip direction of the same rebuilt finger
+  (the owner's three finger measures are all taken on the person's own proportions);
 - **image-plane tip direction** (degrees): the same directions taken into the camera's palm
   frame and projected on the image plane (x, y), against the camera's own image-plane
   directions, which need no depth;
@@ -89,19 +90,23 @@ class Reprojection:
     tip_mm: F64 = field(default_factory=lambda: np.zeros(0))
     finger_last_bone_deg: F64 = field(default_factory=lambda: np.zeros(0))
     finger_tip_mm: F64 = field(default_factory=lambda: np.zeros(0))
+    person_tip_deg: F64 = field(default_factory=lambda: np.zeros(0))
+    finger_person_tip_deg: F64 = field(default_factory=lambda: np.zeros(0))
 
 
 @dataclass(frozen=True)
 class FingerErrors:
     """One hand's per-finger errors ``(b, F)`` (frames × fingers; NaN where unmeasurable):
     knuckle → tip direction and its image-plane direction (degrees), last finger bone
-    (DIP → tip) direction (degrees) and fingertip position on the person's own proportions
-    (millimetres; NaN without ``hand_scale``)."""
+    (DIP → tip) direction (degrees), fingertip position on the person's own proportions
+    (millimetres; NaN without ``hand_scale``) and the knuckle → tip direction on the person's
+    own proportions (degrees, :func:`person_fingers`)."""
 
     tip_deg: F64
     image_tip_deg: F64
     last_bone_deg: F64
     tip_mm: F64
+    person_tip_deg: F64
 
 
 def unit(v: F64) -> F64:
@@ -215,7 +220,10 @@ def _finger_errors(person: F64, metres: F64, cam_basis: F64, cam_raw: F64, model
     rebuilt = person_fingers(person_m, person_phalanges(person_m), model_bones, model_knuckles, fingers)
     gap = rebuilt[:, :, 3] - person_m[:, chains[:, 3]]
     mm = 1000.0 * np.sqrt((gap * gap).sum(-1))
-    return FingerErrors(tip, image, last, mm)
+    # the direction needs no scale: the person's points in their own unit
+    own = person_fingers(person, person_phalanges(person), model_bones, model_knuckles, fingers)
+    person_tip = angle_deg(cam[:, :, 3] - cam[:, :, 0], own[:, :, 3] - own[:, :, 0])
+    return FingerErrors(tip, image, last, mm, person_tip)
 
 
 def _model_fingers(hand: F64) -> tuple[F64, F64]:
@@ -277,7 +285,7 @@ def reprojection(lm: HolisticLandmarks, result: LandmarkResult) -> Reprojection:
     vectors = result.vectors
     avatar = render(np.where(np.isfinite(vectors), vectors, 0.0)).landmarks
     tip, image_tip, elbow, reach_p, reach_a, finger_tip, finger_image_tip = [], [], [], [], [], [], []
-    last, mm, finger_last, finger_mm = [], [], [], []
+    last, mm, finger_last, finger_mm, person_tip, finger_person_tip = [], [], [], [], [], []
     arms: dict[str, ArmReprojection] = {}
     by_side: dict[str, F64] = {}
     dropped = values = 0
@@ -298,6 +306,8 @@ def reprojection(lm: HolisticLandmarks, result: LandmarkResult) -> Reprojection:
             finger_last.append(errors.last_bone_deg[:, 1:].ravel())
             mm.append(errors.tip_mm.ravel())
             finger_mm.append(errors.tip_mm[:, 1:].ravel())
+            person_tip.append(errors.person_tip_deg.ravel())
+            finger_person_tip.append(errors.person_tip_deg[:, 1:].ravel())
         arm_tracked = result.tracking[f"arm_{side}"] == "tracked"
         if arm_tracked.any():
             bend_p, reach_person = _elbow_and_reach(lm.pose_world[arm_tracked], side)
@@ -321,4 +331,4 @@ def reprojection(lm: HolisticLandmarks, result: LandmarkResult) -> Reprojection:
 
     return Reprojection(flat(tip), flat(image_tip), flat(elbow), flat(reach_p), flat(reach_a), dropped, values,
                         arms, flat(finger_tip), flat(finger_image_tip), by_side, flat(last), flat(mm),
-                        flat(finger_last), flat(finger_mm))
+                        flat(finger_last), flat(finger_mm), flat(person_tip), flat(finger_person_tip))

@@ -30,11 +30,12 @@ from posewire.codec.quaternion import from_matrix, multiply_unchecked, rotate_un
 from posewire.codec.registry import REGISTRY
 from posewire.consumers.pose import decode_pose
 from posewire.consumers.skeleton import Skeleton, fk, helix_humanoid
+from posewire.producers.hand import THUMB_ROLL_MIN_CURL_DEG
 from posewire.producers.landmarks import MEDIAPIPE_TO_Y_UP, HolisticLandmarks
 from posewire.producers.vr import VR_JOINTS
 
 __all__ = ["HEAD_POINTS", "GroundTruth", "moving_vectors", "noise", "random_vectors", "render",
-           "thumb_roll_error_deg"]
+           "thumb_roll_error_deg", "thumb_roll_seen"]
 
 F64 = NDArray[np.float64]
 
@@ -248,3 +249,16 @@ def thumb_roll_error_deg(got: F64, want: F64) -> F64:
     flipped = np.abs(got * deg - (want * deg - np.copysign(180.0, want)))
     out: F64 = np.minimum(direct, flipped)
     return out
+
+
+def thumb_roll_seen(vectors: F64, side: str, *, margin_deg: float = 1.0) -> NDArray[np.bool_]:
+    """Which rows of normalized vectors ``(B, D)`` bend the ``side`` ("l" or "r") thumb
+    enough for a producer to see its roll (spec §4.3 "Thumb": the bend axis shows where
+    ``|sin c| + |sin t|`` of the MCP and IP bends reaches ``2·sin 8°``), with ``margin_deg``
+    of margin on the 8°."""
+    bends = [np.radians(vectors[:, REGISTRY.index(f"g_thumb_{k}_{side}")]
+                        * float(REGISTRY.by_id[f"g_thumb_{k}_{side}"].row.angle_deg or 0.0))
+             for k in ("curl", "distal")]
+    seen: NDArray[np.bool_] = (np.abs(np.sin(bends[0])) + np.abs(np.sin(bends[1]))
+                               > 2.0 * np.sin(np.radians(THUMB_ROLL_MIN_CURL_DEG + margin_deg)))
+    return seen

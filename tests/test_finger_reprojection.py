@@ -3,7 +3,8 @@ helix-humanoid@1 and rebuilt by FK (posewire.fidelity), against what the camera 
 
 Fidelity figures, not timings. The bounds are the issue's targets — finger side on its rail
 in at most 6 % of side values, fold in at most 2 %, no finger dropped, fingertip direction
-median at most 7° — on recordings that meet them, and the figure measured when the finger
+median at most 7° (on the person's own proportions and on the avatar's) — on recordings that
+meet them, and the figure measured when the finger
 maths was last changed (spec §4.3, benchmarks/README.md "Real people") plus a small margin
 on those that do not yet meet the tip target, so that a regression fails. The committed
 signer always runs; a few of ../shared/data's recordings (the worst letters before the
@@ -30,27 +31,28 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 HERE = Path(__file__).resolve().parent / "data"
 needs_shared = pytest.mark.skipif(not DATA.is_dir(), reason=f"shared recordings not found at {DATA}")
 
-#: recording -> the largest fingertip-direction median allowed (degrees): the 7° target where
-#: it is met, else the figure measured with the present maths (spec §4.3) + 1°.
+#: recording -> the largest medians allowed (degrees) of the knuckle → tip direction on the
+#: person's own proportions (the owner's measure, posewire.fidelity.person_fingers) and on the
+#: avatar's: the 7° target where it is met, else the figure measured with the present maths
+#: (spec §4.3 split curl, A50) + 1°.
 TIP_MEDIAN_DEG = {
-    # 16.0° (17.2° before the fold took the tip's turn beyond the curl's reach, A47; 18.4°
-    # before the tip reading): see benchmarks/README.md
-    HERE / "holistic_signer.pose": 17.0,
+    # person 17.3°, avatar 19.7° (16.0° with the tip curl of A46/A47; last bone 22.6° → 16.0°)
+    HERE / "holistic_signer.pose": (18.3, 20.7),
 }
 SHARED = {
-    # J: 21.9° (22.3° before A47; 19.5° at the plain spread's depth gain; side 33.6 % before A46)
-    DATA / "fingerspelling-ase" / "fs-stsecaadae860da0bc2002490d4d1f2f650.pose": 22.9,
-    # G: 27.9° against the camera hand at the noise-corrected depth gain (8.9° at the plain
-    # spread's, side 25.8 % before A46); its image-plane tip error fell 5.7° → 5.4° (§4.3)
-    DATA / "fingerspelling-ase" / "fs-sts6feec7402302644466228e2518ea55ff.pose": 28.9,
-    DATA / "fingerspelling-ase" / "fs-sts4ecc496719efc4347d3c90ca8796355f.pose": 7.0,  # P: 2.7° (side 14.5 % before)
-    # the fists A and T: 2.9° and 6.5° since the fold takes the tip's turn beyond the curl's
-    # reach (A47; 28.8° and 18.7° before)
-    DATA / "fingerspelling-ase" / "fs-stse28e9ac023b0e29ca0a3acc12dc46540.pose": 7.0,
-    DATA / "fingerspelling-ase" / "fs-sts9ac04fa08bf5dd15015724922a6604d8.pose": 7.0,
-    DATA / "fingerspelling-ase" / "fs-stsf6361531b087bba7e2d9f561cfd3bada.pose": 7.0,  # B: 1.8° (2.9° before)
-    DATA / "7bd6dd48722def3cf84258b96371cb1e.pose": 7.0,  # 2.0° (8.2° before)
-    DATA / "reduced-layout" / "sgg-essen.pose": 7.0,  # 3.2° (side 10.5 % before)
+    # J: person 23.7°, avatar 23.8° (21.9° with the tip curl; last bone 14.5° → 11.2°)
+    DATA / "fingerspelling-ase" / "fs-stsecaadae860da0bc2002490d4d1f2f650.pose": (24.7, 24.8),
+    # G: person 42.9°, avatar 57.5° (27.9° with the tip curl): its index…pinky PIPs, read
+    # 130–170°, stop at 110° and the rest goes to the fold (44 % of its curls at the limit)
+    DATA / "fingerspelling-ase" / "fs-sts6feec7402302644466228e2518ea55ff.pose": (43.9, 58.5),
+    DATA / "fingerspelling-ase" / "fs-sts4ecc496719efc4347d3c90ca8796355f.pose": (7.0, 7.9),  # P: 1.5°, 6.9°
+    # the fists A and T: person 2.5°, 2.1°; avatar 14.1°, 9.6° (2.9°, 6.5° with the tip curl,
+    # whose last bone was 76.7°, 51.6°: now 14.0°, 7.5°)
+    DATA / "fingerspelling-ase" / "fs-stse28e9ac023b0e29ca0a3acc12dc46540.pose": (7.0, 15.1),
+    DATA / "fingerspelling-ase" / "fs-sts9ac04fa08bf5dd15015724922a6604d8.pose": (7.0, 10.6),
+    DATA / "fingerspelling-ase" / "fs-stsf6361531b087bba7e2d9f561cfd3bada.pose": (7.0, 7.0),  # B: 0.0°, 1.8°
+    DATA / "7bd6dd48722def3cf84258b96371cb1e.pose": (7.0, 7.0),  # 2.2°, 3.2°
+    DATA / "reduced-layout" / "sgg-essen.pose": (7.0, 7.0),  # 1.0°, 2.4°
 }
 
 
@@ -64,7 +66,7 @@ def _rail_share(vectors: np.ndarray, key: str) -> float:
     return float((rail & finite).sum() / finite.sum())
 
 
-def _check(path: Path, tip_median_deg: float) -> None:
+def _check(path: Path, tip_median_deg: tuple[float, float]) -> None:
     landmarks = read_pose_file(path).landmarks
     result = landmarks_to_vectors(landmarks)
     rep = reprojection(landmarks, result)
@@ -72,7 +74,8 @@ def _check(path: Path, tip_median_deg: float) -> None:
     assert rep.fingers_dropped == 0  # spec §4.3, A44: only unmeasurable geometry drops a finger
     assert _rail_share(result.vectors, "_side_") <= 0.06, path.name
     assert _rail_share(result.vectors, "_fold_") <= 0.02, path.name
-    assert float(np.median(rep.tip_deg)) <= tip_median_deg, path.name
+    assert float(np.median(rep.person_tip_deg)) <= tip_median_deg[0], path.name
+    assert float(np.median(rep.tip_deg)) <= tip_median_deg[1], path.name
     # each index…pinky side on its rail is one counted clamp (never a silent one)
     railed = sum(int((np.abs(result.vectors[:, REGISTRY.index(f"g_{f}_side_{s}")]) == 1.0).sum())
                  for f in ("index", "middle", "ring", "pinky") for s in "lr")

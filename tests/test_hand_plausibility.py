@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 
 from posewire.codec.registry import REGISTRY
 from posewire.codec.vector import DEFAULTS
-from posewire.groundtruth import moving_vectors, noise, random_vectors, render
+from posewire.groundtruth import moving_vectors, noise, random_vectors, render, thumb_roll_seen
 from posewire.producers import hand as hand_maths
 from posewire.producers.hand import (
     DEPTH_FLIP_FOLD_DEG,
@@ -25,7 +25,6 @@ from posewire.producers.hand import (
     DEPTH_GAINS,
     FINGER_CHAINS,
     HAND_BONES,
-    THUMB_ROLL_MIN_CURL_DEG,
     bone_length_ratios,
     estimate_depth_gain,
     finger_angles,
@@ -59,12 +58,6 @@ def _depth_mirror(hand: F64) -> F64:
     return out
 
 
-def _roll_seen(vec: F64, side: str) -> NDArray[np.bool_]:
-    # spec §4.3 "Thumb": the bend axis shows where |sin c| + |sin t| reaches 2·sin 8° (1° of margin)
-    bends = [np.radians(vec[:, REGISTRY.index(f"g_thumb_{k}_{side}")] * 90.0) for k in ("curl", "distal")]
-    seen: NDArray[np.bool_] = np.abs(np.sin(bends[0])) + np.abs(np.sin(bends[1])) \
-        > 2.0 * np.sin(np.radians(THUMB_ROLL_MIN_CURL_DEG + 1.0))
-    return seen
 
 
 def _assert_hand_dims_equal(got: F64, want: F64, *, skip: frozenset[str] | set[str] = frozenset()) -> None:
@@ -73,7 +66,7 @@ def _assert_hand_dims_equal(got: F64, want: F64, *, skip: frozenset[str] | set[s
     for d in HAND_DIMS:
         if d.id in skip:
             continue
-        rows = _roll_seen(want, d.id[-1]) if d.id.startswith("g_thumb_roll") else slice(None)
+        rows = thumb_roll_seen(want, d.id[-1]) if d.id.startswith("g_thumb_roll") else slice(None)
         np.testing.assert_allclose(got[rows, d.index], want[rows, d.index], atol=1e-6, err_msg=d.id)
 
 
@@ -198,31 +191,6 @@ def _frame(lm: HolisticLandmarks, k: int) -> HolisticLandmarks:
     return HolisticLandmarks(pose_world=lm.pose_world[k:k + 1], pose_visibility=lm.pose_visibility[k:k + 1],
                              left_hand=lm.left_hand[k:k + 1], right_hand=lm.right_hand[k:k + 1],
                              face=pick(lm.face), hand_scale=pick(lm.hand_scale), pose_image=pick(lm.pose_image))
-
-
-def test_spec_worked_index_example() -> None:
-    # spec §4.3 "Finger geometry", worked: the right index of helix-humanoid@1 (knuckle at
-    # (0.022, 0.090, 0) m), side 0.5, fold 0.375 (45° of 120°), curl 0.25 -> the printed phalanx
-    # directions; from these points the producer returns (0.5, 0.375, 0.25)
-    hand = np.zeros((1, 21, 3))
-    for mcp, x in {5: 0.022, 9: 0.0, 13: -0.02, 17: -0.038}.items():
-        hand[0, mcp] = (x, 0.090, 0.0)
-    phalanges = [(-0.256440, 0.658968, 0.707107), (-0.138785, 0.356631, 0.923880), (0.0, 0.0, 1.0)]
-    for k, direction in enumerate(phalanges):
-        hand[0, 6 + k] = hand[0, 5 + k] + 0.03 * np.array(direction)
-    for mcp in (9, 13, 17):  # the other fingers straight along +Y
-        for k in range(3):
-            hand[0, mcp + 1 + k] = hand[0, mcp + k] + (0.0, 0.03, 0.0)
-    hand[0, 1] = (0.02, 0.02, 0.0)
-    for k in (2, 3, 4):
-        hand[0, k] = hand[0, k - 1] + 0.035 * np.array([0.6, 0.8, 0.0])
-    angles = finger_angles(hand, side="r")
-    row = REGISTRY.by_id["g_index_side_r"].row
-    assert row.neutral_deg == 20.0 and row.angle_deg == 30.0
-    side = (angles["g_index_side"][0] - row.neutral_deg) / row.angle_deg
-    assert side == pytest.approx(0.5, abs=2e-6)  # the printed directions carry 6 decimals
-    assert angles["g_index_fold"][0] / REGISTRY.by_id["g_index_fold_r"].row.angle_deg == pytest.approx(0.375, abs=2e-6)
-    assert angles["g_index_curl"][0] / 90.0 == pytest.approx(0.25, abs=2e-6)
 
 
 # ---------------------------------------------------------------------------- depth gain (§4.3)
