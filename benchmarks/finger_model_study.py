@@ -581,7 +581,7 @@ def _to_anatomy(vec: F64) -> F64:
                 out[:, k] = onto(vec[:, k], ANAT_FOLD[0], ANAT_FOLD[1], REG_FOLD)
             distal = f"g_{f}_distal_{s}"
             if distal in REGISTRY.by_id:  # the truth bends its two distal joints equally
-                out[:, REGISTRY.index(distal)] = out[:, c] * curl_deg / _deg(f"{distal}_r")
+                out[:, REGISTRY.index(distal)] = out[:, c] * curl_deg / _deg(f"g_{f}_distal_r")
     return out
 
 
