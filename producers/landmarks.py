@@ -54,7 +54,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -122,6 +122,7 @@ __all__ = [
     "estimate_calibration",
     "face_fit",
     "finger_angles",
+    "image_in_frame",
     "image_to_world_scale",
     "landmarks_to_vectors",
     "pose_in_body_frame",
@@ -198,7 +199,9 @@ class HolisticLandmarks:
     only to measure the hand length, spec §4.1 ``d_x``), or ``None``; ``pose_image (B, 33,
     3)`` the pose landmarks in the hands' units and axes, or ``None`` (used only to check
     each hand against the pose wrists; without it both hands are checked against the
-    wrists' left-right order).
+    wrists' left-right order); ``pose_in_frame (B, 33)`` bool, whether each pose landmark
+    lies inside the camera's image, or ``None`` (not known): a hip outside it is not seen,
+    whatever its visibility (spec §4.5).
     """
 
     pose_world: F64
@@ -208,16 +211,18 @@ class HolisticLandmarks:
     face: F64 | None = None
     hand_scale: F64 | None = None
     pose_image: F64 | None = None
+    pose_in_frame: NDArray[np.bool_] | None = None
 
     def __post_init__(self) -> None:
         batch = self.pose_world.shape[0] if self.pose_world.ndim == 3 else -1
-        checks: list[tuple[str, F64 | None, tuple[int, ...]]] = [
+        checks: list[tuple[str, NDArray[Any] | None, tuple[int, ...]]] = [
             ("pose_world", self.pose_world, (batch, 33, 3)),
             ("pose_visibility", self.pose_visibility, (batch, 33)),
             ("left_hand", self.left_hand, (batch, 21, 3)),
             ("right_hand", self.right_hand, (batch, 21, 3)),
             ("hand_scale", self.hand_scale, (batch,)),
             ("pose_image", self.pose_image, (batch, 33, 3)),
+            ("pose_in_frame", self.pose_in_frame, (batch, 33)),
         ]
         for name, arr, shape in checks:
             if arr is not None and arr.shape != shape:
@@ -438,6 +443,16 @@ def _chest(sl: F64, sr: F64, hl: F64, hr: F64, wanted: Bool) -> tuple[F64, F64, 
 HIPS_VISIBILITY = 0.8
 
 
+def image_in_frame(image: F64, width: float, height: float) -> NDArray[np.bool_]:
+    """Whether each image landmark ``(..., 2+)`` (pixels, x right, y down; NaN: missing) lies
+    inside a ``width`` × ``height`` image: :attr:`HolisticLandmarks.pose_in_frame` (spec §4.5,
+    a hip outside it is not seen)."""
+    x, y = image[..., 0], image[..., 1]
+    with np.errstate(invalid="ignore"):
+        inside: NDArray[np.bool_] = (x >= 0.0) & (x <= width) & (y >= 0.0) & (y <= height)
+    return inside
+
+
 def camera_up(trunk: F64) -> F64:
     """The camera's up ``(B, 3)`` for a chest without hips (spec §4.5): the image axis
     (±X or ±Y, y up) nearest the guessed hip_mid → neck ``trunk (B, 3)``, so a camera
@@ -481,6 +496,8 @@ def _prepare(lm: HolisticLandmarks, mirrored: str = "report", visibility_thresho
     hip_threshold = max(visibility_threshold, HIPS_VISIBILITY)
     hips_seen: Bool = np.asarray((vis[:, [POSE_POINTS["hip_l"], POSE_POINTS["hip_r"]]] >= hip_threshold).all(-1)
                                  & np.isfinite(hl).all(-1) & np.isfinite(hr).all(-1))
+    if lm.pose_in_frame is not None:  # spec §4.5: a hip outside the image is a guess
+        hips_seen &= np.asarray(lm.pose_in_frame)[:, [POSE_POINTS["hip_l"], POSE_POINTS["hip_r"]]].all(-1)
     rotation, quat, local, valid = _chest(sl, sr, hl, hr, hips_seen)  # frames without hips: below
     # a torso turned far beyond the registry range relative to the pelvis means the hips
     # are misplaced (occluded, cropped): treated like hips out of view, reported

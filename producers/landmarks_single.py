@@ -99,6 +99,7 @@ _PLAUSIBLE = as_vec1(BODY_PLAUSIBLE * BODY_MAX_DEG)
 _POSE_NAMES = tuple(POSE_POINTS)
 _POSE_AT = np.array([POSE_POINTS[n] for n in _POSE_NAMES], dtype=np.intp)
 _WRISTS_AT = np.array([POSE_POINTS["wrist_l"], POSE_POINTS["wrist_r"]], dtype=np.intp)
+_HIPS_AT = np.array([POSE_POINTS["hip_l"], POSE_POINTS["hip_r"]], dtype=np.intp)
 _FACE_AT = np.array([FACE_POINTS[k] for k in ("eye_outer_l", "eye_outer_r", "forehead", "chin")]
                     + list(HEAD_REFERENCE), dtype=np.intp)
 _FIT_REF: list[Vec3] = [(float(x), float(y), float(z)) for x, y, z in HEAD_REFERENCE.values()]
@@ -279,7 +280,9 @@ def _prepare(lm: HolisticLandmarks, x_sign: float, visibility_threshold: float) 
     # a hip point that is missing (NaN) is not seen, whatever its visibility says
     hip_threshold = max(visibility_threshold, HIPS_VISIBILITY)  # spec §4.5
     hips_seen = (vis["hip_l"] >= hip_threshold and vis["hip_r"] >= hip_threshold
-                 and all(math.isfinite(c) for c in (*hl, *hr)))
+                 and all(math.isfinite(c) for c in (*hl, *hr))
+                 and (lm.pose_in_frame is None  # a hip outside the image is a guess (spec §4.5)
+                      or bool(lm.pose_in_frame[0, _HIPS_AT].all())))
     solved = _chest(sl, sr, hl, hr) if hips_seen else None
     axes: Axes = (_NAN3, _NAN3, _NAN3)
     body: Vec3 | None = None

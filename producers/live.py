@@ -381,8 +381,8 @@ class LiveCalibration:
         if not (_has_body(lm) if frame is None else _has_body1(frame)):
             return None
         if frame is None:  # the hands' swap check by the pose wrists' order, as estimate_calibration
-            frame = prepare1(HolisticLandmarks(lm.pose_world, lm.pose_visibility, lm.left_hand, lm.right_hand, None,
-                                               None), visibility_threshold=self.visibility_threshold)
+            frame = prepare1(replace(lm, face=None, hand_scale=None, pose_image=None),
+                             visibility_threshold=self.visibility_threshold)
         self._add(frame, lm)
         self._since += 1
         if self.current is None:  # the first estimate: at once
@@ -533,8 +533,7 @@ class LiveEncoder:
             # and body frame (spec §4.4): its face frame is X = eye_outer_l − eye_outer_r,
             # Y = chin → forehead, so these four points carry exactly the transform's rotation
             if frame is None:  # the batch path: as a face array
-                lm = HolisticLandmarks(lm.pose_world, lm.pose_visibility, lm.left_hand, lm.right_hand,
-                                       _axes_as_face_points(np.array(face_rot1)), lm.hand_scale)
+                lm = replace(lm, face=_axes_as_face_points(np.array(face_rot1)), pose_image=None)
             else:  # the single-frame path: the same points (y-up; zeros +0.0 as _axes_as_face_points')
                 (x0, y0, _), (x1, y1, _), (x2, y2, _) = face_rot1
                 face_points = [(x0 + 0.0, x1 + 0.0, x2 + 0.0), (-x0 + 0.0, -x1 + 0.0, -x2 + 0.0),

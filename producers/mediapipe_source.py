@@ -44,7 +44,7 @@ from numpy.typing import NDArray
 from posewire.codec.errors import UsageError
 from posewire.codec.morph import ARKIT_INDEX, N_ARKIT
 from posewire.producers.hand import CHIRALITY_MIN, hand_chirality
-from posewire.producers.landmarks import HolisticLandmarks, image_to_world_scale
+from posewire.producers.landmarks import HolisticLandmarks, image_in_frame, image_to_world_scale
 from posewire.producers.model_files import model_path
 
 __all__ = [
@@ -351,7 +351,8 @@ class MediaPipeEstimator:
         landmarks = HolisticLandmarks(
             pose_world=pose_world[None], pose_visibility=visibility[None],
             left_hand=hands["l"][None], right_hand=hands["r"][None],
-            face=None if face_mesh is None else face_mesh[None], hand_scale=scale)
+            face=None if face_mesh is None else face_mesh[None], hand_scale=scale,
+            pose_in_frame=image_in_frame(pose_image, width, height)[None])
         return Observation(landmarks=landmarks, pose_image=pose_image, face_mesh=face_mesh,
                            blendshapes=blendshapes, face_matrix=face_matrix, hand_source=source,
                            inference_ms=timings, size=(width, height), notes=tuple(notes))

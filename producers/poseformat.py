@@ -48,6 +48,7 @@ from posewire.producers.hand import bone_length_ratios, estimate_depth_gain
 from posewire.producers.landmarks import (
     HolisticLandmarks,
     LandmarkResult,
+    image_in_frame,
     image_to_world_scale,
     landmarks_to_vectors,
 )
@@ -249,6 +250,7 @@ def pose_to_landmarks(pose: Any) -> PoseFile:
         face=image("FACE_LANDMARKS", required=False),
         hand_scale=image_to_world_scale(pose_image, world),
         pose_image=pose_image,
+        pose_in_frame=image_in_frame(pose_image, width, height),
     )
     return PoseFile(landmarks=landmarks, pose_image=pose_image, fps=float(pose.body.fps), width=width,
                     height=height, people=people, notes=tuple(notes))

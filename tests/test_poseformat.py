@@ -4,6 +4,7 @@ when present) -> vectors and recordings."""
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 
 from posewire.codec.registry import REGISTRY
 from posewire.codec.vector import LOWER, UPPER
-from posewire.producers.landmarks import landmarks_to_vectors, pose_in_body_frame
+from posewire.producers.landmarks import HIPS_VISIBILITY, POSE_POINTS, landmarks_to_vectors, pose_in_body_frame
 from posewire.producers.recording import read_recording
 
 pytest.importorskip("pose_format", reason="pose-format>=0.15 is not installed")
@@ -252,6 +253,30 @@ def test_shared_reduced_layout_recordings_are_read(name: str) -> None:
     tracked = out.tracking["hand_r"] == "tracked"
     assert np.isfinite(out.vectors[tracked][:, fingers[: len(fingers) // 2]]).all() or \
         np.isfinite(out.vectors[tracked][:, fingers]).any()
+
+
+@needs_shared
+@pytest.mark.parametrize("name", ["sgg-essen.pose", "sgg-pizza.pose"])
+def test_hips_below_the_frame_send_no_body(name: str) -> None:
+    # spec §4.5, A51: seated signers whose hips MediaPipe places below the image's bottom edge
+    # with visibility 0.8+ are not sent leaning on guessed hips; without pose_in_frame they were
+    pose_file = read_pose_file(DATA / "reduced-layout" / name)
+    lm = pose_file.landmarks
+    hips = [POSE_POINTS["hip_l"], POSE_POINTS["hip_r"]]
+    assert lm.pose_in_frame is not None
+    below = pose_file.pose_image[:, hips, 1] > pose_file.height
+    np.testing.assert_array_equal(lm.pose_in_frame[:, hips], ~below & np.isfinite(pose_file.pose_image[:, hips, 1]))
+    confident = (lm.pose_visibility[:, hips] >= HIPS_VISIBILITY).all(-1)
+    assert confident.mean() > 0.4  # MediaPipe is sure of hips it cannot see
+    out = landmarks_to_vectors(lm)
+    body = [REGISTRY.index(k) for k in ("b_yaw", "b_pitch", "b_roll")]
+    seen = lm.pose_in_frame[:, hips].all(-1) & confident
+    assert (out.tracking["body"] == "tracked").sum() == seen.sum() < 0.05 * lm.batch
+    assert np.isnan(out.vectors[~seen][:, body]).all()
+    guessed = landmarks_to_vectors(replace(lm, pose_in_frame=None))
+    assert (guessed.tracking["body"] == "tracked").mean() > 0.4
+    pitch = guessed.vectors[:, REGISTRY.index("b_pitch")]
+    assert np.nanmedian(pitch) * 30.0 > 10.0  # leaning forward on the guessed hips
 
 
 def test_filtered_recording_reports_jitter(tmp_path: Path) -> None:

@@ -321,7 +321,9 @@ function prepare(frame, xSign, threshold) {
   const [right, wristR] = handPoints(frame.right_hand, xSign);
   const { shoulder_l: sl, shoulder_r: sr, hip_l: hl, hip_r: hr } = pose;
   const hipThreshold = Math.max(threshold, HIPS_VISIBILITY); // spec §4.5: hips at the frame's edge
-  const hipsSeen = vis.hip_l >= hipThreshold && vis.hip_r >= hipThreshold && [...hl, ...hr].every(Number.isFinite);
+  const inFrame = frame.pose_in_frame; // a hip outside the image is a guess (spec §4.5)
+  const hipsSeen = vis.hip_l >= hipThreshold && vis.hip_r >= hipThreshold && [...hl, ...hr].every(Number.isFinite)
+    && (inFrame == null || (inFrame[POSE_POINTS.hip_l] === true && inFrame[POSE_POINTS.hip_r] === true));
   const solved = hipsSeen ? chest(sl, sr, hl, hr) : null;
   let axes = [NAN3, NAN3, NAN3];
   let body = null; let bodyClamped = false; let implausible = false;
@@ -717,7 +719,7 @@ function headDims(frame, face, fitPoints) {
 
 /**
  * Encode one frame of MediaPipe landmarks (the frame object of spec §6.10: pose_world,
- * pose_visibility, left_hand, right_hand, opt. pose_image, face, blendshapes).
+ * pose_visibility, left_hand, right_hand, opt. pose_image, pose_in_frame, face, blendshapes).
  * `cal`: makeCalibration(...); `mirrored`: 'report' | 'flip'; `visibilityThreshold`.
  * Returns `{vector (Float64Array, NaN = not sent), tracking {part: state}, clamped {key: 1},
  * degenerate {key: count}}`.
@@ -824,7 +826,8 @@ function blendshapeDims(weights, row) {
 
 // ---------------------------------------------------------------------------- the kit op (spec §6.10)
 const usage = (kind, path) => new CodecError(`usage.${kind}`, path);
-const FRAME_KEYS = new Set(['pose_world', 'pose_visibility', 'pose_image', 'left_hand', 'right_hand', 'face', 'blendshapes']);
+const FRAME_KEYS = new Set(['pose_world', 'pose_visibility', 'pose_image', 'pose_in_frame', 'left_hand', 'right_hand',
+  'face', 'blendshapes']);
 function checkPoints(raw, counts, path, widths = [3]) {
   if (!Array.isArray(raw) || !counts.includes(raw.length)) throw usage('shape', path);
   raw.forEach((p, i) => {
@@ -853,6 +856,8 @@ export function encoderLandmarks({ frames, calibration = null, mirrored = 'repor
     for (const k of ['left_hand', 'right_hand']) if (f[k] !== null) checkPoints(f[k], [21], `${at}.${k}`);
     if (f.face != null) checkPoints(f.face, [468, 478], `${at}.face`);
     if (f.pose_image != null) checkPoints(f.pose_image, [33], `${at}.pose_image`, [2, 3]);
+    if (f.pose_in_frame != null && (!Array.isArray(f.pose_in_frame) || f.pose_in_frame.length !== 33
+        || !f.pose_in_frame.every((b) => typeof b === 'boolean'))) throw usage('shape', `${at}.pose_in_frame`);
     if ('blendshapes' in f && f.blendshapes !== null) {
       if (typeof f.blendshapes !== 'object' || Array.isArray(f.blendshapes)) throw usage('bad_option', `${at}.blendshapes`);
       for (const [k, v] of Object.entries(f.blendshapes)) {

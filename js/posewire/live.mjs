@@ -26,6 +26,8 @@ export function frameFromResults(holistic, face, width, height) {
   const frame = {
     pose_world: world ? world.map((p) => [p.x, p.y, p.z]) : new Array(33).fill(null),
     pose_visibility: image ? image.map((p) => p.visibility ?? 0) : new Array(33).fill(0),
+    // normalized image coordinates: inside the image within [0, 1] (spec §4.5)
+    pose_in_frame: image ? image.map((p) => p.x >= 0 && p.x <= 1 && p.y >= 0 && p.y <= 1) : null,
     left_hand: holistic?.leftHandLandmarks ? holistic.leftHandLandmarks.map((l) => pt(l, width, height)) : null,
     right_hand: holistic?.rightHandLandmarks ? holistic.rightHandLandmarks.map((l) => pt(l, width, height)) : null,
   };

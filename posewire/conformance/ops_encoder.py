@@ -11,7 +11,8 @@ Input (JSON, spec §6.10): ``frames`` a non-empty array of objects
 
 * ``pose_world``: 33 points ``[x, y, z]`` in metres, MediaPipe camera axes (x right, y down,
   z away from the camera); ``pose_visibility``: 33 numbers; ``pose_image`` (optional): 33
-  points ``[x, y]`` or ``[x, y, z]`` in the hands' units and axes;
+  points ``[x, y]`` or ``[x, y, z]`` in the hands' units and axes; ``pose_in_frame``
+  (optional, nullable): 33 booleans, whether each pose landmark lies inside the camera's image;
 * ``left_hand`` / ``right_hand``: 21 points or ``null`` (no hand), the subject's own
   left/right hand as MediaPipe Holistic labels them;
 * ``face`` (optional, nullable): 468 or 478 face-mesh points (only 33, 263, 10 and 152
@@ -44,7 +45,8 @@ __all__ = ["OPS", "encode_frames"]
 
 _IDS = [d.id for d in REGISTRY.dimensions]
 _ARKIT_AT = {name: k for k, name in enumerate(ARKIT_CHANNELS)}
-_FRAME_KEYS = {"pose_world", "pose_visibility", "pose_image", "left_hand", "right_hand", "face", "blendshapes"}
+_FRAME_KEYS = {"pose_world", "pose_visibility", "pose_image", "pose_in_frame", "left_hand", "right_hand", "face",
+               "blendshapes"}
 
 
 def _shape(message: str, path: str) -> UsageError:
@@ -128,11 +130,16 @@ def encode_frames(inp: dict[str, Any]) -> dict[str, Any]:
         vis = np.array([math.nan if v is None else float(v) for v in vis_raw])
         image = frame.get("pose_image")
         face = frame.get("face")
+        in_frame = frame.get("pose_in_frame")
+        if in_frame is not None and (not isinstance(in_frame, list) or len(in_frame) != 33
+                                     or not all(isinstance(b, bool) for b in in_frame)):
+            raise _shape("expected 33 booleans", f"{at}.pose_in_frame")
         lm = HolisticLandmarks(
             pose[None], vis[None], _hand(frame["left_hand"], f"{at}.left_hand")[None],
             _hand(frame["right_hand"], f"{at}.right_hand")[None],
             None if face is None else _points(face, (468, 478), f"{at}.face")[None], None,
-            None if image is None else _points(image, (33,), f"{at}.pose_image", (2, 3))[None])
+            None if image is None else _points(image, (33,), f"{at}.pose_image", (2, 3))[None],
+            None if in_frame is None else np.array([in_frame], dtype=bool))
         result = encode1(lm, cal, visibility_threshold=threshold, mirrored=mirrored)
         row = result.vectors[0]
         states = {part: str(s[0]) for part, s in result.tracking.items()}

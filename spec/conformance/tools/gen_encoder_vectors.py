@@ -62,6 +62,8 @@ def frame(lm: HolisticLandmarks, i: int, *, blendshapes: Any = "absent", image: 
     }
     if image and lm.pose_image is not None:
         out["pose_image"] = _pts(lm.pose_image[i], keep_z=False)
+    if lm.pose_in_frame is not None:
+        out["pose_in_frame"] = [bool(b) for b in lm.pose_in_frame[i].tolist()]
     if lm.face is not None:
         out["face"] = _pts(lm.face[i])
     if blendshapes != "absent":
@@ -93,7 +95,8 @@ def cut(lm: HolisticLandmarks, i: int, **arrays: np.ndarray | None) -> HolisticL
 
     base = {"pose_world": one(lm.pose_world), "pose_visibility": one(lm.pose_visibility),
             "left_hand": one(lm.left_hand), "right_hand": one(lm.right_hand), "face": one(lm.face),
-            "hand_scale": one(lm.hand_scale), "pose_image": one(lm.pose_image)}
+            "hand_scale": one(lm.hand_scale), "pose_image": one(lm.pose_image),
+            "pose_in_frame": None if lm.pose_in_frame is None else lm.pose_in_frame[i:i + 1].copy()}
     base.update(arrays)
     return HolisticLandmarks(**base)  # type: ignore[arg-type]
 
@@ -177,6 +180,11 @@ edge = base.pose_visibility[4:5].copy()
 edge[0, [P["hip_l"], P["hip_r"]]] = 0.6
 case("hips-at-the-edge", "§4.5: hips at visibility 0.6 (seen only from 0.8): body lost, chest on the camera's up",
      {"frames": [mutated(4, pose_visibility=edge)]})
+outside = np.ones((1, 33), dtype=bool)
+outside[0, P["hip_l"]] = False
+case("fail-hips-out-of-frame", "§4.5: hips visible (0.9+) but one outside the camera's image (pose_in_frame): "
+     "body lost, chest on the camera's up, degenerate.body_hips_not_visible",
+     {"frames": [mutated(4, pose_in_frame=outside)]})
 
 
 def on_its_side(a: np.ndarray | None) -> np.ndarray | None:
@@ -309,6 +317,10 @@ case("input-hand-count", R_IN + ": 20 hand points is usage.shape",
      {"frames": [{**good, "left_hand": good["pose_world"][:20]}]}, error="usage.shape")
 case("input-point-length", R_IN + ": a point of 4 numbers is usage.shape",
      {"frames": [{**good, "right_hand": [[0, 0, 0, 0]] * 21}]}, error="usage.shape")
+case("input-pose-in-frame-count", R_IN + ": pose_in_frame is 33 booleans (32 is usage.shape)",
+     {"frames": [{**good, "pose_in_frame": [True] * 32}]}, error="usage.shape")
+case("input-pose-in-frame-number", R_IN + ": pose_in_frame is 33 booleans (a number among them is usage.shape)",
+     {"frames": [{**good, "pose_in_frame": [True] * 32 + [1]}]}, error="usage.shape")
 case("input-no-frames", R_IN + ": no frames is usage.shape", {"frames": []}, error="usage.shape")
 case("input-unknown-frame-key", R_IN + ": an unknown frame key is usage.bad_option",
      {"frames": [{**good, "hands": None}]}, error="usage.bad_option")
