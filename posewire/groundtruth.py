@@ -164,14 +164,16 @@ def random_vectors(rng: np.random.Generator, batch: int, *, reach: float = 0.9,
     """``(batch, N)`` vectors over the whole range of every dim the encoder estimates
     (arm, palm, fingers, head, body; face and mouth at their defaults), with wrist targets
     inside ``reach`` × the arm length of ``skeleton`` (so the IK solves them exactly),
-    palm vector parts of length ≤ 0.97 (inside the 0.98 clamp), and no hand folded back by
-    more than 50° on average at its base knuckles (a camera reads those as depth-flipped,
-    spec §4.3: their folds are negated)."""
+    palm vector parts of length ≤ 0.97 (inside the 0.98 clamp), and index…pinky joints
+    within their anatomical ranges (spec §4.3 "Joint ranges": base knuckles, PIPs and DIPs
+    bent back at most :data:`~posewire.producers.hand.MCP_EXTENSION_DEG`,
+    :data:`~posewire.producers.hand.PIP_EXTENSION_DEG` and
+    :data:`~posewire.producers.hand.DIP_EXTENSION_DEG`; so no hand reads as depth-flipped)."""
     from posewire.codec.calibration import arm_to_normalized, units
     from posewire.codec.registry import REGISTRY
     from posewire.codec.vector import DEFAULTS, LOWER, UPPER
     from posewire.consumers.pose import decode_plan
-    from posewire.producers.hand import DEPTH_FLIP_FOLD_DEG, FINGER_CHAINS
+    from posewire.producers.hand import DIP_EXTENSION_DEG, FINGER_CHAINS, MCP_EXTENSION_DEG, PIP_EXTENSION_DEG
 
     skel = skeleton if skeleton is not None else helix_humanoid()
     plan = decode_plan(skel)
@@ -180,13 +182,14 @@ def random_vectors(rng: np.random.Generator, batch: int, *, reach: float = 0.9,
         if d.row.group in ("face", "mouth"):
             vec[:, d.index] = DEFAULTS[d.index]
     arm_units = units(plan.calibration)
+    for s in ("l", "r"):  # spec §4.3 "Joint ranges": [−extension, flexion limit], as fractions of it
+        for f in FINGER_CHAINS:
+            for joint, back in (("fold", MCP_EXTENSION_DEG), ("curl", PIP_EXTENSION_DEG),
+                                ("distal", DIP_EXTENSION_DEG)):
+                at = REGISTRY.index(f"g_{f}_{joint}_{s}")
+                low = -back / float(REGISTRY.by_id[f"g_{f}_{joint}_{s}"].row.angle_deg or 1.0)
+                vec[:, at] = low + (vec[:, at] + 1.0) * 0.5 * (1.0 - low)
     for k, s in enumerate(("l", "r")):
-        # spec §4.3: a camera reads a hand bent back beyond DEPTH_FLIP_FOLD_DEG on average as
-        # depth-flipped; such hands (and 10° of margin for noise) are drawn folded forward
-        folds = [REGISTRY.index(f"g_{f}_fold_{s}") for f in FINGER_CHAINS]
-        fold_deg = float(REGISTRY.by_id[f"g_index_fold_{s}"].row.angle_deg or 0.0)
-        back = vec[:, folds].mean(-1) * fold_deg < -(DEPTH_FLIP_FOLD_DEG - 10.0)
-        vec[np.ix_(back, folds)] *= -1.0
         palm = [REGISTRY.index(f"w_q{a}_{s}") for a in "xyz"]
         v = rng.normal(size=(batch, 3))
         v *= (0.97 * rng.uniform(0, 1, batch) ** (1 / 3) / np.linalg.norm(v, axis=-1))[:, None]

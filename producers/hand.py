@@ -60,11 +60,14 @@ __all__ = [
     "DEPTH_GAINS",
     "DEPTH_GAIN_MIN_FRAMES",
     "DEPTH_REPAIR_SCALES",
+    "DIP_EXTENSION_DEG",
     "FINGERS",
     "FINGER_CHAINS",
     "HAND_BONES",
     "HAND_POINTS",
+    "MCP_EXTENSION_DEG",
     "N_HAND_POINTS",
+    "PIP_EXTENSION_DEG",
     "THUMB_CHAIN",
     "THUMB_REST",
     "THUMB_ROLL_MIN_CURL_DEG",
@@ -162,9 +165,17 @@ _FOLD_COLUMNS = _SIDE_COLUMNS - 1
 _SPLAY = np.array([REGISTRY.by_id[f"g_{f}_side_r"].row.neutral_deg or 0.0 for f in FINGER_CHAINS])
 _SIDE_RANGE_DEG = _ANGLE_DEG["g_index_side_r"]
 _FOLD_RANGE_DEG = _ANGLE_DEG["g_index_fold_r"]
-#: index…pinky: the PIP (curl) and DIP (distal) ranges, degrees at |n| = 1 (spec §4.3 "Joint ranges")
+#: index…pinky: the PIP (curl) and DIP (distal) flexion limits, degrees at n = +1 (spec §4.3
+#: "Joint ranges")
 _CURL_RANGE_DEG = np.array([_ANGLE_DEG[f"g_{f}_curl_r"] for f in FINGER_CHAINS])
 _DISTAL_RANGE_DEG = np.array([_ANGLE_DEG[f"g_{f}_distal_r"] for f in FINGER_CHAINS])
+#: index…pinky: how far a PIP and a DIP bend backward (hyperextension, degrees) in a real hand
+#: (spec §4.3 "Joint ranges"); a producer sends no joint beyond
+PIP_EXTENSION_DEG = 10.0
+DIP_EXTENSION_DEG = 20.0
+#: index…pinky: how far a base knuckle (MCP) bends backward in a real hand (degrees): a fold
+#: below it is out of range (depth repair, spec §4.3), and sent at it where no repair helps
+MCP_EXTENSION_DEG = 45.0
 
 
 def _unit(v: F64) -> F64:
@@ -342,20 +353,20 @@ def _finger_reading(meta: F64, b1: F64, b2: F64, b3: F64) -> tuple[F64, F64, F64
     fold, curl, distal = _within_joint_ranges(np.degrees(_signed_angle(d, b1, lateral)),
                                               np.degrees(_signed_angle(b1, b2, lateral)),
                                               np.degrees(_signed_angle(b2, b3, lateral)))
-    ok = (any_within | flat) & (np.abs(fold) <= _FOLD_RANGE_DEG)
+    ok = (any_within | flat) & (fold >= -MCP_EXTENSION_DEG) & (fold <= _FOLD_RANGE_DEG)
     return side_deg, fold, curl, distal, ok
 
 
 def _within_joint_ranges(fold: F64, curl: F64, distal: F64) -> tuple[F64, F64, F64]:
     """Fold, curl and distal bend (degrees, ``(B, 4)``) with each distal joint's bend beyond
-    its range passed on to the joint nearer the palm (spec §4.3 "Joint ranges"): the DIP's
-    excess over ±:data:`_DISTAL_RANGE_DEG` to the PIP, then the PIP's over
-    ±:data:`_CURL_RANGE_DEG` to the fold, so the middle and distal phalanges keep their
-    directions; a missing joint (NaN) passes nothing on."""
-    kept = np.clip(distal, -_DISTAL_RANGE_DEG, _DISTAL_RANGE_DEG)
+    its anatomical range passed on to the joint nearer the palm (spec §4.3 "Joint ranges"):
+    the DIP's excess beyond ``[−DIP_EXTENSION_DEG, _DISTAL_RANGE_DEG]`` to the PIP, then the
+    PIP's beyond ``[−PIP_EXTENSION_DEG, _CURL_RANGE_DEG]`` to the fold, so the middle and
+    distal phalanges keep their directions; a missing joint (NaN) passes nothing on."""
+    kept = np.clip(distal, -DIP_EXTENSION_DEG, _DISTAL_RANGE_DEG)
     excess = distal - kept
     curl = curl + np.where(np.isfinite(excess), excess, 0.0)
-    curl_kept = np.clip(curl, -_CURL_RANGE_DEG, _CURL_RANGE_DEG)
+    curl_kept = np.clip(curl, -PIP_EXTENSION_DEG, _CURL_RANGE_DEG)
     excess = curl - curl_kept
     fold = fold + np.where(np.isfinite(excess), excess, 0.0)
     return fold, curl_kept, kept
@@ -393,8 +404,11 @@ def finger_angles(hand: F64, *, side: Side, depth_ambiguous: bool = False) -> di
     return _finger_angles(hand, side, depth_ambiguous)[0]
 
 
-def _finger_angles(hand: F64, side: Side, depth_ambiguous: bool) -> tuple[dict[str, F64], NDArray[np.intp]]:
-    """:func:`finger_angles` and how many of index…pinky were depth-repaired ``(B,)``."""
+def _finger_angles(hand: F64, side: Side,
+                   depth_ambiguous: bool) -> tuple[dict[str, F64], NDArray[np.intp], F64]:
+    """:func:`finger_angles`, how many of index…pinky were depth-repaired ``(B,)``, and the
+    mean fold of index…pinky as measured, before any depth repair ``(B,)`` (degrees; the
+    depth-flip check of spec §4.3 "Producer checks")."""
     basis = _local_basis(hand, side)
     local = _to_canonical(basis, hand - hand[:, :1], side)
     out: dict[str, F64] = {}
@@ -402,6 +416,7 @@ def _finger_angles(hand: F64, side: Side, depth_ambiguous: bool) -> tuple[dict[s
     meta = local[:, _MCP]
     b1, b2, b3 = local[:, _PIP] - meta, local[:, _DIP] - local[:, _PIP], local[:, _TIP] - local[:, _DIP]
     side_deg, fold, curl, distal, ok = _finger_reading(meta, b1, b2, b3)
+    measured_fold: F64 = fold.mean(-1)
     repaired = np.zeros(ok.shape, dtype=bool)
     if depth_ambiguous and not ok.all():
         # spec §4.3 "Depth repair": the camera's depth axis (the world's third) in the canonical
@@ -422,6 +437,7 @@ def _finger_angles(hand: F64, side: Side, depth_ambiguous: bool) -> tuple[dict[s
             distal[rows] = np.where(use, t2, distal[rows])
             ok[rows] |= use
             repaired[rows] |= use
+    fold = np.maximum(fold, -MCP_EXTENSION_DEG)  # spec §4.3 "Joint ranges" (NaN stays NaN)
     for k, name in enumerate(FINGER_CHAINS):
         out[f"g_{name}_side"] = side_deg[:, k]
         out[f"g_{name}_fold"] = fold[:, k]
@@ -449,7 +465,7 @@ def _finger_angles(hand: F64, side: Side, depth_ambiguous: bool) -> tuple[dict[s
     out["g_thumb_curl"] = np.degrees(np.where(observable, _signed_angle(a1, a2, n), _angle(a1, a2) * sign12))
     out["g_thumb_distal"] = np.degrees(np.where(observable, _signed_angle(a2, a3, n), _angle(a2, a3) * sign23))
     out["g_thumb_roll"] = np.where(observable, np.degrees(np.arctan2(_dot(n, e1), _dot(n, e2))), np.nan)
-    return out, repaired.sum(-1)
+    return out, repaired.sum(-1), measured_fold
 
 
 def thumb_roll(hand: F64, thumb_dorsal: F64, *, side: Side) -> F64:
@@ -619,11 +635,11 @@ class HandDims:
     fingers_depth_repaired: NDArray[np.intp] | None = None
 
 
-def _angle_table(hand: F64, side: Side, depth_ambiguous: bool = False) -> tuple[F64, NDArray[np.intp]]:
-    """:func:`finger_angles` as one ``(B, 21)`` array in ``_FINGER_ROWS`` order (degrees), and
-    the count of depth-repaired fingers ``(B,)``."""
-    angles, repaired = _finger_angles(hand, side, depth_ambiguous)
-    return np.stack([angles[row_id] for row_id in _FINGER_ROWS], axis=-1), repaired
+def _angle_table(hand: F64, side: Side, depth_ambiguous: bool = False) -> tuple[F64, NDArray[np.intp], F64]:
+    """:func:`finger_angles` as one ``(B, 21)`` array in ``_FINGER_ROWS`` order (degrees), the
+    count of depth-repaired fingers ``(B,)`` and the mean measured fold (:func:`_finger_angles`)."""
+    angles, repaired, measured_fold = _finger_angles(hand, side, depth_ambiguous)
+    return np.stack([angles[row_id] for row_id in _FINGER_ROWS], axis=-1), repaired, measured_fold
 
 
 def _depth_mirrored(hand: F64) -> F64:
@@ -669,12 +685,12 @@ def hand_dims(hand: F64, rotation: F64, present: Bool, *, side: Side,
     flipped = np.zeros(batch, dtype=bool)
     repaired = np.zeros(batch, dtype=np.intp)
     if rows.size:
-        angles[rows], repaired[rows] = _angle_table(hand[rows], side, depth_ambiguous)
-        if depth_ambiguous:  # spec §4.3 "Producer checks": depth flip
-            flip_rows = rows[angles[rows][:, _FOLD_COLUMNS].mean(-1) < -DEPTH_FLIP_FOLD_DEG]
+        angles[rows], repaired[rows], measured_fold = _angle_table(hand[rows], side, depth_ambiguous)
+        if depth_ambiguous:  # spec §4.3 "Producer checks": depth flip, on the folds before depth repair
+            flip_rows = rows[measured_fold < -DEPTH_FLIP_FOLD_DEG]
             if flip_rows.size:
                 mirrored = _depth_mirrored(hand[flip_rows])
-                angles[flip_rows], repaired[flip_rows] = _angle_table(mirrored, side, depth_ambiguous)
+                angles[flip_rows], repaired[flip_rows], _ = _angle_table(mirrored, side, depth_ambiguous)
                 flipped[flip_rows] = True
                 fingers, normal = hand_frame(mirrored, side=side)
                 f_body[flip_rows] = np.einsum("bji,bj->bi", rotation[flip_rows], fingers)

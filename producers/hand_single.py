@@ -44,7 +44,6 @@ from posewire.producers.hand import (
     _FINGER_NEUTRAL,
     _FINGER_ROWS,
     _FLAT_LATERAL,
-    _FOLD_COLUMNS,
     _FOLD_RANGE_DEG,
     _OBSERVABLE_BEND,
     _PALM_MIN_SINE,
@@ -53,8 +52,11 @@ from posewire.producers.hand import (
     _SPLAY,
     DEPTH_FLIP_FOLD_DEG,
     DEPTH_REPAIR_SCALES,
+    DIP_EXTENSION_DEG,
     FINGER_CHAINS,
     HAND_POINTS,
+    MCP_EXTENSION_DEG,
+    PIP_EXTENSION_DEG,
     THUMB_CHAIN,
     THUMB_REST,
     THUMB_SIDE_AXIS,
@@ -72,10 +74,9 @@ _WRIST, _INDEX, _MIDDLE, _PINKY = (HAND_POINTS[k] for k in ("wrist", "index_mcp"
 _CHAINS = tuple(FINGER_CHAINS.values())
 _FINGER_DEG1 = {s: tuple(v.tolist()) for s, v in _FINGER_DEG.items()}
 _FINGER_NEUTRAL1 = {s: tuple(v.tolist()) for s, v in _FINGER_NEUTRAL.items()}
-_FOLDS = tuple(_FOLD_COLUMNS.tolist())
 #: index…pinky relaxed splay σ (degrees)
 _SPLAY1 = tuple(_SPLAY.tolist())
-#: index…pinky PIP and DIP ranges (degrees, spec §4.3 "Joint ranges")
+#: index…pinky PIP and DIP flexion limits (degrees, spec §4.3 "Joint ranges")
 _RANGES1 = tuple(zip(_CURL_RANGE_DEG.tolist(), _DISTAL_RANGE_DEG.tolist(), strict=True))
 #: index…pinky: the side slots (the side-range count of spec §4.3)
 _SIDE_SLOTS = tuple(_SIDE_COLUMNS.tolist())
@@ -228,17 +229,17 @@ def _reading(m: Vec3, b1: Vec3, b2: Vec3, b3: Vec3, splay: float,
     fold, curl, distal = _within_joint_ranges(
         _angle_about(pd, p1, lateral) * _DEG, _angle_about(p1, p2, lateral) * _DEG,
         _angle_about(p2, p3, lateral) * _DEG, ranges)
-    return curl, distal, fold, side, (within or pick < 0) and abs(fold) <= _FOLD_RANGE_DEG
+    return curl, distal, fold, side, (within or pick < 0) and -MCP_EXTENSION_DEG <= fold <= _FOLD_RANGE_DEG
 
 
 def _within_joint_ranges(fold: float, curl: float, distal: float,
                          ranges: tuple[float, float]) -> tuple[float, float, float]:
     """hand._within_joint_ranges of one finger (degrees; ``ranges`` = its PIP and DIP ranges)."""
     curl_range, distal_range = ranges
-    kept = min(max(distal, -distal_range), distal_range) if distal == distal else distal
+    kept = min(max(distal, -DIP_EXTENSION_DEG), distal_range) if distal == distal else distal
     excess = distal - kept
     curl = curl + (excess if isfinite(excess) else 0.0)
-    curl_kept = min(max(curl, -curl_range), curl_range) if curl == curl else curl
+    curl_kept = min(max(curl, -PIP_EXTENSION_DEG), curl_range) if curl == curl else curl
     excess = curl - curl_kept
     return fold + (excess if isfinite(excess) else 0.0), curl_kept, kept
 
@@ -276,16 +277,17 @@ def _other_readings(b1: Vec3, b2: Vec3, b3: Vec3, p2: Vec3, tip: Vec3, lengths: 
 
 
 def _finger(local: Points, chain: tuple[int, int, int, int], splay: float, ranges: tuple[float, float],
-            depth: Vec3 | None) -> tuple[float, float, float, float, bool]:
+            depth: Vec3 | None) -> tuple[float, float, float, float, bool, float]:
     """``(curl, distal, fold, side)`` degrees of one of index…pinky (spec §4.3 "Finger geometry",
-    :func:`posewire.producers.hand.finger_angles`) and whether it was depth-repaired (with
-    ``depth``, the camera's depth axis in the canonical local frame)."""
+    :func:`posewire.producers.hand.finger_angles`), whether it was depth-repaired (with
+    ``depth``, the camera's depth axis in the canonical local frame), and its fold as measured
+    (before any depth repair)."""
     m, p, q, t = chain
     (mx, my, mz), (px, py, pz), (qx, qy, qz), (tx, ty, tz) = local[m], local[p], local[q], local[t]
     bones = ((px - mx, py - my, pz - mz), (qx - px, qy - py, qz - pz), (tx - qx, ty - qy, tz - qz))
     reading = _reading(local[m], *bones, splay, ranges)
     if reading[4] or depth is None:
-        return *reading[:4], False
+        return reading[0], reading[1], _fold_within(reading[2]), reading[3], False, reading[2]
     kx, ky, kz = depth
     for scale in DEPTH_REPAIR_SCALES:  # spec §4.3 "Depth repair"
         f = scale - 1.0
@@ -293,8 +295,13 @@ def _finger(local: Points, chain: tuple[int, int, int, int], splay: float, range
                        for bx, by, bz in bones for a in (f * (0.0 + bx * kx + by * ky + bz * kz),))
         repaired = _reading(local[m], s1, s2_, s3, splay, ranges)
         if repaired[4]:
-            return *repaired[:4], True
-    return *reading[:4], False
+            return *repaired[:4], True, reading[2]
+    return reading[0], reading[1], _fold_within(reading[2]), reading[3], False, reading[2]
+
+
+def _fold_within(fold: float) -> float:
+    # spec §4.3 "Joint ranges": no base knuckle bent back beyond MCP_EXTENSION_DEG (NaN stays)
+    return fold if fold != fold or fold >= -MCP_EXTENSION_DEG else -MCP_EXTENSION_DEG
 
 
 def _thumb(local: Points) -> tuple[float, float, float, float, float]:
@@ -339,19 +346,24 @@ def _depth_axis(fingers: Vec3, normal: Vec3, side: Side) -> Vec3:
 
 
 def _angles(points: Points, fingers: Vec3, normal: Vec3, side: Side,
-            depth_ambiguous: bool = False) -> tuple[list[float], int]:
+            depth_ambiguous: bool = False) -> tuple[list[float], int, float]:
+    # the angles, the count of depth-repaired fingers and the mean fold of index…pinky as
+    # measured (before depth repair: the depth-flip check, spec §4.3 "Producer checks")
     out = [math.nan] * len(_FINGER_ROWS)
     local = _local(points, fingers, normal, side)
     if local is None:
-        return out, 0
+        return out, 0, math.nan
     (curl, distal, fold, side_k), roll = _SLOTS[0], _ROLL
     out[curl], out[distal], out[fold], out[side_k], out[roll] = _thumb(local)
     depth = _depth_axis(fingers, normal, side) if depth_ambiguous else None
     repaired = 0
+    measured = []
     for (curl, distal, fold, side_k), chain, splay, ranges in zip(_SLOTS[1:], _CHAINS, _SPLAY1, _RANGES1, strict=True):
-        out[curl], out[distal], out[fold], out[side_k], fixed = _finger(local, chain, splay, ranges, depth)
+        out[curl], out[distal], out[fold], out[side_k], fixed, seen = _finger(local, chain, splay, ranges, depth)
         repaired += fixed
-    return out, repaired
+        measured.append(seen)
+    m0, m1, m2, m3 = measured
+    return out, repaired, (m0 + m1 + m2 + m3) / 4.0
 
 
 def finger_angles1(points: Points, *, side: Side, depth_ambiguous: bool = False) -> list[float]:
@@ -392,14 +404,14 @@ def hand_dims1(points: Points, axes: tuple[Vec3, Vec3, Vec3], *, side: Side,
     ortho = cross1(f_body, n_body)
     if not (fn > _EPS and sqrt(dot1(ortho, ortho)) > _PALM_MIN_SINE * max(fn * sqrt(dot1(n_body, n_body)), _EPS)):
         return None
-    angles, repaired = _angles(points, fingers, normal, side, depth_ambiguous)
+    angles, repaired, measured_fold = _angles(points, fingers, normal, side, depth_ambiguous)
     flipped = False
-    f0, f1, f2, f3 = _FOLDS
-    if depth_ambiguous and (angles[f0] + angles[f1] + angles[f2] + angles[f3]) / 4.0 < -DEPTH_FLIP_FOLD_DEG:
-        # spec §4.3 "Producer checks": monocular depth read backward, taken mirrored
+    if depth_ambiguous and measured_fold < -DEPTH_FLIP_FOLD_DEG:
+        # spec §4.3 "Producer checks": monocular depth read backward (the folds before depth
+        # repair), taken mirrored
         points = _depth_mirrored(points)
         fingers, normal = _frame(points, side)
-        angles, repaired = _angles(points, fingers, normal, side, depth_ambiguous)
+        angles, repaired, _ = _angles(points, fingers, normal, side, depth_ambiguous)
         f_body, n_body = to_frame1(axes, fingers), to_frame1(axes, normal)
         flipped = True
     # spec §4.2: palm_from_directions / palm_encode (left mirrored, canonical, clamp 0.98)

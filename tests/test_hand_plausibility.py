@@ -23,8 +23,11 @@ from posewire.producers.hand import (
     DEPTH_FLIP_FOLD_DEG,
     DEPTH_GAIN_MIN_FRAMES,
     DEPTH_GAINS,
+    DIP_EXTENSION_DEG,
     FINGER_CHAINS,
     HAND_BONES,
+    MCP_EXTENSION_DEG,
+    PIP_EXTENSION_DEG,
     bone_length_ratios,
     estimate_depth_gain,
     finger_angles,
@@ -83,9 +86,12 @@ def test_side_zero_is_the_relaxed_splay() -> None:
 
 @settings(max_examples=10)
 @given(st.integers(0, 2**32 - 1))
-def test_depth_mirror_negates_every_fold_and_curl(seed: int) -> None:
+def test_depth_mirror_negates_every_bend(seed: int) -> None:
     # law (spec §4.3): mirroring a hand in depth turns its palm normal over, so every
-    # index…pinky fold and curl changes sign exactly and the side keeps its magnitude
+    # index…pinky bend changes sign: the last phalanx's turn fold + curl + distal exactly
+    # (the joint ranges move a bend, never that sum, unless the fold reaches its backward
+    # limit), and each of fold, curl and distal where the negated bends stay within their
+    # backward limits
     rng = np.random.default_rng(seed)
     gt = render(random_vectors(rng, 8), view_yaw_deg=rng.uniform(-60, 60, 8))
     for side in SIDES:
@@ -93,9 +99,14 @@ def test_depth_mirror_negates_every_fold_and_curl(seed: int) -> None:
         seen = finger_angles(hand, side=side)  # type: ignore[arg-type]
         mirrored = finger_angles(_depth_mirror(hand), side=side)  # type: ignore[arg-type]
         for finger in FINGER_CHAINS:
-            for kind in ("fold", "curl"):
-                key = f"g_{finger}_{kind}"
-                np.testing.assert_allclose(mirrored[key], -seen[key], atol=1e-6, err_msg=(side, key))
+            keys = [f"g_{finger}_{kind}" for kind in ("fold", "curl", "distal")]
+            turn, turn_mirrored = (sum(a[k] for k in keys) for a in (seen, mirrored))
+            kept = mirrored[keys[0]] > -MCP_EXTENSION_DEG  # a fold at its limit keeps no sum
+            np.testing.assert_allclose(turn_mirrored[kept], -turn[kept], atol=1e-6, err_msg=(side, finger))
+            inside = ((seen[keys[0]] < MCP_EXTENSION_DEG) & (seen[keys[1]] <= PIP_EXTENSION_DEG)
+                      & (seen[keys[2]] <= DIP_EXTENSION_DEG))
+            for key in keys:
+                np.testing.assert_allclose(mirrored[key][inside], -seen[key][inside], atol=1e-6, err_msg=(side, key))
 
 
 def test_depth_flipped_hands_are_read_mirrored_and_reported() -> None:
@@ -378,9 +389,11 @@ def test_spec_worked_depth_repair_example() -> None:
     world = local[..., [1, 2, 0]]  # the hand's X along the camera's depth (the third axis)
     seen = finger_angles(world, side="r")
     assert seen["g_middle_side"][0] - 10.0 == pytest.approx(70.55, abs=0.01)
-    assert seen["g_middle_fold"][0] == pytest.approx(39.40, abs=0.01)
-    assert seen["g_middle_curl"][0] == pytest.approx(9.26, abs=0.01)
-    assert seen["g_middle_distal"][0] == pytest.approx(-48.67, abs=0.01)
+    # measured fold 39.40°, PIP 9.26°, DIP −48.67°: the DIP bent back beyond 20° passes
+    # 28.67° on, the PIP beyond 10° 9.41° on to the fold (spec §4.3 "Joint ranges")
+    assert seen["g_middle_fold"][0] == pytest.approx(29.99, abs=0.01)
+    assert seen["g_middle_curl"][0] == pytest.approx(-10.0, abs=1e-9)
+    assert seen["g_middle_distal"][0] == pytest.approx(-20.0, abs=1e-9)
     repaired = finger_angles(world, side="r", depth_ambiguous=True)
     assert (repaired["g_middle_side"][0] - 10.0) / 30.0 == pytest.approx(-0.617051, abs=1e-6)
     assert repaired["g_middle_fold"][0] / 120.0 == pytest.approx(0.537106, abs=1e-6)
@@ -407,8 +420,9 @@ def test_spec_worked_depth_repair_example() -> None:
 @given(st.integers(0, 2**32 - 1))
 def test_depth_repair_changes_only_fingers_out_of_range(seed: int) -> None:
     # law (spec §4.3 "Depth repair"): a finger read in range (side within ±30° of its splay,
-    # fold within ±120°) is sent as read; one out of range is either left as read or replaced by
-    # a reading in range; the repaired count is the number replaced
+    # fold within −45°…120°) is sent as read; one out of range is either left as read (its
+    # fold at −45° at least) or replaced by a reading in range; the repaired count is the
+    # number replaced
     rng = np.random.default_rng(seed)
     gt = render(random_vectors(rng, 16), view_yaw_deg=rng.uniform(-60, 60, 16))
     noisy = noise(gt.landmarks, rng, xy=0.004, depth=0.02)
@@ -421,12 +435,14 @@ def test_depth_repair_changes_only_fingers_out_of_range(seed: int) -> None:
         changed = np.zeros(16, dtype=int)
         for finger, splay in zip(FINGER_CHAINS, (20.0, 10.0, 10.0, 5.0), strict=True):
             keys = [f"g_{finger}_{k}" for k in ("side", "fold", "curl", "distal")]
-            inside = (np.abs(plain[keys[0]] - splay) <= 30.0) & (np.abs(plain[keys[1]]) <= 120.0)
+            fold = plain[keys[1]]  # at −45° where it was read further back (spec §4.3 "Joint ranges")
+            assert (fold >= -MCP_EXTENSION_DEG).all()
+            inside = (np.abs(plain[keys[0]] - splay) <= 30.0) & (fold > -MCP_EXTENSION_DEG) & (fold <= 120.0)
             same = np.all([repaired[k] == plain[k] for k in keys], axis=0)
             assert same[inside].all(), (side, finger)
             fixed = ~same
             assert (np.abs(repaired[keys[0]][fixed] - splay) <= 30.0).all()
-            assert (np.abs(repaired[keys[1]][fixed]) <= 120.0).all()
+            assert ((repaired[keys[1]][fixed] >= -MCP_EXTENSION_DEG) & (repaired[keys[1]][fixed] <= 120.0)).all()
             changed += fixed
         assert dims.fingers_depth_repaired is not None
         flipped = dims.depth_flipped if dims.depth_flipped is not None else np.zeros(16, dtype=bool)

@@ -76,7 +76,6 @@ const FINGER_ROWS = [...FINGERS5.flatMap((f) => ['curl', 'fold', 'side'].map((k)
 const angleDeg = (row) => DIMS[idx(`${row}_r`)].angle_deg; // the same on both sides
 const FINGER_DEG = FINGER_ROWS.map(angleDeg);
 const FINGER_NEUTRAL = FINGER_ROWS.map((r) => DIMS[idx(`${r}_r`)].neutral_deg ?? 0);
-const FOLDS = [4, 7, 10, 13];
 const SIDE_SLOTS = [5, 8, 11, 14];
 const ROLL = FINGER_ROWS.indexOf('g_thumb_roll');
 // (curl, distal, fold, side) slots of each finger in the finger rows, thumb first
@@ -92,6 +91,8 @@ const DEPTH_FLIP_FOLD_DEG = 60.0;
 const DEPTH_REPAIR_SCALES = [0.5, 2.0, 0.0, -1.0]; // spec §4.3 "Depth repair"
 const SPLAY = [20, 10, 10, 5]; // index…pinky relaxed splay σ (the side rows' neutral_deg)
 // index…pinky [PIP (curl), DIP (distal)] ranges, degrees at |n| = 1 (spec §4.3 "Joint ranges")
+// how far a PIP, a DIP and a base knuckle bend backward in a real hand, spec §4.3 "Joint ranges"
+const PIP_EXTENSION_DEG = 10.0; const DIP_EXTENSION_DEG = 20.0; const MCP_EXTENSION_DEG = 45.0;
 const RANGES = FINGERS5.slice(1).map((f) => [angleDeg(`g_${f}_curl`), angleDeg(`g_${f}_distal`)]);
 const SIDE_RANGE_DEG = 30.0; const FOLD_RANGE_DEG = 120.0;
 const W_WRIST = 0; const W_INDEX = 5; const W_MIDDLE = 9; const W_PINKY = 17;
@@ -493,27 +494,30 @@ function fingerReading(m, b1, b2, b3, splay, ranges) {
   // projected off it once (spec §4.3 "Finger geometry": each joint's own bend)
   const [aFold, aCurl, aDistal] = chainAngles([d, b1, b2, b3], lateral);
   const [fold, curl, distal] = withinJointRanges(aFold * DEG, aCurl * DEG, aDistal * DEG, ranges);
-  return [curl, distal, fold, side, (within || pick < 0) && Math.abs(fold) <= FOLD_RANGE_DEG];
+  return [curl, distal, fold, side, (within || pick < 0) && fold >= -MCP_EXTENSION_DEG && fold <= FOLD_RANGE_DEG];
 }
 
-// hand._within_joint_ranges of one finger (degrees; ranges = its PIP and DIP ranges): the DIP's
-// bend beyond ±its range passed on to the PIP, then the PIP's beyond ±its range to the fold
+// hand._within_joint_ranges of one finger (degrees; ranges = its PIP and DIP flexion limits): the
+// DIP's bend beyond [−DIP_EXTENSION_DEG, its limit] passed on to the PIP, then the PIP's beyond
+// [−PIP_EXTENSION_DEG, its limit] to the fold
 // (spec §4.3 "Joint ranges"); a missing joint (NaN) passes nothing on
 function withinJointRanges(fold, curl0, distal, [curlRange, distalRange]) {
-  const kept = distal === distal ? Math.min(Math.max(distal, -distalRange), distalRange) : distal;
+  const kept = distal === distal ? Math.min(Math.max(distal, -DIP_EXTENSION_DEG), distalRange) : distal;
   let excess = distal - kept;
   const curl = curl0 + (Number.isFinite(excess) ? excess : 0.0);
-  const curlKept = curl === curl ? Math.min(Math.max(curl, -curlRange), curlRange) : curl;
+  const curlKept = curl === curl ? Math.min(Math.max(curl, -PIP_EXTENSION_DEG), curlRange) : curl;
   excess = curl - curlKept;
   return [fold + (Number.isFinite(excess) ? excess : 0.0), curlKept, kept];
 }
 
-// (curl, distal, fold, side) degrees of index…pinky and whether it was depth-repaired, spec §4.3
+// (curl, distal, fold, side) degrees of index…pinky, whether it was depth-repaired, and its fold as
+// measured (before any depth repair), spec §4.3
 function fingerAngles(local, chain, splay, ranges, depth) { // ranges: [PIP, DIP] degrees
   const [m, p, q, t] = chain.map((k) => local[k]);
   const bones = [sub(p, m), sub(q, p), sub(t, q)];
   const reading = fingerReading(m, ...bones, splay, ranges);
-  if (reading[4] || depth === null) return [...reading.slice(0, 4), false];
+  const within = (r) => [r[0], r[1], Math.max(r[2], -MCP_EXTENSION_DEG), r[3]]; // NaN stays NaN
+  if (reading[4] || depth === null) return [...within(reading), false, reading[2]];
   const [kx, ky, kz] = depth;
   for (const scale of DEPTH_REPAIR_SCALES) { // spec §4.3 "Depth repair"
     const f = scale - 1.0;
@@ -522,9 +526,9 @@ function fingerAngles(local, chain, splay, ranges, depth) { // ranges: [PIP, DIP
       return [bx + a * kx, by + a * ky, bz + a * kz];
     });
     const repaired = fingerReading(m, ...scaled, splay, ranges);
-    if (repaired[4]) return [...repaired.slice(0, 4), true];
+    if (repaired[4]) return [...repaired.slice(0, 4), true, reading[2]];
   }
-  return [...reading.slice(0, 4), false];
+  return [...within(reading), false, reading[2]];
 }
 
 function depthAxis(fingers, normal, side) { // the camera's depth axis (third world axis), canonical local
@@ -567,18 +571,21 @@ function thumbAngles(local) { // (curl, distal, fold, side, roll) degrees, spec 
 function allAngles(pts, fingers, normal, side, depthAmbiguous = false) {
   const out = new Array(FINGER_ROWS.length).fill(NaN);
   const local = localPoints(pts, fingers, normal, side);
-  if (local === null) return [out, 0];
+  if (local === null) return [out, 0, NaN];
   const [c, t, f, s] = SLOTS[0];
   [out[c], out[t], out[f], out[s], out[ROLL]] = thumbAngles(local);
   const depth = depthAmbiguous ? depthAxis(fingers, normal, side) : null;
   let repaired = 0;
+  const measured = [];
   CHAINS.forEach((chain, k) => {
     const [ck, tk, fk, sk] = SLOTS[k + 1];
-    let fixed;
-    [out[ck], out[tk], out[fk], out[sk], fixed] = fingerAngles(local, chain, SPLAY[k], RANGES[k], depth);
+    let fixed; let seen;
+    [out[ck], out[tk], out[fk], out[sk], fixed, seen] = fingerAngles(local, chain, SPLAY[k], RANGES[k], depth);
     if (fixed) repaired += 1;
+    measured.push(seen);
   });
-  return [out, repaired];
+  // the mean fold as measured, before depth repair (the depth-flip check, spec §4.3)
+  return [out, repaired, (measured[0] + measured[1] + measured[2] + measured[3]) / 4.0];
 }
 
 /** One present hand (21 finite y-up points) in the body axes -> palm and finger dims (not yet
@@ -591,10 +598,9 @@ export function handDims(pts, axes, side, depthAmbiguous = false) {
   if (!(fn > EPS && Math.sqrt(dot(ortho, ortho)) > PALM_MIN_SINE * Math.max(fn * Math.sqrt(dot(nBody, nBody)), EPS))) {
     return null;
   }
-  let [angles, repaired] = allAngles(pts, fingers, normal, side, depthAmbiguous);
+  let [angles, repaired, measuredFold] = allAngles(pts, fingers, normal, side, depthAmbiguous);
   let flipped = false;
-  const [f0, f1, f2, f3] = FOLDS;
-  if (depthAmbiguous && (angles[f0] + angles[f1] + angles[f2] + angles[f3]) / 4.0 < -DEPTH_FLIP_FOLD_DEG) {
+  if (depthAmbiguous && measuredFold < -DEPTH_FLIP_FOLD_DEG) {
     // spec §4.3 "Producer checks": monocular depth read backward, taken mirrored
     const z2 = 2.0 * pts[W_WRIST][2];
     pts = pts.map(([x, y, z]) => [x, y, z * -1.0 + z2]);

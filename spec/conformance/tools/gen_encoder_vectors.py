@@ -275,6 +275,14 @@ for m_, p_ in ((5, 6), (9, 10), (13, 14), (17, 18)):
 case("fist-joint-ranges", "§4.3 \"Joint ranges\": a fist whose PIPs bend 140°, 30° past their range, keeps "
      "curl 1 and its DIP; the fold takes the 30° (48° -> 78°)",
      {"frames": [frame(cut(curled_lm, 0, right_hand=hand), 0)]})
+back = vec[1].copy()  # a right hand whose DIPs bend back 40°: 20° beyond a real DIP's hyperextension
+for f in ("index", "middle", "ring", "pinky"):
+    back[REGISTRY.index(f"g_{f}_fold_r")] = 0.4
+    back[REGISTRY.index(f"g_{f}_curl_r")] = -5.0 / 110.0
+    back[REGISTRY.index(f"g_{f}_distal_r")] = -40.0 / 90.0
+case("hyperextended-joint-ranges", "§4.3 \"Joint ranges\": DIPs bent back 40° and PIPs 5°: the DIP keeps −20°, "
+     "the PIP takes the other 20° and keeps −10°, the fold takes the last 15° (48° -> 33°)",
+     {"frames": [frame(render(back[None]).landmarks, 0)]})
 hand = base.left_hand[0:1].copy()
 h = hand[0]
 normal = np.cross(h[5] - h[0], h[17] - h[0])
