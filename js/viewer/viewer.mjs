@@ -342,11 +342,32 @@ function status() {
     + ` · tracked: ${parts.join(' ') || 'none'}${lost.length ? ` · lost/not estimated: ${lost.join(' ')}` : ''}`;
 }
 
+// ?focus=hand_l | hand_r: a close-up that follows that hand (its wrist to its middle
+// fingertip) from the front, as the camera sees it; orbit controls still turn it
+const focus = ['hand_l', 'hand_r'].includes(params.get('focus')) ? params.get('focus') : null;
+const focusBone = focus ? bones[avatar.names.indexOf(focus)] ?? null : null;
+const focusTip = focus ? bones[avatar.names.indexOf(`middle_03_${focus.slice(-1)}`)] ?? null : null;
+if (focus) $('drop').style.display = 'none'; // a close-up keeps the whole stage
+const focusAt = new THREE.Vector3();
+const focusTo = new THREE.Vector3();
+function follow() {
+  if (!focusBone) return;
+  mannequin.updateMatrixWorld(true);
+  focusBone.getWorldPosition(focusAt);
+  if (focusTip) focusAt.lerp(focusTip.getWorldPosition(focusTo), 0.5);
+  const offset = camera.position.clone().sub(controls.target);
+  if (!follow.placed) { offset.set(0, 0.04, 0.55); follow.placed = true; }
+  controls.target.copy(focusAt);
+  camera.position.copy(focusAt).add(offset);
+  controls.update();
+}
+
 const clock = new THREE.Clock();
 let lastStatus = 0;
 renderer.setAnimationLoop(() => {
   const dt = clock.getDelta(); // real elapsed time: easing keeps its pace at any frame rate
   step(dt);
+  follow();
   if (vrmState) vrmState.vrm.update(Math.min(dt, 0.1));
   const now = performance.now();
   if (now - lastStatus > 250) { status(); lastStatus = now; }
