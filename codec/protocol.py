@@ -237,7 +237,9 @@ class SequenceReorder:
 
 @dataclass(frozen=True, slots=True)
 class SequenceReset:
-    """The sequence jumped back more than :data:`REORDER_WINDOW`: a new baseline."""
+    """A new baseline (spec §5.10): the sequence went back further than the tracker's
+    reorder window — on a link in producer order (a relay's link to a consumer), any
+    step back — so a new producer numbers the frames from ``received`` on."""
 
     last: int
     received: int
@@ -279,19 +281,28 @@ class Skipped:
 Event: TypeAlias = (Received | SequenceGap | SequenceReorder | SequenceReset | RateLimited
                     | ProtocolFailure | Closed | Skipped)
 
-#: A frame up to this far behind the newest is a reorder; further back a reset.
+#: A frame up to this far behind the newest is a reorder; further back a reset (spec
+#: §5.10, for a receiver whose input may repeat or reorder frames: a relay).
 REORDER_WINDOW = 1024
 _U32 = 2**32
 
 
 @dataclass
 class SequenceTracker:
-    """uint32 wrapping sequence checks (spec §5.4). Never raises."""
+    """uint32 wrapping sequence checks (spec §5.4, §5.10). Never raises.
+
+    ``producer_order``: the frames come over a link that keeps them in the producer's
+    order and drops the rest — a relay's link to a consumer (spec §5.7 rule 2) — so a
+    frame that is not ahead of the newest (the same number, or any step back) is a new
+    producer: a :class:`SequenceReset`, never a reorder (spec §5.10). Without it (a
+    relay's own input) a frame up to :data:`REORDER_WINDOW` behind is a reorder.
+    """
 
     last: int | None = None
     gaps: int = 0
     reorders: int = 0
     resets: int = 0
+    producer_order: bool = field(default=False, kw_only=True)
 
     def observe(self, seq: int) -> tuple[bool, SequenceGap | SequenceReorder | SequenceReset | None]:
         """``(stale, event)`` for a frame numbered ``seq``; updates the newest seen."""
@@ -307,7 +318,7 @@ class SequenceTracker:
             self.gaps += 1
             return False, SequenceGap((last + 1) % _U32, seq, ahead - 1)
         behind = (last - seq) % _U32
-        if behind <= REORDER_WINDOW:
+        if not self.producer_order and behind <= REORDER_WINDOW:
             self.reorders += 1
             return True, SequenceReorder(last, seq, behind)
         self.last = seq
@@ -337,7 +348,9 @@ class Connection:
     state: State = field(init=False)
     peer_hello: Hello | None = field(default=None, init=False)
     peer_welcome: Welcome | None = field(default=None, init=False)
-    sequence: SequenceTracker = field(default_factory=SequenceTracker, init=False)
+    #: spec §5.10: a client's frames come from a relay, in producer order (a step back is
+    #: a new producer); a relay's own input may repeat or reorder them
+    sequence: SequenceTracker = field(init=False)
     close_code: int | None = field(default=None, init=False)
     _bucket: TokenBucket = field(init=False)
 
@@ -347,6 +360,7 @@ class Connection:
         if self.side == "client" and self.role not in ("producer", "consumer"):
             raise UsageError("usage.bad_option", "a client needs role producer or consumer")
         self.state = State.IDLE if self.side == "client" else State.AWAIT_HELLO
+        self.sequence = SequenceTracker(producer_order=self.side == "client")
         self._bucket = TokenBucket(self.limits.max_fps,
                                    max(1.0, self.limits.max_fps * self.limits.burst_s))
 

@@ -215,9 +215,13 @@ class Interpolator:
         if self.max_frames < 2:
             raise UsageError("usage.bad_option", "max_frames must be >= 2")
 
-    def push(self, seq: int, timestamp_us: int, vector: ArrayLike) -> PushReport:
+    def push(self, seq: int, timestamp_us: int, vector: ArrayLike, *,
+             reset: bool = False) -> PushReport:
         """Add a frame: ``vector (N,)`` normalized dims, NaN = absent (holds its last
-        value, else the default). Returns what was done (:class:`PushReport`)."""
+        value, else the default). ``reset``: the frame starts a new producer (a
+        :class:`~posewire.consumers.subscriber.SubscribedFrame` marked ``reset``, spec
+        §5.10), so the buffer starts afresh from it whatever its number and time.
+        Returns what was done (:class:`PushReport`)."""
         vec = np.asarray(vector, dtype=np.float64)
         if vec.shape != (N_DIMS,):
             raise UsageError("usage.shape", f"vector must have shape ({N_DIMS},), got {vec.shape}")
@@ -225,6 +229,9 @@ class Interpolator:
         status: Literal["first", "in_order", "gap", "reset"]
         if self._last_seq is None:
             status = "first"
+        elif reset:
+            status = "reset"
+            self._frames.clear()
         else:
             ahead = (seq - self._last_seq) % _SEQ_MOD  # spec §5.10, uint32 arithmetic
             if ahead == 1:

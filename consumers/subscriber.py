@@ -17,7 +17,10 @@ one item covers) instead of working through a backlog. Each item is a
 the previous item (NaN elsewhere), or the merged latest state of every dim seen so far
 when ``merge=True``; ``conditions`` and ``calibration`` are the latest states (spec
 §5.5–5.6). On joining, the relay sends the stream's calibration and latest full frame
-at once (spec §5.7). Frames older than the newest (reordered) are skipped. Messages up
+at once (spec §5.7). A frame numbered at or behind the newest is a new producer on the
+stream (a restart, a takeover, a producer on another relay of a cluster: spec §5.10,
+the relay forwards nothing else out of order): it is delivered at once, marked
+``reset``, and the merged state starts afresh from it. Messages up
 to the size the relay announced in its welcome are accepted; one that does not decode
 is skipped, counted (``messages_skipped``) and logged at a bounded rate, never the end
 of the subscriber (spec §5.10). A lost link (keepalive: no pong within
@@ -75,8 +78,9 @@ class SubscribedFrame:
     latest value of every dim carried by the frames since the previous item, NaN elsewhere
     (or, with ``merge=True``, the latest value of every dim seen, NaN only where never
     sent); ``mask``: bool ``(N,)``, the dims those frames carried; ``conditions`` /
-    ``calibration``: the latest states (``None`` = never received); ``stale``: the
-    sequence went back (another producer on the stream, or a restarted one);
+    ``calibration``: the latest states (``None`` = never received); ``reset``: a new
+    producer took the stream at this item's frames — its numbering went back or repeated
+    (a restart, a takeover; spec §5.10) — and ``values`` / ``mask`` hold only its dims;
     ``received_at``: local monotonic seconds when the newest frame arrived; ``merged``:
     how many received frames this item covers (1 when the application keeps up);
     ``wire_bytes``: the size of the newest frame's message as it came over the wire (a frame
@@ -89,7 +93,7 @@ class SubscribedFrame:
     mask: NDArray[np.bool_]
     conditions: Conditions | None
     calibration: Calibration | None
-    stale: bool = False
+    reset: bool = False
     received_at: float = 0.0
     merged: int = 1
     wire_bytes: int = 0
@@ -140,9 +144,9 @@ class Subscriber:
         self.conditions: Conditions | None = None
         #: Merged latest value of every dim (NaN = never received).
         self.state: NDArray[np.float64] = np.full(N_DIMS, np.nan)
-        #: Frames received from the relay; skipped as older than the newest.
+        #: Frames received from the relay; new producers seen (sequence resets, spec §5.10).
         self.frames_received = 0
-        self.frames_stale = 0
+        self.producer_resets = 0
         #: Items handed to the application (fewer than frames when it reads slower).
         self.frames_yielded = 0
         self.reconnects = 0
@@ -165,7 +169,7 @@ class Subscriber:
         self._count = 0
         self._seq = 0
         self._ts = 0
-        self._stale = False
+        self._reset = False
         self._at = 0.0
 
     async def __aenter__(self) -> Subscriber:
@@ -272,7 +276,7 @@ class Subscriber:
                 for msg in messages:
                     if isinstance(msg, Frame):
                         self._wire_bytes = len(data)
-                        self._on_frame(msg, link.last_stale)
+                        self._on_frame(msg, reset=link.last_reset)
                     elif isinstance(msg, Calibration):
                         self.calibration = msg
                     elif isinstance(msg, ConditionsMessage):
@@ -297,19 +301,22 @@ class Subscriber:
             log.warning("subscriber %r: skipped a message from %s (%d so far): %s",
                         self.stream, self.url, n, link.last_skip)
 
-    def _on_frame(self, frame: Frame, stale: bool) -> None:
+    def _on_frame(self, frame: Frame, *, reset: bool) -> None:
         self.frames_received += 1
-        if stale:
-            # spec §5.7: a frame behind the newest is not the latest state
-            self.frames_stale += 1
-            return
+        if reset:
+            # spec §5.10: a new producer; its state is not mixed with its predecessor's
+            # (as the relay's start frame, spec §5.7 rule 3)
+            self.producer_resets += 1
+            self.state[:] = np.nan
+            self._fresh[:] = False
+            self._reset = True
         mask = frame.mask
         self.state[mask] = frame.values[mask]
         if frame.conditions is not None:
             self.conditions = frame.conditions
         self._fresh |= mask
         self._count += 1
-        self._seq, self._ts, self._stale = frame.seq, frame.timestamp_us, stale
+        self._seq, self._ts = frame.seq, frame.timestamp_us
         self._at = time.monotonic()
         self._wake.set()
 
@@ -335,9 +342,10 @@ class Subscriber:
         mask = self._fresh
         values = self.state.copy() if self.merge else np.where(mask, self.state, np.nan)
         out = SubscribedFrame(self._seq, self._ts, values, mask, self.conditions,
-                              self.calibration, self._stale, self._at, self._count, self._wire_bytes)
+                              self.calibration, self._reset, self._at, self._count, self._wire_bytes)
         self._fresh = np.zeros(N_DIMS, dtype=bool)
         self._count = 0
+        self._reset = False
         self.frames_yielded += 1
         return out
 

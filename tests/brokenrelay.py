@@ -12,6 +12,8 @@ one rule:
 * ``mixed_producers`` — the merged snapshot is kept across a producer change, so the start
   frame mixes the old producer's dims under the new one's ``s`` (§5.7 rules 3 and 7);
 * ``forward_stale`` — frames behind the newest ``s`` are forwarded and kept (§5.7 rule 2);
+* ``keep_sequence`` — a new producer's frames are checked against the previous producer's
+  ``s``, so one that restarts from 0 is dropped as stale (§5.7 rules 2 and 7, §5.10);
 * ``ignore_origin`` — a browser from any ``Origin`` is accepted (§5.7 rule 9);
 * ``any_subprotocol`` — a client that does not offer ``posewire.v1`` is accepted (§5.1);
 * ``no_hello_deadline`` — a connection that never says hello stays open (§5.7 rule 8);
@@ -79,6 +81,7 @@ class _Stream:
 async def broken_relay(*, ignore_hash: bool = False, stored_late_join: bool = False,
                        no_rate_limit: bool = False, no_size_limit: bool = False,
                        mixed_producers: bool = False, forward_stale: bool = False,
+                       keep_sequence: bool = False,
                        ignore_origin: bool = False, any_subprotocol: bool = False,
                        no_hello_deadline: bool = False, consumer_data: bool = False,
                        data_before_hello: bool = False, frameless_start_frame: bool = False,
@@ -156,7 +159,7 @@ async def broken_relay(*, ignore_hash: bool = False, stored_late_join: bool = Fa
                         await ws.send(conn.send(Welcome(secrets.token_hex(4))))
                         if role == "producer":
                             stream.producer = ws
-                            stream.restart = True  # its sequence numbers start afresh
+                            stream.restart = not keep_sequence  # its numbers start afresh
                             if not mixed_producers:  # spec §5.7 rule 3: one producer's
                                 stream.fresh = True
                         else:

@@ -204,6 +204,53 @@ def test_sequence_reset() -> None:
     assert t.observe(1) == (False, None)
 
 
+@given(st.lists(st.integers(0, 2**32 - 1), min_size=1, max_size=50))
+def test_on_a_link_in_producer_order_a_frame_not_ahead_is_a_new_producer(seqs: list[int]) -> None:
+    """Spec §5.10, client: never stale; a frame at or behind the newest (by any distance,
+    0 included) is a reset and becomes the newest; ahead is in order or a gap as before."""
+    ordered, windowed = SequenceTracker(producer_order=True), SequenceTracker()
+    for s in seqs:
+        last, wlast = ordered.last, windowed.last
+        stale, ev = ordered.observe(s)
+        wstale, wev = windowed.observe(s)
+        assert not stale and ordered.last == s
+        if last is None:
+            assert ev is None
+            continue
+        ahead = (s - last) % 2**32
+        if ahead == 1:
+            assert ev is None
+        elif 0 < ahead < 2**31:
+            assert ev == SequenceGap((last + 1) % 2**32, s, ahead - 1)
+        else:
+            assert ev == SequenceReset(last, s)
+        if wlast == last and not isinstance(wev, SequenceReorder):
+            # the relay's tracker differs only inside its window
+            assert (wstale, wev) == (stale, ev)
+    assert ordered.reorders == 0
+
+
+def test_a_client_connection_reads_a_restart_within_the_window_as_a_reset() -> None:
+    """Spec §5.10: a consumer gets a restarted producer's frame 0 after s 338 (behind by
+    338, well inside the relay's 1024 window) as a reset, not stale; the relay's end of a
+    producer link still drops a reorder."""
+    srv, cli = pair()
+    handshake(srv, cli)
+    relay_end, consumer = pair(role="consumer")
+    handshake(relay_end, consumer)
+    for seq in (337, 338):
+        consumer.receive_data(relay_end.send(frame(seq)))
+    events = consumer.receive_data(relay_end.send(frame(0)))
+    assert events[0] == SequenceReset(338, 0)
+    assert isinstance(events[1], Received) and not events[1].stale
+    again = consumer.receive_data(relay_end.send(frame(0)))  # a further restart at once
+    assert again[0] == SequenceReset(0, 0)
+    assert consumer.sequence.resets == 2 and consumer.sequence.last == 0
+    for seq in (338, 0):
+        srv.receive_data(cli.send(frame(seq)), now=float(seq))
+    assert srv.sequence.reorders == 1 and srv.sequence.resets == 0
+
+
 def test_token_bucket_hand_computed() -> None:
     b = TokenBucket(rate=10.0, capacity=2.0)
     assert [b.take(0.0), b.take(0.0), b.take(0.0)] == [True, True, False]

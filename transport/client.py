@@ -33,6 +33,7 @@ from posewire.codec.protocol import (
     Event,
     ProtocolFailure,
     Received,
+    SequenceReset,
     Skipped,
     State,
 )
@@ -211,8 +212,12 @@ class ClientLink:
         self.ws = ws
         self.conn = conn
         self.welcome: Welcome | None = None
-        #: Whether the last frame fed was behind the newest seen (spec §5.4).
+        #: Whether the last frame fed was behind the newest seen (spec §5.4); never on a
+        #: link from a relay, whose frames come in producer order (spec §5.10).
         self.last_stale = False
+        #: Whether the last frame fed started a new producer's numbering: the same or an
+        #: earlier ``s`` than the newest on this link (spec §5.10 reset).
+        self.last_reset = False
         #: Messages from the relay that did not decode and were skipped (spec §5.10),
         #: and the last one's error.
         self.skipped = 0
@@ -286,13 +291,18 @@ class ClientLink:
         else:
             events = self.conn.receive_data(data)
         out: list[Message] = []
+        reset = False
         for ev in events:
             if isinstance(ev, Received):
                 if isinstance(ev.message, ErrorMessage):
                     raise RelayError.from_message(ev.message)
                 if ev.message.TYPE == "f":
                     self.last_stale = ev.stale
+                    self.last_reset = reset
+                    reset = False
                 out.append(ev.message)
+            elif isinstance(ev, SequenceReset):
+                reset = True
             elif isinstance(ev, ProtocolFailure):
                 raise RelayError(ev.error.code, f"relay sent bad data: {ev.error.message}",
                                  close_code=ev.close_code, path=ev.error.path)

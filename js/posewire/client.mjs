@@ -4,10 +4,30 @@
 // one current vector (a dim absent from a frame keeps its last value; NaN until first
 // seen, which the decoder reads as the default, spec §3.5); conditions and calibration
 // replace the current state (§5.5, §5.6). Reconnects with a capped backoff.
+//
+// Sequence numbers (§5.10): a relay forwards one producer's frames in order and drops the
+// rest (§5.7 rule 2), so on one link a frame numbered at or behind the newest is a new
+// producer (a restart, a takeover, a producer on another relay of a cluster): it is
+// delivered at once with `reset: true` and the merged vector starts afresh from it.
 
 import { N, BY_ID, mpEncode, encodeMessage, decodeMessage } from './codec.mjs';
 
 export const SUBPROTOCOL = 'posewire.v1';
+
+const U32 = 2 ** 32;
+
+/**
+ * What a frame numbered `seq` is on a link in producer order (spec §5.10), after the newest
+ * `last` (null: the link's first frame): `{kind: 'first' | 'in_order' | 'gap' | 'reset',
+ * missing}`. A step back or a repeated number is a new producer ('reset'), never a reorder.
+ */
+export function sequenceStep(last, seq) {
+  if (last === null) return { kind: 'first', missing: 0 };
+  const ahead = ((seq - last) % U32 + U32) % U32;
+  if (ahead === 1) return { kind: 'in_order', missing: 0 };
+  if (ahead > 1 && ahead < U32 / 2) return { kind: 'gap', missing: ahead - 1 };
+  return { kind: 'reset', missing: 0 };
+}
 
 export class Subscriber {
   /**
@@ -27,6 +47,8 @@ export class Subscriber {
     this.closed = false;
     this.delay = 250;
     this.ws = null;
+    this.lastSeq = null; // the newest sequence number on the current link (§5.10)
+    this.resets = 0; // new producers seen (sequence resets)
   }
 
   start() {
@@ -81,6 +103,7 @@ export class Subscriber {
     switch (msg.type) {
       case 'welcome':
         this.maxSize = msg.max_message_bytes;
+        this.lastSeq = null; // a new link: its first frame is the baseline
         this.delay = 250;
         this._status(`subscribed to ${this.stream}`);
         break;
@@ -93,11 +116,20 @@ export class Subscriber {
         this.opts.onConditions?.(msg.conditions);
         break;
       case 'f': {
+        const seq = Number(msg.seq);
+        const step = sequenceStep(this.lastSeq, seq);
+        this.lastSeq = seq;
+        if (step.kind === 'reset') {
+          // a new producer: its state is not mixed with its predecessor's (§5.7 rule 3)
+          this.resets += 1;
+          this.values.fill(NaN);
+        }
         for (const [id, n] of Object.entries(msg.values)) this.values[BY_ID.get(id).index] = n;
         if (msg.conditions) this.conditions = msg.conditions;
         this.opts.onFrame?.({
-          seq: Number(msg.seq), timestampUs: Number(msg.timestamp_us), values: this.values.slice(),
+          seq, timestampUs: Number(msg.timestamp_us), values: this.values.slice(),
           present: Object.keys(msg.values).length, conditions: this.conditions, bytes: nbytes,
+          reset: step.kind === 'reset', missing: step.missing,
         });
         break;
       }

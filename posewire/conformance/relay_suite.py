@@ -334,6 +334,32 @@ async def _stale_frames(ctx: _Ctx) -> None:
                          f"start frame has s {getattr(start, 'seq', None)}, not 12")
 
 
+async def _new_producer_numbers_afresh(ctx: _Ctx) -> None:
+    stream = ctx.stream("restart")
+    holder = await _open(ctx, "consumer", stream)  # the stream lives on between producers
+    p1 = await _open(ctx, "producer", stream)
+    for s in range(300, 303):
+        await p1.send(encode(Frame(s, 1000 + s, _partial({"h_yaw": s / 1000}))))
+        await asyncio.sleep(0.02)
+    await p1.send(encode(Bye("restarting")))
+    await p1.until_closed()
+    # the same producer restarted: numbered from 0, well within 1024 of its last number
+    p2 = await _open(ctx, "producer", stream)
+    for s in range(3):
+        await p2.send(encode(Frame(s, 10 + s, _partial({"m_jaw": s / 10}))))
+        await asyncio.sleep(0.02)
+    got: list[int] = []
+    with contextlib.suppress(TimeoutError):
+        while len(got) < 6:
+            msg = decode(await holder.recv_bytes())
+            if isinstance(msg, Frame):
+                got.append(msg.seq)
+    if got != [300, 301, 302, 0, 1, 2]:
+        raise _RuleError("§5.7.7 a new producer numbers from its own start: its frames are not "
+                         "checked against the previous producer's (sent s 300–302, then a new "
+                         f"producer's 0–2), got {got}")
+
+
 async def _late_join_no_frames(ctx: _Ctx) -> None:
     stream = ctx.stream("noframes")
     p = await _open(ctx, "producer", stream)
@@ -621,6 +647,8 @@ CHECKS: tuple[Check, ...] = (
           _late_join_full_bytes),
     Check("late-join-new-producer", "§5.7.3/§5.7.7 after a producer change the start frame "
           "holds only the new producer's dims", _late_join_new_producer),
+    Check("new-producer-numbers-afresh", "§5.7.7/§5.10 a new producer's frames numbered "
+          "from 0, behind its predecessor's last s, are forwarded", _new_producer_numbers_afresh),
     Check("late-join-no-frames", "§5.7.3 a stream without frames sends no start frame; the "
           "first frame is the producer's next", _late_join_no_frames),
     Check("stale-frames", "§5.7.2 a frame behind the newest (reorder, duplicate) is neither "
