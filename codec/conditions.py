@@ -24,6 +24,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from .errors import DecodeError, UsageError
+from .ieee import ordered_sum1
 from .registry import (
     AFFECT_LABELS,
     AFFECT_MODES,
@@ -159,7 +160,8 @@ def _check_mouthing(shares: tuple[object, ...], family: ErrorFamily, path: str) 
             raise _fail(family, "decode.out_of_range", "a share is outside [0, 1]",
                         f"{path}[{i}]")
         out.append(s)
-    if math.fsum(out) > 1.0 + MOUTHING_SUM_TOLERANCE:
+    # spec §1.5: the sum a rule decides on runs left to right from +0.0 (not fsum, not pairwise)
+    if ordered_sum1(out) > 1.0 + MOUTHING_SUM_TOLERANCE:
         raise _fail(family, "decode.out_of_range", "viseme shares sum to more than 1", path)
     return tuple(out)
 

@@ -18,7 +18,8 @@ from fractions import Fraction
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["SparseTable", "exact_pseudo_inverse", "ordered_norm", "ordered_norm1", "ordered_sum", "ordered_unit"]
+__all__ = ["SparseTable", "exact_pseudo_inverse", "ordered_norm", "ordered_norm1", "ordered_scale_to",
+           "ordered_scale_to1", "ordered_sum", "ordered_sum1", "ordered_unit", "ordered_unit1"]
 
 F64 = NDArray[np.float64]
 
@@ -29,6 +30,17 @@ def ordered_sum(terms: F64) -> F64:
     acc: F64 = terms[..., 0] + 0.0  # from +0.0, as every sum in the spec
     for i in range(1, terms.shape[-1]):
         acc = acc + terms[..., i]
+    return acc
+
+
+def ordered_sum1(terms: tuple[float, ...] | list[float]) -> float:
+    """:func:`ordered_sum` of one sequence of Python floats: ``((0 + t₀) + t₁) + …`` (spec §1.5).
+
+    Not Python's ``math.fsum`` (exactly rounded) nor numpy's pairwise ``sum``: for 15 shares
+    near 1 + 1e−6 either can fall on the other side of a limit than the stated order."""
+    acc = 0.0
+    for t in terms:
+        acc = acc + t
     return acc
 
 
@@ -78,6 +90,43 @@ def ordered_unit(vectors: F64) -> F64:
     with np.errstate(invalid="ignore", divide="ignore"):
         out: F64 = scaled / np.sqrt(_sum_of_squares(scaled))[..., None]
     return out
+
+
+def ordered_scale_to(vectors: F64, selected: NDArray[np.bool_], target: float) -> F64:
+    """Where ``selected``, ``v · s`` with ``s = target / |v|`` (one division, then one product
+    per component), elsewhere ``v`` unchanged (spec §1.5, §3.3: the palm clamp and rescale).
+
+    ``|v|`` is :func:`ordered_norm`'s; a vector whose largest component lies outside
+    [2⁻⁵⁰⁰, 2⁵⁰⁰] is scaled by ``2⁻ᵉ`` first (exact), so a length beyond float64 still
+    rescales; in that range the scaling changes no bit of the result."""
+    scaled, _ = _scaled(vectors)
+    length = np.sqrt(_sum_of_squares(scaled))
+    factor = target / np.where(selected, length, 1.0)
+    out: F64 = np.where(selected[..., None], scaled * factor[..., None], vectors)
+    return out
+
+
+def ordered_scale_to1(values: tuple[float, float, float], target: float) -> tuple[float, float, float]:
+    """:func:`ordered_scale_to` of one selected 3-vector of Python floats (the same operations)."""
+    x, y, z = values
+    big = max(abs(x), abs(y), abs(z))
+    if (big > _SAFE_HIGH or 0.0 < big < _SAFE_LOW) and math.isfinite(big):
+        exponent = math.frexp(big)[1]
+        x, y, z = math.ldexp(x, -exponent), math.ldexp(y, -exponent), math.ldexp(z, -exponent)
+    s = target / math.sqrt(x * x + y * y + z * z)
+    return (x * s, y * s, z * s)
+
+
+def ordered_unit1(values: tuple[float, float, float]) -> tuple[float, float, float]:
+    """:func:`ordered_unit` of one non-zero 3-vector of Python floats: the scaled vector, each
+    component divided by its length (spec §1.5)."""
+    x, y, z = values
+    big = max(abs(x), abs(y), abs(z))
+    if (big > _SAFE_HIGH or 0.0 < big < _SAFE_LOW) and math.isfinite(big):
+        exponent = math.frexp(big)[1]
+        x, y, z = math.ldexp(x, -exponent), math.ldexp(y, -exponent), math.ldexp(z, -exponent)
+    n = math.sqrt(x * x + y * y + z * z)
+    return (x / n, y / n, z / n)
 
 
 def ordered_norm1(values: tuple[float, ...]) -> float:

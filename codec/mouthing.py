@@ -32,7 +32,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .conditions import MOUTHING_SUM_TOLERANCE
 from .errors import UsageError
-from .ieee import SparseTable
+from .ieee import SparseTable, ordered_sum
 from .morph import FACE_DIM_INDICES, _drive, _drive1, dims_to_arkit
 from .registry import DIMENSIONS, MOUTHING_SEED_TABLE, REGISTRY, VISEMES
 from .vector import N_DIMS, as_vector
@@ -126,7 +126,7 @@ def normalize_shares(shares: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np
     (:func:`as_shares`).
     """
     arr = as_shares(shares)
-    total = arr.sum(axis=-1)
+    total = ordered_sum(arr)  # spec §1.5: left to right, the sum the rule decides on
     normalized = total > 1.0
     divisor = np.where(normalized, total, 1.0)[..., None]
     return arr / divisor, normalized
@@ -134,7 +134,7 @@ def normalize_shares(shares: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np
 
 def _checked_mix(shares: ArrayLike) -> NDArray[np.float64]:
     arr = as_shares(shares)
-    total = arr.sum(axis=-1)
+    total = ordered_sum(arr)  # spec §1.5, §3.4.1: left to right from +0.0, never pairwise
     if (total > 1.0 + SHARE_SUM_TOLERANCE).any():
         worst = float(total.max())
         raise UsageError("usage.out_of_range", f"viseme shares sum to {worst!r} > 1; "
@@ -309,7 +309,7 @@ _MIX_ITERATIONS = 64
 def _project_mix(shares: NDArray[np.float64]) -> NDArray[np.float64]:
     """The nearest point of ``{s ≥ 0, Σ s ≤ 1}`` to ``shares (..., V)`` (Euclidean)."""
     s = np.maximum(shares, 0.0)
-    total = s.sum(axis=-1)
+    total = ordered_sum(s)  # spec §1.5
     over = total > 1.0
     if over.any():  # onto the simplex Σ s = 1 (sort-based threshold)
         u = -np.sort(-shares[over], axis=-1)
@@ -342,21 +342,23 @@ def mix_from_mouth(mouth: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.fl
     table = BASELINE_TABLE[:, MOUTH_DIM_INDICES]  # (V, M)
     used = np.flatnonzero(np.abs(table).sum(axis=-1) > 0.0)
     t = table[used]  # (U, M)
-    step = 1.0 / float((t * t).sum())
+    # spec §1.5: every sum in stated order (row-major, left to right), never numpy's pairwise sum
+    step = 1.0 / float(ordered_sum((t * t).reshape(-1)))
     # the gradient T·(Tᵀs − e) over the measured dims is G·s − T·e: G and T·e once per frame
     measured_t = np.where(known[..., None, :], t, 0.0)  # (…, U, M)
-    gram = (measured_t[..., :, None, :] * measured_t[..., None, :, :]).sum(axis=-1)  # (…, U, U)
-    target = (measured_t * e[..., None, :]).sum(axis=-1)  # (…, U)
+    gram = ordered_sum(measured_t[..., :, None, :] * measured_t[..., None, :, :])  # (…, U, U)
+    target = ordered_sum(measured_t * e[..., None, :])  # (…, U)
     s = np.zeros((*e.shape[:-1], used.size))
     for _ in range(_MIX_ITERATIONS):
-        s = _project_mix(s - step * ((gram * s[..., None, :]).sum(axis=-1) - target))
+        s = _project_mix(s - step * (ordered_sum(gram * s[..., None, :]) - target))
     shares = np.zeros((*e.shape[:-1], N_VISEMES))
     shares[..., used] = np.round(s * _MIX_DIVISIONS) / _MIX_DIVISIONS
     shares = _project_mix(shares)  # rounding up may pass Σ = 1
     # the law reaches only e on b's side of 0: a mix whose baseline points against the
     # measured mouth on some dim is not sent (that frame's mouth stays absolute)
     b = viseme_baseline(shares)[..., MOUTH_DIM_INDICES]
-    against: NDArray[np.bool_] = np.asarray(((b * e) < 0.0).any(axis=-1))
+    # spec §1.5: a sign test on a product is taken on its factors' signs (b·e can underflow)
+    against: NDArray[np.bool_] = np.asarray(((np.sign(b) * np.sign(e)) < 0.0).any(axis=-1))
     shares = np.where(against[..., None], 0.0, shares)
     b = np.where(against[..., None], 0.0, b)  # no mix: baseline 0
     d = e - b

@@ -28,13 +28,25 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .errors import UsageError
-from .ieee import _SAFE_HIGH, _SAFE_LOW, ordered_norm, ordered_norm1, ordered_unit
+from .ieee import (
+    _SAFE_HIGH,
+    _SAFE_LOW,
+    ordered_norm,
+    ordered_norm1,
+    ordered_scale_to,
+    ordered_scale_to1,
+    ordered_sum,
+    ordered_unit,
+    ordered_unit1,
+)
 
 __all__ = [
+    "CLAMP_TARGET_FACTOR",
     "CONJUGATE_SIGNS",
     "HAMILTON_TABLE",
     "IDENTITY",
     "PALM_CLAMP",
+    "PALM_CLAMP_TARGET",
     "PALM_HEMISPHERE",
     "ZERO_NORM_EPS",
     "Mat3",
@@ -46,6 +58,7 @@ __all__ = [
     "canonicalize",
     "canonicalize1",
     "canonicalize_unchecked",
+    "clamp_target",
     "conjugate",
     "conjugate_unchecked",
     "cross1",
@@ -70,6 +83,8 @@ __all__ = [
     "palm_from_axes_unchecked",
     "palm_from_directions",
     "reconstruct_w",
+    "reconstruct_w1",
+    "reconstruct_w_unchecked",
     "reject1",
     "rotate",
     "rotate1",
@@ -89,6 +104,20 @@ F64 = NDArray[np.float64]
 IDENTITY: F64 = np.array([1.0, 0.0, 0.0, 0.0])
 #: Largest stored vector-part length (spec §4.2 SHOULD: clamp slightly below 1).
 PALM_CLAMP = 0.98
+#: Spec §3.3 clamp arithmetic: a vector part longer than the limit ``L`` is scaled to the
+#: target ``T = L · (1 − 2⁻⁴⁹)`` (one rounded product), not to ``L`` itself: ``v · (T / |v|)``
+#: is within 7 units of 2⁻⁵³ (relative) of ``T`` when measured with §1.5's norm, so its length
+#: is never above ``L``, whereas ``v · (L / |v|)`` is above it for about 19 % of palms.
+CLAMP_TARGET_FACTOR = 1.0 - 2.0**-49
+
+
+def clamp_target(limit: float) -> float:
+    """The length ``T = limit · (1 − 2⁻⁴⁹)`` a clamped vector part is scaled to (spec §3.3)."""
+    return limit * CLAMP_TARGET_FACTOR
+
+
+#: ``clamp_target(0.98) = 0.98 − 2⁻⁴⁹`` exactly: ``0.9799999999999982`` (``0x1.f5c28f5c28f4cp-1``).
+PALM_CLAMP_TARGET = clamp_target(PALM_CLAMP)
 #: Hemisphere of the stored palm vector part in the clamp band: the default's axis
 #: ``(1, 0, 1)/√2`` (spec §3.3, §4.2).
 PALM_HEMISPHERE: NDArray[np.float64] = np.array([1.0, 0.0, 1.0]) / np.sqrt(2.0)
@@ -329,24 +358,50 @@ def mirror_sagittal(q: ArrayLike) -> F64:
 
 
 def reconstruct_w(v: ArrayLike, *, clamp: float | None = PALM_CLAMP) -> tuple[F64, NDArray[np.bool_]]:
-    """Unit quaternions ``(..., 4)`` from stored vector parts ``v (..., 3)`` (spec §4.2).
+    """Unit quaternions ``(..., 4)`` from stored vector parts ``v (..., 3)`` (spec §3.3, §4.2).
 
-    MUST: when ``|v| > 1`` the vector part is rescaled to length 1. SHOULD: when
-    ``|v| > clamp`` (default 0.98) it is scaled down to ``clamp`` to keep away from the
-    ``w = 0`` singularity; ``clamp=None`` applies only the MUST. Then
-    ``w = sqrt(1 - |v|²) >= 0``. Returns the quaternion and a boolean ``(...,)`` mask of
-    the entries whose vector part was rescaled or clamped (the report: never silent).
+    MUST: when ``|v| > 1`` the vector part is rescaled, ``v / |v|`` (§1.5). SHOULD: when
+    ``|v| > clamp`` (default 0.98) it is clamped instead, ``v · (T / |v|)`` with the target
+    ``T = clamp · (1 − 2⁻⁴⁹)`` (:func:`clamp_target`), so its length never exceeds ``clamp``;
+    ``clamp=None`` applies only the MUST. One scaling of the received ``v`` in either case.
+    Then ``w = sqrt(max(0, 1 − ((x·x + y·y) + z·z))) >= 0``. Returns the quaternion and a
+    boolean ``(...,)`` mask of the entries whose vector part was rescaled or clamped (the
+    report: never silent).
     """
     vec = _as_array(v, 3, "vector part")
-    limit = 1.0 if clamp is None else float(clamp)
-    if not 0.0 <= limit <= 1.0:  # spec §6.5 rule 3: clamp in [0, 1] (0: every v becomes 0)
+    if clamp is not None and not 0.0 <= float(clamp) <= 1.0:  # spec §6.5 rule 3: clamp in [0, 1]
         raise UsageError("usage.out_of_range", f"clamp must be in [0, 1], not {clamp!r}")
+    return reconstruct_w_unchecked(vec, clamp=None if clamp is None else float(clamp))
+
+
+def reconstruct_w_unchecked(vec: F64, *, clamp: float | None = PALM_CLAMP) -> tuple[F64, NDArray[np.bool_]]:
+    """:func:`reconstruct_w` of finite float64 vector parts ``(..., 3)`` with ``clamp`` in
+    [0, 1] or None, no validation."""
     norm = ordered_norm(vec)  # spec §3.3: the decision is taken on the stated arithmetic
-    changed = norm > limit
-    scale = np.where(changed, limit / np.where(changed, norm, 1.0), 1.0)
-    vec = vec * scale[..., None]
-    w = np.sqrt(np.maximum(0.0, 1.0 - np.sum(vec * vec, axis=-1)))
+    if clamp is None:  # the MUST rescale: v / |v|, §1.5's normalized vector
+        changed = norm > 1.0
+        vec = np.where(changed[..., None], ordered_unit(vec), vec)
+    else:  # the SHOULD clamp: v · (T / |v|)
+        changed = norm > clamp
+        vec = ordered_scale_to(vec, changed, clamp_target(clamp))
+    w = np.sqrt(np.maximum(0.0, 1.0 - ordered_sum(vec * vec)))  # spec §1.5: squares in order
     return np.concatenate([w[..., None], vec], axis=-1), changed
+
+
+def reconstruct_w1(v: Vec3, *, clamp: float | None = PALM_CLAMP) -> tuple[Quat, bool]:
+    """:func:`reconstruct_w_unchecked` of one finite stored vector part (the same operations)."""
+    x, y, z = v
+    norm = ordered_norm1(v)
+    if clamp is None:
+        changed = norm > 1.0
+        if changed:
+            x, y, z = ordered_unit1((x, y, z))
+    else:
+        changed = norm > clamp
+        if changed:
+            x, y, z = ordered_scale_to1((x, y, z), clamp * CLAMP_TARGET_FACTOR)
+    w = math.sqrt(max(0.0, 1.0 - (x * x + y * y + z * z)))
+    return (w, x, y, z), changed
 
 
 def palm_encode(
@@ -381,11 +436,11 @@ def palm_encode_unchecked(q: F64, *, side: Side, limit: float = PALM_CLAMP) -> t
     # at the hanging default store the same v (no 46° flip at the w = 0 discontinuity)
     # and ``v·h < 0`` is decided as ``x + z < 0`` (h ∝ (1, 0, 1)): one IEEE addition, whose
     # sign is the exact sum's, never a dot product whose rounding depends on the BLAS kernel
-    flip = (norm > limit) & (vec[..., 0] + vec[..., 2] < 0.0)
-    vec = np.where(flip[..., None], -vec, vec)
     clamped = norm > limit
-    scale = np.where(clamped, limit / np.where(clamped, norm, 1.0), 1.0)
-    out: F64 = vec * scale[..., None]
+    flip = clamped & (vec[..., 0] + vec[..., 2] < 0.0)
+    vec = np.where(flip[..., None], -vec, vec)
+    # spec §3.3 clamp: v · s with s = T / |v|, T = limit · (1 − 2⁻⁴⁹), so |v| ≤ limit after it
+    out = ordered_scale_to(vec, clamped, clamp_target(limit))
     return out, clamped
 
 
@@ -584,5 +639,7 @@ def palm_encode1(q: Quat, *, side: Side, limit: float = PALM_CLAMP) -> tuple[Vec
     clamped = norm > limit
     if clamped and x + z < 0.0:  # spec §3.3: v·h < 0 decided as x + z < 0
         x, y, z = -x, -y, -z
-    scale = limit / norm if clamped else 1.0
-    return (x * scale, y * scale, z * scale), clamped
+    if not clamped:
+        return (x, y, z), False
+    # spec §3.3 clamp: v · s with s = T / |v|, T = limit · (1 − 2⁻⁴⁹)
+    return ordered_scale_to1((x, y, z), limit * CLAMP_TARGET_FACTOR), True

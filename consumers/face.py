@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from posewire.codec.errors import UsageError
+from posewire.codec.ieee import ordered_sum1
 from posewire.codec.mouthing import _mouthing_drive1, _valid_mouthing_arkit, apply_mouthing, normalize_shares
 from posewire.codec.registry import ARKIT_CHANNELS, REGISTRY, VISEMES
 from posewire.codec.vector import DEFAULTS, LOWER, N_DIMS, UPPER, ValidationReport, validate
@@ -210,24 +211,21 @@ def _face_weights(vec: F64, validation: ValidationReport, capability: Capability
 
 
 _NO_MIX1 = [0.0] * len(VISEMES)
-if len(VISEMES) != 15:  # _shares1 writes numpy's summation order out for 15 shares
-    raise RuntimeError("_shares1 expects 15 visemes")
 _MAX = float(np.finfo(np.float64).max)
 
 
 def _shares1(visemes: ArrayLike | None, batch: tuple[int, ...]) -> tuple[list[float], bool] | None:
     # normalize_shares of one frame's mix as Python floats: (mix, normalized), or None when
     # the mix is not one valid frame's (the array path then raises or broadcasts). The sum
-    # adds in numpy's order for 15 values (its pairwise sum: eight lanes, then the rest in
-    # turn), so the normalized mix is the same, bit for bit.
+    # is spec §1.5's, left to right from +0.0, as the array path's, so the normalized mix is
+    # the same, bit for bit.
     if visemes is None:
         return _NO_MIX1, False
     arr = np.asarray(visemes, dtype=np.float64)
     if arr.shape[:-1] not in ((), batch) or arr.shape[-1:] != (len(VISEMES),):
         return None
     s = arr.ravel().tolist()
-    total = (((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
-             + s[8] + s[9] + s[10] + s[11] + s[12] + s[13] + s[14])
+    total = ordered_sum1(s)
     # negative, NaN or inf (as_shares raises), or a sum that overflows: the array path.
     # A NaN makes the total NaN; without one, min() is exact
     if not (total <= _MAX and min(s) >= 0.0):

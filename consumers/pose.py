@@ -71,6 +71,8 @@ from posewire.codec.quaternion import (
     conjugate_unchecked,
     multiply1,
     multiply_unchecked,
+    reconstruct_w1,
+    reconstruct_w_unchecked,
     rotate_unchecked,
 )
 from posewire.codec.registry import REGISTRY, SPINE_SHARES
@@ -441,12 +443,9 @@ def _decode(vec: F64, validation: ValidationReport, skeleton: Skeleton,
         upper, lower = res.upper, res.lower
 
     # spec §4.2: palm quaternions (rescale |v| > 1, clamp to 0.98, w ≥ 0, left mirrored)
-    pv = vec[:, _PALM_DIMS]
-    norm = np.sqrt((pv * pv).sum(axis=-1))
-    clamped = norm > PALM_CLAMP
-    pv = pv * np.where(clamped, PALM_CLAMP / np.where(clamped, norm, 1.0), 1.0)[..., None]
-    w = np.sqrt(np.maximum(0.0, 1.0 - (pv * pv).sum(axis=-1)))
-    palm = np.concatenate([w[..., None], pv], axis=-1) * _PALM_MIRROR
+    # (spec §3.3 clamp arithmetic: v · (T / |v|), T = 0.98 · (1 − 2⁻⁴⁹), so |v| ≤ 0.98 after it)
+    palm, clamped = reconstruct_w_unchecked(vec[:, _PALM_DIMS], clamp=PALM_CLAMP)
+    palm = palm * _PALM_MIRROR
 
     # carried by the torso Q: head Q·H^c (spec §4.4), arms (body-local, seed 003), palms
     n_spine, n_power = plan.n_spine, plan.power_share.size
@@ -734,13 +733,7 @@ def _decode_one(vec: F64, validation: ValidationReport, plan: DecodePlan, arm_un
         points += (*target, *elbow, *wrist)
         clamped.append(hit)
         # spec §4.2: rescale |v| > 1, clamp to 0.98, w ≥ 0; the left hand mirrored
-        px, py, pz = vl[pxi], vl[pyi], vl[pzi]
-        norm = math.sqrt(px * px + py * py + pz * pz)
-        over = norm > PALM_CLAMP
-        if over:
-            f = PALM_CLAMP / norm
-            px, py, pz = px * f, py * f, pz * f
-        w = math.sqrt(max(0.0, 1.0 - (px * px + py * py + pz * pz)))
+        (w, px, py, pz), over = reconstruct_w1((vl[pxi], vl[pyi], vl[pzi]), clamp=PALM_CLAMP)  # spec §3.3
         palms.append(multiply1(body, (w, px, -py, -pz) if mirror else (w, px, py, pz)))
         palm_clamped.append(over)
     small += lower

@@ -98,8 +98,9 @@ def test_kit_reports_what_failed_and_why() -> None:
     # a SHOULD-level case that fails is NON-STRICT (spec §6.4), the others FAILED
     fails = [line for line in done.stdout.splitlines()
              if line.startswith(("FAILED", "NON-STRICT"))]
-    n_palm = sum(1 for _, c in CASES if c["op"] == "palm.decode" and "expect" in c)
-    assert len(fails) == n_palm and all("palm.json" in f and "$" in f for f in fails)
+    palm_files = {f"{name}:{c['id']}" for name, c in CASES if c["op"] == "palm.decode" and "expect" in c}
+    assert len(fails) == len(palm_files)
+    assert {f.split()[1] for f in fails} == palm_files and all("$" in f for f in fails)
 
 
 def test_a_silent_implementation_fails_every_case_and_the_reports_are_written(tmp_path: Path) -> None:

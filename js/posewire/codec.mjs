@@ -460,21 +460,31 @@ function mouthingListUsage(v) {
 // §3.3, §4.2 palm
 
 const PALM_CLAMP = 0.98;
+// §3.3 clamp arithmetic: a vector part longer than the limit L is scaled to the target
+// T = L · (1 − 2^-49) (one rounded product; for 0.98 exactly 0.98 − 2^-49), never to L itself:
+// v · (T / |v|) measured with §1.5's norm is never above L, v · (L / |v|) often is by an ulp
+const CLAMP_TARGET_FACTOR = 1 - 2 ** -49;
+const clampTarget = (limit) => limit * CLAMP_TARGET_FACTOR;
+const PALM_CLAMP_TARGET = clampTarget(PALM_CLAMP);
+/** §1.5, §3.3: v · s with s = target / |v| (one division, one product per component), on the
+ * exactly scaled v where its largest component lies outside [2^-500, 2^500]. */
+function scaleTo(v, target) {
+  const big = Math.max(...v.map(Math.abs));
+  if ((big > SAFE_HIGH || (big < SAFE_LOW && big > 0)) && Number.isFinite(big)) {
+    const e = Math.floor(Math.log2(big)) + 1;
+    v = v.map((x) => ldexp(x, -e));
+  }
+  return scale(v, target / norm(v));
+}
 
 function reconstruct(v, clampTo) {
+  // §3.3 consumer: one scaling of the received v, decided on its §1.5 length: the SHOULD clamp
+  // v · (T / |v|) when |v| > L; without the clamp, the MUST rescale v / |v| when |v| > 1
   v = vec(v, 3, 'v');
-  let changed = false;
-  let n = norm(v);
-  if (n > 1) {
-    v = scale(v, 1 / n);
-    n = 1;
-    changed = true;
-  }
-  if (clampTo !== null && n > clampTo) {
-    v = scale(v, clampTo / n);
-    changed = true;
-  }
-  const w = Math.sqrt(Math.max(0, 1 - dot(v, v)));
+  const n = norm(v);
+  const changed = clampTo !== null ? n > clampTo : n > 1;
+  if (changed) v = clampTo !== null ? scaleTo(v, clampTarget(clampTo)) : unit(v);
+  const w = Math.sqrt(Math.max(0, 1 - dot(v, v))); // squares summed in order (§1.5)
   return { q: [w, ...v], changed };
 }
 const mirrorQ = (q) => [q[0], q[1], -q[2] + 0, -q[3] + 0];
@@ -499,7 +509,7 @@ function palmEncode({ q, side: s }) {
   // §3.3 hemisphere rule: in the clamp band, v points into the default's hemisphere h = (1, 0, 1)/√2
   if (n > PALM_CLAMP && v[0] + v[2] < 0) v = v.map((x) => -x + 0);
   if (n > PALM_CLAMP) {
-    v = scale(v, PALM_CLAMP / n);
+    v = scaleTo(v, PALM_CLAMP_TARGET); // §3.3 clamp: v · (T / |v|)
     clamped = true;
   }
   return { v, clamped };
@@ -1457,7 +1467,7 @@ function wireQuantize({ values }) {
 
 export { REGISTRY };
 export {
-  DIMS, N, BY_ID, VISEMES, TRACK_PARTS, TRACK_STATES, ARKIT_ORDER, PALM_CLAMP, PROTOCOL,
+  DIMS, N, BY_ID, VISEMES, TRACK_PARTS, TRACK_STATES, ARKIT_ORDER, PALM_CLAMP, PALM_CLAMP_TARGET, PROTOCOL,
   DEFAULT_MAX_SIZE, MPMap, F64, num, vec,
   // quaternions (w, x, y, z) and small vectors
   qmul, qnormalize, qcanonical, qmatrix, rotate, qfromMatrix, eulerToQ, normalizedToQ, HEAD_MAX, BODY_MAX,

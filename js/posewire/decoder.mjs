@@ -20,7 +20,7 @@
 // comes from the registry export via ./codec.mjs.
 
 import {
-  BY_ID, DIMS, N, REGISTRY, VISEMES, ARKIT_ORDER, PALM_CLAMP, qmul, rotate, qfromMatrix, units,
+  BY_ID, DIMS, N, REGISTRY, VISEMES, ARKIT_ORDER, PALM_CLAMP, PALM_CLAMP_TARGET, qmul, rotate, qfromMatrix, units,
   calibrationMeasure, cross, dot, sub, add, scale,
 } from './codec.mjs';
 
@@ -358,12 +358,13 @@ function solveArm(a, target, pole) {
 }
 
 function palmQ(v, s) {
-  // spec §4.2: rescale |v| > 0.98 to 0.98, w = sqrt(1 - |v|²) >= 0, left = sagittal mirror
+  // spec §3.3, §4.2: clamp |v| > 0.98 to v · (T / |v|), T = 0.98 − 2^-49 (so |v| ≤ 0.98 after it),
+  // w = sqrt(1 - |v|²) >= 0, left = sagittal mirror; wire values lie in [-1, 1]: no scaling (§1.5)
   let [x, y, z] = ['w_qx', 'w_qy', 'w_qz'].map((b) => v[idx(`${b}_${s}`)]);
   const n = Math.sqrt(x * x + y * y + z * z);
   const over = n > PALM_CLAMP;
   if (over) {
-    const f = PALM_CLAMP / n;
+    const f = PALM_CLAMP_TARGET / n;
     x *= f;
     y *= f;
     z *= f;

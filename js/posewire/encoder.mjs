@@ -10,7 +10,7 @@
 // Also here, for the live producer (the capture page): LiveCalibration (spec §4.1, running
 // medians as producers/live.py) and the One-Euro filter (producers/filter.py).
 
-import { REGISTRY, units as calibrationUnits, arkitToDims, CodecError } from './codec.mjs';
+import { REGISTRY, units as calibrationUnits, arkitToDims, CodecError, PALM_CLAMP_TARGET } from './codec.mjs';
 
 const DIMS = REGISTRY.dimensions;
 export const N_DIMS = DIMS.length;
@@ -171,8 +171,9 @@ function palmEncode(q, side) { // spec §3.3, §4.2: left mirrored, canonical, c
   const n = Math.sqrt(x * x + y * y + z * z);
   const clamped = n > PALM_CLAMP;
   if (clamped && x + z < 0.0) { x = -x; y = -y; z = -z; }
-  const scale = clamped ? PALM_CLAMP / n : 1.0;
-  return [[x * scale, y * scale, z * scale], clamped];
+  if (!clamped) return [[x, y, z], false];
+  const scale = PALM_CLAMP_TARGET / n; // §3.3 clamp: v · (T / |v|), T = 0.98 − 2^-49
+  return [[x * scale, y * scale, z * scale], true];
 }
 function matrixToEuler(m) { // spec §4.4: YXZ, degrees, with the gimbal rule
   const cosPitch = Math.hypot(m[1][0], m[1][1]);

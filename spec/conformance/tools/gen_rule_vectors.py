@@ -503,8 +503,154 @@ case(inputs, "subnormal-frame-body-unit-axes", "frame.body", R_SUBUNIT,
      {"origin": [0.0, 0.0, 0.0], "x": [-math.sqrt(0.5), math.sqrt(0.5), 0.0],
       "y": [math.sqrt(0.5), math.sqrt(0.5), 0.0], "z": [0.0, 0.0, -1.0], "points": []})
 
+# -- §1.5 "Clamps to a length", §3.3: the clamp arithmetic at tolerance 0 -----------------
+# Palms in the band where the readings v·(0.98/|v|), (v·0.98)/|v| of the old text give
+# different wire codes and the first measures 0.98 + 1 ulp; expected values follow the
+# §3.3 pseudocode operation by operation.
+T98 = 0.98 - 2.0**-49  # spec §1.5: T = 0.98 · (1 − 2⁻⁴⁹) rounded once, exactly 0.98 − 2⁻⁴⁹
+assert T98 == 0.98 * (1.0 - 2.0**-49)
+
+
+def norm3(v):
+    return math.sqrt((v[0] * v[0] + v[1] * v[1]) + v[2] * v[2])
+
+
+def palm_encode_exact(q, side):
+    if side == "l":
+        q = [q[0], q[1], -q[2], -q[3]]
+    n4 = math.sqrt(((q[0] * q[0] + q[1] * q[1]) + q[2] * q[2]) + q[3] * q[3])
+    u = [c / n4 for c in q]
+    lead = next((c for c in u if c != 0.0), 0.0)
+    if lead < 0.0:
+        u = [-c for c in u]
+    v = u[1:]
+    n = norm3(v)
+    if n > 0.98 and v[0] + v[2] < 0.0:
+        v = [-c for c in v]
+    if n > 0.98:
+        s = T98 / n
+        return [c * s for c in v], v, True
+    return v, v, False
+
+
+def quantize_palm(v):  # §5.4 with the palm rule
+    q = [round(c * S16) for c in v]
+    if norm3([c / S16 for c in q]) > 0.98 and norm3(v) <= 0.98:
+        q = [math.trunc(c * S16) for c in v]
+    return q
+
+
+def palm_reconstruct_exact(v):  # §3.3 consumer with the SHOULD clamp
+    n = norm3(v)
+    changed = n > 0.98
+    if changed:
+        s = T98 / n
+        v = [c * s for c in v]
+    return [math.sqrt(max(0.0, 1.0 - ((v[0] * v[0] + v[1] * v[1]) + v[2] * v[2]))), *v], changed
+
+
+R_CLAMPX = ("§1.5 clamps to a length, §3.3: n = sqrt((x·x + y·y) + z·z); in the band s = T / n with "
+            "T = 0.98 − 2⁻⁴⁹, then x·s, y·s, z·s; the clamped length is never above 0.98 (tolerance 0; "
+            "v·0.98/|v| read two ways gives other codes here, and 0.98 + 1 ulp)")
+MASK = {"l": bytes([0, 0b00010101]), "r": bytes([0, 0b00101010])}
+for name, q, side in (("right", [0.055, 0.923, 0.078, 0.356], "r"),
+                      ("right-hemisphere-flip", [0.131, 0.439, 0.461, -0.656], "r"),
+                      ("right-flip-2", [0.028, 0.221, -0.172, -0.678], "r"),
+                      ("left", [0.084, -0.414, 0.563, 0.654], "l")):
+    v, unclamped, clamped = palm_encode_exact(q, side)
+    n = norm3(unclamped)
+    assert norm3([c * (0.98 / n) for c in unclamped]) > 0.98  # the old reading: 0.98 + 1 ulp
+    assert clamped and norm3(v) <= 0.98
+    case(palm, f"clamp-exact-encode-{name}", "palm.encode", R_CLAMPX, {"q": q, "side": side},
+         {"v": v, "clamped": True})
+    palm[-1]["tolerance"] = 0
+    codes = quantize_palm(v)
+    ids = [f"w_q{a}_{side}" for a in "xyz"]
+    case(wire, f"clamp-exact-quantize-{name}", "wire.quantize", R_CLAMPX + "; then the §5.4 palm rule",
+         {"values": dict(zip(ids, v, strict=True))}, {"q": dict(zip(ids, codes, strict=True))})
+    wire[-1]["tolerance"] = 0
+    case(wire, f"clamp-exact-frame-{name}", "wire.encode", R_CLAMPX + "; the frame's bytes",
+         {"message": {"type": "f", "seq": 1, "timestamp_us": 1, "values": dict(zip(ids, v, strict=True))}},
+         {"hex": hx({"t": "f", "s": 1, "ts": 1, "m": MASK[side],
+                     "v": b"".join(c.to_bytes(2, "big", signed=True) for c in codes)})})
+    # the consumer side: the codes an encoder that scaled to 0.98 itself sent (above 0.98)
+    old_codes = [round(c * (0.98 / n) * S16) for c in unclamped]
+    old_v = [c / S16 for c in old_codes]
+    if norm3(old_v) > 0.98:
+        qq, changed = palm_reconstruct_exact(old_v)
+        case(palm, f"clamp-exact-decode-{name}", "palm.decode", R_CLAMPX + "; the consumer's clamp (SHOULD)",
+             {"v": old_v, "side": "r"}, {"q": qq, "changed": changed})
+        palm[-1]["tolerance"] = 0
+        palm[-1]["level"] = "SHOULD"
+    qq, changed = palm_reconstruct_exact(v)
+    assert not changed  # a clamped value is not clamped again
+    case(palm, f"clamp-exact-decode-idempotent-{name}", "palm.decode",
+         R_CLAMPX + "; a value the producer clamped is at most 0.98: the consumer leaves it",
+         {"v": v, "side": "r"}, {"q": qq, "changed": False})
+    palm[-1]["tolerance"] = 0
+qq, changed = palm_reconstruct_exact([0.8, 0.6, 0.6])
+case(palm, "clamp-exact-decode-over-one", "palm.decode",
+     R_CLAMPX + "; one scaling of the received v to T, never to 1 and then to 0.98",
+     {"v": [0.8, 0.6, 0.6], "side": "r"}, {"q": qq, "changed": True})
+palm[-1]["tolerance"] = 0
+palm[-1]["level"] = "SHOULD"
+case(palm, "clamp-exact-reconstruct-must-only", "palm.reconstruct",
+     "§3.3 without the clamp, |v| > 1 is rescaled as §1.5's normalized vector v / |v| (tolerance 0)",
+     {"v": [3, 4, 0], "clamp": None}, {"q": [0.0, 0.6, 0.8, 0.0], "changed": True})
+palm[-1]["tolerance"] = 0
+case(palm, "clamp-exact-encode-w-zero-tie", "palm.encode", R_CLAMPX + " (n = 1: v = (0, T, 0))",
+     {"q": [0, 0, -1, 0], "side": "r"}, {"v": [0.0, T98, 0.0], "clamped": True})
+palm[-1]["tolerance"] = 0
+
+# -- §1.5 sums, §3.4.1: the mouthing sum runs left to right from +0.0 ----------------------
+LIMIT = 1.0 + 1e-6
+
+
+def left_to_right(xs):
+    acc = 0.0
+    for x in xs:
+        acc = acc + x
+    return acc
+
+
+# found by search: ACCEPT sums to exactly 1 + 1e−6 left to right, 1.0000010000000001 exactly
+# rounded (math.fsum) and pairwise (numpy); REJECT the other way round
+ACCEPT = [0.03148127116523634, 0.08479803186320908, 0.09759350308755788, 0.03794328683033256, 0.02623445119942361, 0.0658759524056092, 0.07840664318284253, 0.11092949315935642, 0.023637464577369798, 0.030867590604442587, 0.03845400881716622, 0.04173643379535579, 0.04354087874295287, 0.0917243734537903, 0.1967776171153549]
+REJECT = [0.09151579278581233, 0.03067436974828122, 0.0948964921384405, 0.11345623445013134, 0.026113949827937792, 0.052424686751829555, 0.07639773471684916, 0.10280593311588299, 0.04421260625001018, 0.03797724414316779, 0.04499660808901569, 0.08159809805461268, 0.0953543309439895, 0.05937299493916036, 0.04820392404487872]
+assert left_to_right(ACCEPT) <= LIMIT < math.fsum(ACCEPT)
+assert left_to_right(REJECT) > LIMIT >= math.fsum(REJECT)
+R_SUM = ("§1.5, §3.4.1 the mouthing sum Σ s_v ≤ 1 + 1e−6 is the left-to-right sum from +0.0 "
+         "(not an exactly rounded or pairwise sum, which fall on the other side here)")
+case(inputs, "mouthing-sum-order-mirror-accepted", "conditions.mirror", R_SUM,
+     {"conditions": {"mouthing": ACCEPT}}, {"conditions": {"mouthing": ACCEPT}})
+inputs[-1]["tolerance"] = 0
+case(inputs, "mouthing-sum-order-mirror-rejected", "conditions.mirror", R_SUM,
+     {"conditions": {"mouthing": REJECT}}, error="usage.out_of_range")
+case(inputs, "mouthing-sum-order-apply-rejected", "mouthing.apply", R_SUM,
+     {"values": {}, "shares": REJECT}, error="usage.out_of_range")
+total = left_to_right(ACCEPT)
+VIS = ["sil", "PP", "FF", "TH", "DD", "kk", "CH", "SS", "nn", "RR", "aa", "E", "I", "O", "U"]
+case(inputs, "mouthing-sum-order-normalize-divisor", "mouthing.normalize",
+     R_SUM + "; the divisor is that sum too",
+     {"shares": ACCEPT}, {"shares": {k: x / total for k, x in zip(VIS, ACCEPT, strict=True) if x / total != 0.0},
+                          "normalized": total > 1.0})
+inputs[-1]["tolerance"] = 0
+case(wire, "mouthing-sum-order-decode-accepted", "wire.decode", R_SUM,
+     {"hex": hx({"t": "cond", "ts": 5, "c": {"mouthing": ACCEPT}})},
+     {"type": "cond", "timestamp_us": 5, "conditions": {"mouthing": ACCEPT}})
+wire[-1]["tolerance"] = 0
+case(wire, "mouthing-sum-order-decode-rejected", "wire.decode", R_SUM,
+     {"hex": hx({"t": "cond", "ts": 5, "c": {"mouthing": REJECT}})}, error="decode.out_of_range")
+case(wire, "mouthing-sum-order-encode-rejected", "wire.encode", R_SUM,
+     {"message": {"type": "cond", "timestamp_us": 5, "conditions": {"mouthing": REJECT}}},
+     error="usage.out_of_range")
+case(wire, "mouthing-sum-order-encode-accepted", "wire.encode", R_SUM,
+     {"message": {"type": "cond", "timestamp_us": 5, "conditions": {"mouthing": ACCEPT}}},
+     {"hex": hx({"t": "cond", "ts": 5, "c": {"mouthing": ACCEPT}})})
+
+
 for name, lst, section, title in (
-    ("palm-rules.json", palm, "§3.3, §4.2", "Palm encoding near w = 0: the hemisphere rule"),
+    ("palm-rules.json", palm, "§3.3, §4.2", "Palm encoding near w = 0: the hemisphere rule and the clamp arithmetic"),
     ("wire-rules.json", wire, "§5.2–5.8, §6.5",
      "Wire edges: str keys at any depth, pv, nil channels, err fields, uniform encoder validation"),
     ("inputs.json", inputs, "§6.5", "The one rule for op input: missing, mistyped, booleans, ranges"),
