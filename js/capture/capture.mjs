@@ -73,6 +73,7 @@ async function loadModels() {
   });
   const crop = document.createElement('canvas');
   return {
+    close() { face.close(); faceCrop.close(); holistic.close(); },
     async holistic(image) { latest = null; await holistic.send({ image }); return latest; },
     face(image, ts, mesh) {
       const found = face.detectForVideo(image, ts);
@@ -164,7 +165,18 @@ async function start() {
   let lastVideoTime = -1;
   let bytesMark = { t: performance.now(), bytes: 0 };
 
+  let stopped = null;
+  /** Stop the camera loop and close MediaPipe (the tasks flush whatever they hold on close). */
+  state.stop = () => new Promise((resolve) => { stopped = resolve; });
   for (;;) {
+    if (stopped) {
+      models.close();
+      pub.close();
+      for (const track of video.srcObject.getTracks()) track.stop();
+      status('stopped');
+      stopped();
+      return;
+    }
     // yield to the event loop every frame: MediaPipe resolves in microtasks, which would
     // starve the relay's websocket events and the page's timers
     await new Promise((r) => setTimeout(r, 0));

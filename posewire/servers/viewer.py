@@ -49,11 +49,12 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from posewire.codec.errors import UsageError
 from posewire.codec.quaternion import rotate_unchecked
 from posewire.codec.registry import REGISTRY
 from posewire.codec.wire import REGISTRY_HASH8
 
-from . import assets
+from . import assets, privacy
 
 __all__ = ["JS_ROOT", "ViewerConfig", "ViewerServer", "add_parser", "avatar_description", "mannequin_glb",
            "serve_viewer"]
@@ -66,6 +67,7 @@ _SCHEMAS = assets.schemas_root()
 RELAY_CHECK_S = 2.0
 #: npm packages the page may load (import map in ``js/viewer/index.html``).
 _PACKAGES = ("three", "@pixiv/three-vrm", "@mediapipe/holistic", "@mediapipe/tasks-vision")
+_TASKS_VISION = "@mediapipe/tasks-vision"
 #: The MediaPipe Tasks models the capture page loads, from the sha256-checked cache
 #: (:func:`posewire.producers.model_files.model_path`; ``posewire models fetch`` fills it).
 _MODELS = {"/models/face_landmarker.task": "face_landmarker", "/models/hand_landmarker.task": "hand_landmarker"}
@@ -130,6 +132,12 @@ class _Handler(BaseHTTPRequestHandler):
     def _send(self, status: HTTPStatus, body: bytes, ctype: str = "text/plain; charset=utf-8") -> None:
         self.send_response(status)
         self.send_header("Content-Type", ctype)
+        # every response, not only pages: a document is whatever the browser navigates to
+        # (the pages contact their own origin and the relay only, posewire.servers.privacy)
+        inline = privacy.inline_script_hashes(body) if ctype.startswith("text/html") else ()
+        self.send_header("Content-Security-Policy",
+                         privacy.content_security_policy(self.server.config.relay, inline_scripts=inline))
+        self.send_header("Referrer-Policy", "no-referrer")
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
         self.send_header("X-Content-Type-Options", "nosniff")
@@ -144,6 +152,9 @@ class _Handler(BaseHTTPRequestHandler):
         path = urlsplit(self.path).path
         try:
             found = self.server.resolve(path)
+        except UsageError as exc:  # an install that is not the pinned one: say so, keep serving
+            self._send(HTTPStatus.INTERNAL_SERVER_ERROR, str(exc).encode())
+            return
         except Exception as exc:  # an avatar that cannot be built: say so, keep serving
             self._send(HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}".encode())
             return
@@ -194,7 +205,14 @@ class _Server(ThreadingHTTPServer):
         for pkg in _PACKAGES:
             prefix = f"/node_modules/{pkg}/"
             if path.startswith(prefix):
-                return self._file(JS_ROOT / "node_modules" / pkg, path[len(prefix):])
+                found = self._file(JS_ROOT / "node_modules" / pkg, path[len(prefix):])
+                rel = path[len(prefix):]
+                if found is not None and pkg == _TASKS_VISION and rel in privacy.PATCHED_FILES:
+                    # the usage logging switched off at its source (posewire.servers.privacy)
+                    return privacy.patch_tasks_bundle(rel, found[0]), found[1]
+                if found is not None and pkg == _TASKS_VISION and rel.startswith("vision_bundle."):
+                    return None  # the other builds of the bundle, unpatched: the page imports the .mjs
+                return found
         return None
 
 
