@@ -43,7 +43,7 @@ from numpy.typing import NDArray
 import posewire.native
 from posewire.codec.calibration import units
 from posewire.codec.morph import N_ARKIT
-from posewire.codec.registry import REGISTRY
+from posewire.codec.registry import ARKIT_CHANNELS, REGISTRY
 from posewire.codec.vector import LOWER, UPPER
 from posewire.consumers.pose import decode_plan
 from posewire.consumers.skeleton import helix_humanoid
@@ -806,6 +806,60 @@ def live_encode_speed(rounds: int, passes: int) -> None:
     print(f"Load average {load[0]:.1f} / {load[1]:.1f} ({os.cpu_count()} cores, shared).\n")
 
 
+def js_live_encode_speed(rounds: int, passes: int) -> None:
+    """Issue 33: the JavaScript live path as the capture page runs it (live calibration,
+    encodeFrame, head and gaze from the face, One-Euro; benchmarks/js/posewire_live.mjs) against
+    kalidokit (Face + Pose + 2 Hands, benchmarks/js/kalidokit_frame.cjs) on the same frames,
+    the two Node processes interleaved round by round in one run; CPU µs per frame."""
+    print("## JavaScript live encode against kalidokit (the capture page's path; CPU µs per frame, Node)\n")
+    node = shutil.which("node")
+    if node is None or not (JS / "node_modules" / "kalidokit").is_dir():
+        print("Not run: it needs Node and benchmarks/js/node_modules (`npm ci` in benchmarks/js).\n")
+        return
+    pf = read_pose_file(RECORDINGS[0])
+    mesh = pf.landmarks.face if pf.landmarks.face is not None else np.full((1, 478, 3), np.nan)
+    size = np.array([pf.width, pf.height, pf.width])
+    rng = np.random.default_rng(5)
+    print("| round | ours min / median / p99 | our p99 / median | frames over 2 × our median "
+          "| kalidokit min / median / p99 | ours / kalidokit (median) |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    frames = _kalidokit_frames(pf.landmarks, mesh, pf.width, pf.height)
+    for i, f in enumerate(frames):  # the face model's outputs (not in a .pose file), as _observations
+        face = mesh[i % mesh.shape[0]]
+        yaw = 0.3 * np.sin(i / 9.0)
+        rot = np.array([[np.cos(yaw), 0.0, np.sin(yaw)], [0.0, 1.0, 0.0], [-np.sin(yaw), 0.0, np.cos(yaw)]])
+        matrix = np.eye(4)
+        matrix[:3, :3] = rot
+        f["mesh"] = (face / size).tolist() if np.isfinite(face).all() else None
+        f["matrix"] = matrix.T.ravel().tolist()  # column-major
+        f["blendshapes"] = dict(zip(ARKIT_CHANNELS, rng.uniform(0.0, 1.0, N_ARKIT).tolist(), strict=True))
+    doc = json.dumps({"width": pf.width, "height": pf.height, "passes": passes, "frames": frames})
+    ours_all: list[float] = []
+    theirs_all: list[float] = []
+
+    def stats(x: list[float]) -> str:
+        return f"{min(x):.0f} / {statistics.median(x):.0f} / {np.percentile(x, 99):.0f}"
+
+    for r in range(rounds):
+        runs = {}
+        for name in (("posewire_live.mjs", "kalidokit_frame.cjs") if r % 2 == 0
+                     else ("kalidokit_frame.cjs", "posewire_live.mjs")):
+            done = subprocess.run([node, str(JS / name)], input=doc, capture_output=True, text=True, check=True,
+                                  cwd=JS, timeout=600)
+            runs[name] = json.loads(done.stdout)["us"]
+        ours, theirs = runs["posewire_live.mjs"], runs["kalidokit_frame.cjs"]
+        ours_all += ours
+        theirs_all += theirs
+        med = statistics.median(ours)
+        over = sum(1 for t in ours if t > 2.0 * med) / len(ours)
+        print(f"| {r + 1} ({pf.landmarks.batch} frames × {passes}) | {stats(ours)} "
+              f"| {np.percentile(ours, 99) / med:.2f} | {100 * over:.1f} % | {stats(theirs)} "
+              f"| {med / statistics.median(theirs):.2f} |")
+    load = os.getloadavg()
+    print(f"\nAll rounds: ours {stats(ours_all)}, kalidokit {stats(theirs_all)} µs. "
+          f"Load average {load[0]:.1f} / {load[1]:.1f} ({os.cpu_count()} cores, shared).\n")
+
+
 #: ``--section NAME``: one section alone (issue 18), given the ground-truth frame count.
 SECTIONS = {
     "round-trip": round_trip_table,
@@ -814,6 +868,7 @@ SECTIONS = {
     "reprojection": lambda frames: reprojection_table(),
     "gain-by-reprojection": lambda frames: gain_by_reprojection_table(),
     "head-jitter": lambda frames: head_jitter_table(),
+    "js-live": lambda frames: js_live_encode_speed(7, 10),
 }
 
 
@@ -838,6 +893,7 @@ def main() -> None:
         head_jitter_table()
     encode_speed(100 if args.quick else 1000, 1 if args.quick else args.rounds)
     live_encode_speed(1 if args.quick else args.rounds, 1 if args.quick else 3)
+    js_live_encode_speed(1 if args.quick else args.rounds, 1 if args.quick else 10)
 
 
 if __name__ == "__main__":

@@ -33,9 +33,18 @@ def _pts(a: np.ndarray) -> list[Any]:
     return [p if all(math.isfinite(c) for c in p) else None for p in a.tolist()]
 
 
-def test_js_live_calibration_equals_python_on_the_signer() -> None:
-    lm = read_pose_file(SIGNER).landmarks
+def _there_and_back(lm: HolisticLandmarks, passes: int) -> HolisticLandmarks:
+    """The recording played forward, backward, forward … ``passes`` times: real frames, long
+    enough for the calibration's window (150 frames) to slide."""
+    order = np.concatenate([np.arange(lm.batch)[::1 if k % 2 == 0 else -1] for k in range(passes)])
     assert lm.hand_scale is not None
+    return HolisticLandmarks(lm.pose_world[order], lm.pose_visibility[order], lm.left_hand[order],
+                             lm.right_hand[order], None, lm.hand_scale[order])
+
+
+def test_js_live_calibration_equals_python_on_the_signer() -> None:
+    lm = _there_and_back(read_pose_file(SIGNER).landmarks, 5)
+    assert lm.batch > 150 + 15 and lm.hand_scale is not None
     frames = [{"pose_world": _pts(lm.pose_world[i]), "pose_visibility": lm.pose_visibility[i].tolist(),
                "left_hand": _pts(lm.left_hand[i]) if np.isfinite(lm.left_hand[i]).all() else None,
                "right_hand": _pts(lm.right_hand[i]) if np.isfinite(lm.right_hand[i]).all() else None}
@@ -61,6 +70,12 @@ def test_js_live_calibration_equals_python_on_the_signer() -> None:
     gain = dict(py.current.hand_depth_gain)
     assert js["hand_depth_gain"] == gain, (js["hand_depth_gain"], gain)
     assert js["hand_depth_gain"] != {"l": 1.0, "r": 1.0}  # the recording's hands do need a gain
+    # the running sums (spec §4.3) give the two-pass estimate's gain at every estimate over the
+    # recording, the window sliding past its first frames
+    estimates = js["estimates"]
+    assert len(estimates) == -(-lm.batch // 15) and estimates[0]["at"] == 0
+    assert [e["running"] for e in estimates] == [e["batch"] for e in estimates]
+    assert len({(e["batch"]["l"], e["batch"]["r"]) for e in estimates}) > 2  # the gains move over it
     want = py.current.calibration
     for key, tol in TOLERANCE.items():
         w = getattr(want, key)

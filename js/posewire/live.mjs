@@ -117,8 +117,13 @@ export function handScale(holistic, width, height) {
 }
 
 // ---------------------------------------------------------------------------- live calibration (§4.1)
-const median = (xs) => {
-  const v = xs.filter(Number.isFinite).sort((a, b) => a - b);
+const median = (xs) => { // xs: a Float64Array (sorted numerically in place, NaN last)
+  xs.sort();
+  let n = xs.length;
+  while (n > 0 && !Number.isFinite(xs[n - 1])) n -= 1;
+  let lo = 0;
+  while (lo < n && !Number.isFinite(xs[lo])) lo += 1; // −Infinity first
+  const v = xs.subarray(lo, n);
   if (!v.length) return null;
   const h = v.length >> 1;
   return v.length % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
@@ -134,62 +139,219 @@ const DEPTH_GAIN_MIN_FRAMES = 10;
 const DEPTH_GAIN_TIE = 1e-9; // measures this close are a tie (spec §4.3)
 const HAND_BONES = [[0, 1], [1, 2], [2, 3], [3, 4], [0, 5], [0, 9], [0, 13], [0, 17], [5, 6], [6, 7], [7, 8],
   [9, 10], [10, 11], [11, 12], [13, 14], [14, 15], [15, 16], [17, 18], [18, 19], [19, 20]];
-/** hand.bone_length_ratios of one frame's hand: per gain, ℓ² of every bone over the frame's
- * mean over its bones (ℓ² = Δx² + Δy² + g²·Δz²); null where not usable. */
-function boneLengthRatios(hand) {
-  if (!hand || !hand.every((p) => p && p.every(Number.isFinite))) return null;
-  const across = []; const along = [];
-  for (const [a, b] of HAND_BONES) {
-    const dx = hand[b][0] - hand[a][0]; const dy = hand[b][1] - hand[a][1]; const dz = hand[b][2] - hand[a][2];
-    across.push(dx * dx + dy * dy); along.push(dz * dz);
-    if (!(across.at(-1) + along.at(-1) > 0.0)) return null;
+const N_GAINS = DEPTH_GAINS.length;
+const N_BONES = HAND_BONES.length;
+const GB = N_GAINS * N_BONES; // one hand's (gain, bone) ratios, gain-major
+const GAIN_SQUARES = Float64Array.from(DEPTH_GAINS, (g) => g * g);
+const BONE_A = Int32Array.from(HAND_BONES, ([a]) => a);
+const BONE_B = Int32Array.from(HAND_BONES, ([, b]) => b);
+const ACROSS = new Float64Array(N_BONES); // scratch: Δx² + Δy² and Δz² of the bones
+const ALONG = new Float64Array(N_BONES);
+
+/** The bones' squared lengths across (Δx² + Δy²) and along (Δz²) the camera axis of one
+ * frame's hand into ACROSS, ALONG; false where not usable (a point missing, or a bone of length 0). */
+function boneLengths(hand) {
+  if (!hand || hand.length < 21) return false;
+  for (let i = 0; i < 21; i++) {
+    const p = hand[i];
+    if (!p || !Number.isFinite(p[0]) || !Number.isFinite(p[1]) || !Number.isFinite(p[2])) return false;
   }
-  return DEPTH_GAINS.map((g) => {
-    const squares = across.map((c, i) => c + g * g * along[i]);
-    const mean = squares.reduce((t, x) => t + x, 0) / squares.length;
-    return squares.map((x) => x / mean);
-  });
+  for (let b = 0; b < N_BONES; b++) {
+    const p = hand[BONE_A[b]]; const q = hand[BONE_B[b]];
+    const dx = q[0] - p[0]; const dy = q[1] - p[1]; const dz = q[2] - p[2];
+    ACROSS[b] = dx * dx + dy * dy; ALONG[b] = dz * dz;
+    if (!(ACROSS[b] + ALONG[b] > 0.0)) return false;
+  }
+  return true;
 }
-/** hand.estimate_depth_gain over frames in their order (null: not usable): the gain with the
- * least mean over bones of sqrt(max(v − w/6, 0)) / m, with m, v the mean and variance over the
- * usable frames and w the mean squared second difference over runs of three usable frames
- * (0 without one); the first of those within DEPTH_GAIN_TIE of the least; null with fewer
- * than 10 usable frames (spec §4.3). */
-function estimateDepthGain(frames) {
+
+/** hand.bone_length_ratios of one frame's hand into `out` from `at` (GB values, gain-major): per gain, ℓ²
+ * of every bone over the frame's mean over its bones (ℓ² = Δx² + Δy² + g²·Δz², the mean summed
+ * bone by bone in their order); false where not usable (a point missing, or a bone of length 0). */
+export function boneLengthRatiosInto(hand, out, at = 0) {
+  if (!boneLengths(hand)) return false;
+  for (let k = 0, o = at; k < N_GAINS; k++, o += N_BONES) {
+    const g2 = GAIN_SQUARES[k];
+    let total = 0;
+    for (let b = 0; b < N_BONES; b++) {
+      const x = ACROSS[b] + g2 * ALONG[b];
+      out[o + b] = x;
+      total += x;
+    }
+    const mean = total / N_BONES;
+    for (let b = 0; b < N_BONES; b++) out[o + b] /= mean;
+  }
+  return true;
+}
+
+/** hand.estimate_depth_gain's choice from its per-(gain, bone) terms: per gain the mean over
+ * bones of sqrt(max(v − w/6, 0)) / m, the gain with the least, the first of those within
+ * DEPTH_GAIN_TIE of it (spec §4.3). `m`, `v`, `w` (GB values): mean, variance and mean squared
+ * second difference (w = 0 without a run of three). */
+function leastGain(m, v, w) {
+  let least = Infinity;
+  const measure = new Float64Array(N_GAINS);
+  for (let k = 0, o = 0; k < N_GAINS; k++, o += N_BONES) {
+    let total = 0;
+    for (let b = 0; b < N_BONES; b++) total += Math.sqrt(Math.max(v[o + b] - w[o + b] / 6.0, 0.0)) / m[o + b];
+    measure[k] = total / N_BONES;
+    if (measure[k] < least) least = measure[k];
+    else if (Number.isNaN(measure[k])) return DEPTH_GAINS[0]; // as least_gain: NaN is numpy's min, nothing within it
+  }
+  for (let k = 0; k < N_GAINS; k++) if (measure[k] <= least + DEPTH_GAIN_TIE) return DEPTH_GAINS[k];
+  return DEPTH_GAINS[0];
+}
+
+/** hand.estimate_depth_gain over frames in their order, each its ratios (GB values, gain-major)
+ * or null (not usable), by two passes over the frames: the gain with the least mean over
+ * bones of sqrt(max(v − w/6, 0)) / m, with m, v the mean and variance over the usable frames
+ * and w the mean squared second difference over runs of three usable frames (0 without one);
+ * null with fewer than 10 usable frames (spec §4.3). The reference the running sums of
+ * DepthGainSums are checked against (tests/test_js_live.py). */
+export function estimateDepthGain(frames) {
   const usable = frames.filter((f) => f !== null);
   if (usable.length < DEPTH_GAIN_MIN_FRAMES) return null;
-  const runs = [];
+  const m = new Float64Array(GB); const v = new Float64Array(GB); const w = new Float64Array(GB);
+  for (const f of usable) for (let j = 0; j < GB; j++) m[j] += f[j];
+  for (let j = 0; j < GB; j++) m[j] /= usable.length;
+  for (const f of usable) for (let j = 0; j < GB; j++) v[j] += (f[j] - m[j]) ** 2;
+  for (let j = 0; j < GB; j++) v[j] /= usable.length;
+  let runs = 0;
   for (let t = 2; t < frames.length; t++) {
-    if (frames[t] !== null && frames[t - 1] !== null && frames[t - 2] !== null) runs.push(t);
+    const a = frames[t]; const b = frames[t - 1]; const c = frames[t - 2];
+    if (a === null || b === null || c === null) continue;
+    runs += 1;
+    for (let j = 0; j < GB; j++) w[j] += (a[j] - 2.0 * b[j] + c[j]) ** 2;
   }
-  const spreads = DEPTH_GAINS.map((g, k) => {
-    let total = 0;
-    for (let b = 0; b < HAND_BONES.length; b++) {
-      let mean = 0;
-      for (const f of usable) mean += f[k][b];
-      mean /= usable.length;
-      let v = 0;
-      for (const f of usable) v += (f[k][b] - mean) ** 2;
-      v /= usable.length;
-      let w = 0;
-      for (const t of runs) w += (frames[t][k][b] - 2.0 * frames[t - 1][k][b] + frames[t - 2][k][b]) ** 2;
-      if (runs.length) w /= runs.length;
-      total += Math.sqrt(Math.max(v - w / 6.0, 0.0)) / mean;
+  if (runs) for (let j = 0; j < GB; j++) w[j] /= runs;
+  return leastGain(m, v, w);
+}
+
+/** One hand's depth gain over the last `window` rows kept as running sums (spec §4.3, as
+ * producers/live.py LiveCalibration): per (gain, bone) the count, Σd and Σd² of d = ratio − the
+ * hand's reference row (its first usable row, so that no cancellation occurs) and the Σ of the
+ * squared second differences, each kept on the last row of its run of three. A row adds its
+ * terms as it enters and takes them out as it leaves the window; an estimate leaves out the
+ * runs of the window's first two rows (they reach before it). The variance is Σd²/n − (Σd/n)²,
+ * the window's two-pass value to round-off, so the least measure is the same gain but for ties
+ * within round-off. Per row the work is one pass over its 81 × 20 ratios (in, and out). */
+class DepthGainSums {
+  constructor(window) {
+    this.window = window;
+    this.size = window + 2; // a row is kept two rows past the window: the runs of three ending after it
+    this.ratios = new Float64Array(this.size * GB);
+    this.second = new Float64Array(this.size * GB); // squared second difference of the run ending on the row
+    this.usable = new Uint8Array(this.size);
+    this.ran = new Uint8Array(this.size);
+    this.reference = null;
+    this.count = 0; // rows so far
+    this.n = 0; this.n3 = 0;
+    this.s1 = new Float64Array(GB); this.s2 = new Float64Array(GB); this.s3 = new Float64Array(GB);
+  }
+
+  /** One row: `hand` (21 points or null). One pass over its 81 × 20 ratios (boneLengthRatiosInto's
+   * values, computed in the same pass) takes them and its run of three into the sums and the
+   * row that leaves the window out of them. */
+  push(hand) {
+    const { size, ratios, second, s1, s2, s3 } = this;
+    const k = this.count;
+    this.count = k + 1;
+    const row = k % size; const o = row * GB;
+    // the row that leaves the window (-1: none, or not usable), and whether it ended a run
+    const leaving = k >= this.window ? (k - this.window) % size : -1;
+    const out = leaving >= 0 && this.usable[leaving] ? leaving * GB : -1;
+    const outRan = out >= 0 && this.ran[leaving] === 1;
+    if (out >= 0) this.n -= 1;
+    if (outRan) this.n3 -= 1;
+    const usable = boneLengths(hand);
+    this.usable[row] = usable ? 1 : 0;
+    this.ran[row] = 0;
+    if (usable && this.reference === null) { // the hand's first usable row: the sums' reference
+      boneLengthRatiosInto(hand, ratios, o);
+      this.reference = ratios.slice(o, o + GB);
     }
-    return total / HAND_BONES.length;
-  });
-  const least = Math.min(...spreads);
-  return DEPTH_GAINS[spreads.findIndex((s) => s <= least + DEPTH_GAIN_TIE)];
+    const ref = this.reference;
+    if (!usable) {
+      if (out >= 0) {
+        for (let j = 0; j < GB; j++) {
+          const e = ratios[out + j] - ref[j];
+          s1[j] -= e; s2[j] -= e * e;
+          if (outRan) s3[j] -= second[out + j];
+        }
+      }
+      return;
+    }
+    this.n += 1;
+    const r1 = (k - 1 + size) % size; const r2 = (k - 2 + size) % size;
+    const ran = k >= 2 && this.usable[r1] === 1 && this.usable[r2] === 1;
+    if (ran) { this.ran[row] = 1; this.n3 += 1; }
+    const o1 = r1 * GB; const o2 = r2 * GB;
+    for (let g = 0, base = 0; g < N_GAINS; g++, base += N_BONES) {
+      const g2 = GAIN_SQUARES[g];
+      let total = 0;
+      for (let b = 0; b < N_BONES; b++) total += ACROSS[b] + g2 * ALONG[b];
+      const mean = total / N_BONES;
+      for (let b = 0; b < N_BONES; b++) {
+        const j = base + b;
+        const r = (ACROSS[b] + g2 * ALONG[b]) / mean; // boneLengthRatiosInto's value
+        ratios[o + j] = r;
+        let d = r - ref[j]; let dd = d * d;
+        let c2 = 0.0;
+        if (ran) {
+          const c = r - 2.0 * ratios[o1 + j] + ratios[o2 + j];
+          c2 = c * c;
+          second[o + j] = c2;
+        }
+        if (out >= 0) {
+          const e = ratios[out + j] - ref[j];
+          d -= e; dd -= e * e;
+          if (outRan) c2 -= second[out + j];
+        }
+        s1[j] += d; s2[j] += dd; s3[j] += c2;
+      }
+    }
+  }
+
+  /** The depth gain of the window's rows (hand.estimate_depth_gain), or null with fewer than
+   * DEPTH_GAIN_MIN_FRAMES usable rows. */
+  gain() {
+    const { n, size, second, reference: ref } = this;
+    if (n < DEPTH_GAIN_MIN_FRAMES) return null;
+    const first = Math.max(0, this.count - this.window);
+    const m = new Float64Array(GB); const v = new Float64Array(GB); const w = new Float64Array(GB);
+    for (let j = 0; j < GB; j++) {
+      const mean = this.s1[j] / n;
+      m[j] = ref[j] + mean;
+      v[j] = this.s2[j] / n - mean * mean;
+    }
+    // the runs that end on the window's first two rows reach before it
+    let runs = this.n3; const before = [];
+    for (let t = first; t < Math.min(first + 2, this.count); t++) {
+      if (this.ran[t % size]) { runs -= 1; before.push((t % size) * GB); }
+    }
+    if (runs > 0) {
+      for (let j = 0; j < GB; j++) {
+        let s = this.s3[j];
+        for (const o of before) s -= second[o + j];
+        w[j] = s / runs;
+      }
+    }
+    return leastGain(m, v, w);
+  }
 }
 
 /** The running robust estimate of the performer's calibration (producers/live.py
  * LiveCalibration): medians over the last `window` frames with a body, re-estimated every
  * `every` such frames; a new estimate replaces the one in use once the last `settle`
- * estimates agree within `tolerance` and differ from it by more. */
+ * estimates agree within `tolerance` and differ from it by more. The hands' depth gains are
+ * kept as running sums (DepthGainSums), so that no frame pays for a whole window (spec §4.3). */
 export class LiveCalibration {
   constructor({ window = 150, every = 15, settle = 3, tolerance = 0.03, visibilityThreshold = 0.5 } = {}) {
     Object.assign(this, { window, every, settle, tolerance, visibilityThreshold });
-    this.samples = [];
+    this.shoulders = new Float64Array(window); // a ring of the last `window` shoulder widths
+    this.seen = 0; // frames with a body so far
+    this.sorted = new Float64Array(window); // scratch for the median
+    this.gainSums = [new DepthGainSums(window), new DepthGainSums(window)]; // right, left
     this.estimates = [];
     this.since = 0;
     this.current = null;
@@ -201,21 +363,22 @@ export class LiveCalibration {
    * units come from the shoulder width, spec §4.1; kept for callers);
    * returns the new calibration when it changed (to be sent). */
   update(frame, scale = NaN) {
-    const P = POSE_POINTS;
-    const get = (k) => yUp(frame.pose_world[P[k]]);
-    const [sl, sr, hl, hr] = ['shoulder_l', 'shoulder_r', 'hip_l', 'hip_r'].map(get);
-    if (![sl, sr, hl, hr].every(okPoint)) return null;
+    const P = POSE_POINTS; const world = frame.pose_world;
+    const sl = yUp(world[P.shoulder_l]); const sr = yUp(world[P.shoulder_r]);
+    const hl = yUp(world[P.hip_l]); const hr = yUp(world[P.hip_r]);
+    if (!(okPoint(sl) && okPoint(sr) && okPoint(hl) && okPoint(hr))) return null;
     // spec §4.1 "A camera producer's units": the shoulder width (the units' only measure) and the
     // hands' bones (their depth gains, §4.3)
-    const sample = { shoulder: dist(sl, sr), bones: [boneLengthRatios(frame.right_hand), boneLengthRatios(frame.left_hand)] };
-    this.samples.push(sample);
-    if (this.samples.length > this.window) this.samples.shift();
+    this.shoulders[this.seen % this.window] = dist(sl, sr);
+    this.seen += 1;
+    this.gainSums[0].push(frame.right_hand);
+    this.gainSums[1].push(frame.left_hand);
     this.since += 1;
     if (this.current !== null && this.since < this.every) return null;
     this.since = 0;
     const estimate = this._estimate();
     if (estimate === null) return null;
-    const gains = ['r', 'l'].map((s, column) => estimateDepthGain(this.samples.map((x) => x.bones[column])));
+    const gains = this.gainSums.map((sums) => sums.gain());
     this.handDepthGain = { r: gains[0] ?? 1.0, l: gains[1] ?? 1.0 }; // updated even when not sent (as Python)
     this.estimates.push(estimate);
     if (this.estimates.length > this.settle) this.estimates.shift();
@@ -239,7 +402,9 @@ export class LiveCalibration {
   }
 
   _estimate() {
-    const S = median(this.samples.map((s) => s.shoulder));
+    const n = Math.min(this.seen, this.window);
+    this.sorted.set(this.shoulders.subarray(0, n));
+    const S = median(this.sorted.subarray(0, n));
     if (S === null) return null;
     // spec §4.1 "A camera producer's units": the units from the shoulder width in adult
     // proportions (landmarks.CAMERA_PROPORTIONS); the camera's hand, torso and arm are not used
