@@ -807,7 +807,7 @@ def live_encode_speed(rounds: int, passes: int) -> None:
 
 
 def js_live_encode_speed(rounds: int, passes: int) -> None:
-    """Issue 33: the JavaScript live path as the capture page runs it (live calibration,
+    """The JavaScript live path as the capture page runs it (live calibration,
     encodeFrame, head and gaze from the face, One-Euro; benchmarks/js/posewire_live.mjs) against
     kalidokit (Face + Pose + 2 Hands, benchmarks/js/kalidokit_frame.cjs) on the same frames,
     the two Node processes interleaved round by round in one run; CPU µs per frame."""

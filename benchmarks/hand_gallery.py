@@ -37,6 +37,7 @@ from posewire.codec.conditions import Conditions
 from posewire.codec.registry import REGISTRY
 from posewire.codec.vector import DEFAULTS
 from posewire.codec.wire import Frame, decode, encode
+from posewire.producers.hand import FINGER_CHAINS, FINGERS, THUMB_CHAIN
 from posewire.producers.landmarks import landmarks_to_vectors
 from posewire.producers.poseformat import read_pose_file
 from posewire.producers.publisher import Publisher
@@ -49,11 +50,9 @@ LETTERS_DIR = SHARED / "fingerspelling-ase"
 DRIVER = JS_ROOT / "test" / "drive_viewer.mjs"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 DEFAULT_LETTERS = ("A", "S", "E", "T", "X", "R", "V", "B", "C")
-FINGERS = ("thumb", "index", "middle", "ring", "pinky")
 COLOURS = {"thumb": (230, 120, 60), "index": (240, 200, 70), "middle": (110, 200, 110),
            "ring": (90, 160, 230), "pinky": (190, 120, 220)}
-CHAINS = {"thumb": (0, 1, 2, 3, 4), "index": (0, 5, 6, 7, 8), "middle": (0, 9, 10, 11, 12),
-          "ring": (0, 13, 14, 15, 16), "pinky": (0, 17, 18, 19, 20)}
+CHAINS = {"thumb": (0, *THUMB_CHAIN), **{f: (0, *chain) for f, chain in FINGER_CHAINS.items()}}
 #: the viewer's 3-D stage within its 960 × 600 page (the face panel and status bar cut off)
 STAGE = (0, 0, 660, 572)
 PANEL = 520

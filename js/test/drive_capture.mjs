@@ -6,22 +6,10 @@
 // (or 240 s), takes a screenshot, and prints one JSON line: {frames, published, stats, last,
 // calibration, status, page_errors, origins}.
 
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium } from 'playwright-core';
+import { launchChromium } from './chromium.mjs';
 
 const [url, clip, frames, screenshot] = process.argv.slice(2);
-const executablePath = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const profile = mkdtempSync(join(tmpdir(), 'posewire-chromium-'));
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync', '--use-gl=angle',
-  '--use-angle=swiftshader', '--enable-unsafe-swiftshader', '--use-fake-ui-for-media-stream',
-  '--use-fake-device-for-media-stream', `--use-file-for-fake-video-capture=${clip}`];
-
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath, headless: true, args: FLAGS, viewport: { width: 1280, height: 560 },
-});
+const { context, close } = await launchChromium({ viewport: { width: 1280, height: 560 }, fakeVideo: clip });
 const page = context.pages()[0] ?? (await context.newPage());
 const errors = [];
 page.on('pageerror', (e) => errors.push(String(e)));
@@ -54,5 +42,4 @@ try {
 result.page_errors = errors;
 result.origins = [...origins];
 process.stdout.write(JSON.stringify(result) + '\n');
-await context.close();
-rmSync(profile, { recursive: true, force: true });
+await close();

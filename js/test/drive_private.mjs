@@ -10,22 +10,10 @@
 // [{directive, blocked}] (Content-Security-Policy refusals seen by the pages), frames,
 // viewer_frames, seconds, page_errors}.
 
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium } from 'playwright-core';
+import { launchChromium } from './chromium.mjs';
 
 const [captureUrl, viewerUrl, clip, seconds] = process.argv.slice(2);
-const executablePath = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const profile = mkdtempSync(join(tmpdir(), 'posewire-chromium-'));
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync', '--use-gl=angle',
-  '--use-angle=swiftshader', '--enable-unsafe-swiftshader', '--use-fake-ui-for-media-stream',
-  '--use-fake-device-for-media-stream', `--use-file-for-fake-video-capture=${clip}`];
-
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath, headless: true, args: FLAGS, viewport: { width: 1280, height: 560 },
-});
+const { context, close } = await launchChromium({ viewport: { width: 1280, height: 560 }, fakeVideo: clip });
 const hosts = {};
 const count = (url) => {
   if (url.startsWith('blob:') || url.startsWith('data:')) return;
@@ -78,5 +66,4 @@ try {
 result.hosts = hosts;
 result.page_errors = errors;
 process.stdout.write(JSON.stringify(result) + '\n');
-await context.close();
-rmSync(profile, { recursive: true, force: true });
+await close();

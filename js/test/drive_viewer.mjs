@@ -11,21 +11,12 @@
 //   {"quit": true}
 
 import { createInterface } from 'node:readline';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
-import { chromium } from 'playwright-core';
+import { readFileSync } from 'node:fs';
+import { basename } from 'node:path';
+import { launchChromium } from './chromium.mjs';
 
 const url = process.argv[2];
-const executablePath = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const profile = mkdtempSync(join(tmpdir(), 'posewire-chromium-'));
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync', '--use-gl=angle',
-  '--use-angle=swiftshader', '--enable-unsafe-swiftshader'];
-
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath, headless: true, args: FLAGS, viewport: { width: 960, height: 600 },
-});
+const { context, close } = await launchChromium({ viewport: { width: 960, height: 600 } });
 const page = context.pages()[0] ?? (await context.newPage());
 const errors = [];
 page.on('pageerror', (e) => errors.push(String(e)));
@@ -40,8 +31,7 @@ try {
   await page.waitForFunction(() => window.posewire?.ready === true, null, { timeout: 60000 });
 } catch (e) {
   out({ error: `page did not load: ${e.message}`, page_errors: errors });
-  await context.close();
-  rmSync(profile, { recursive: true, force: true });
+  await close();
   process.exit(1);
 }
 out({ ready: true });
@@ -96,6 +86,5 @@ for await (const line of rl) {
     out({ error: e.message, page_errors: errors });
   }
 }
-await context.close();
-rmSync(profile, { recursive: true, force: true });
+await close();
 process.exit(0);

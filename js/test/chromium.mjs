@@ -1,0 +1,26 @@
+// Headless Chromium for the page drivers (Debian chromium through npm playwright-core): one
+// set of flags, a throwaway profile, and `close()` that removes it. `fakeVideo`: a clip or
+// photo the fake camera plays (the capture page's getUserMedia).
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync', '--use-gl=angle',
+  '--use-angle=swiftshader', '--enable-unsafe-swiftshader'];
+
+export async function launchChromium({ viewport, fakeVideo = null }) {
+  const profile = mkdtempSync(join(tmpdir(), 'posewire-chromium-'));
+  const camera = fakeVideo === null ? [] : ['--use-fake-ui-for-media-stream', '--use-fake-device-for-media-stream',
+    `--use-file-for-fake-video-capture=${fakeVideo}`];
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', headless: true, args: [...FLAGS, ...camera], viewport,
+  });
+  const close = async () => {
+    await context.close();
+    rmSync(profile, { recursive: true, force: true });
+  };
+  return { context, close };
+}
