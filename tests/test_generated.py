@@ -12,7 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from posewire.codec.registry import DIMENSIONS, REGISTRY, REGISTRY_VERSION, VISEMES
-from posewire.generate import GENERATED, check_all
+from posewire.generate import GENERATED, RECORDING_TOLERANCE, check_all, same_generated
 from posewire.models import PoseObject, RegistryExport
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,7 +25,22 @@ def test_committed_file_matches_generator(rel: str) -> None:
         pytest.skip(f"{rel}: its source does not exist yet")
     path = ROOT / rel
     assert path.exists(), f"{rel} is missing: run `make generate`"
-    assert path.read_text(encoding="utf-8") == text, f"{rel} is stale: run `make generate`"
+    assert same_generated(rel, path.read_text(encoding="utf-8"), text), f"{rel} is stale: run `make generate`"
+
+
+def test_an_encoder_output_is_the_same_file_within_the_tolerance_only() -> None:
+    rel = "posewire/data/holistic_signer.jsonl"
+    line = '{"t_us":0,"values":{"a_x_l":0.25,"g_ring_distal_l":0.3868153962173987}}'
+    an_ulp_off = line.replace("0.3868153962173987", "0.3868153962173986")
+    assert same_generated(rel, line, an_ulp_off)
+    off = line.replace("0.3868153962173987", repr(0.3868153962173987 + 10 * RECORDING_TOLERANCE))
+    assert not same_generated(rel, line, off)
+    assert not same_generated(rel, line, line.replace('"t_us":0', '"t_us":1'))
+    assert not same_generated(rel, line, line + "\n" + line)
+    assert not same_generated(rel, line, line.replace("a_x_l", "a_x_r"))
+    assert not same_generated(rel, line, "not json")
+    # every other generated file is compared as text
+    assert not same_generated("docs/cli.md", "0.3868153962173987", "0.3868153962173986")
 
 
 def test_check_all_reports_nothing_stale() -> None:

@@ -1,10 +1,15 @@
-"""``posewire export``: a recording -> an animated, skinned glTF binary (GLB).
+"""``posewire export``: a recording -> an animated, skinned glTF binary (GLB) or a BVH file.
 
 ``posewire export --recording REC.jsonl --out anim.glb`` reads a posewire recording
 (:func:`posewire.producers.recording.read_recording`), decodes every frame on the mannequin-x
 wooden mannequin (:func:`posewire.consumers.gltf.export_glb`; spec §4.1–§4.5) and prints a
 summary: frames, duration, joints animated, bytes, skipped canonical joints (seed 001)
 and what the decoder clamped or replaced (spec §3.5, never silent).
+
+``--out anim.bvh`` writes a Biovision Hierarchy file instead
+(:func:`posewire.consumers.bvh.write_bvh`), on ``--avatar reference`` (the reference
+avatar, the default) or ``--avatar mannequin``: offsets in that avatar's proportions,
+rotations at the recording's rate.
 """
 
 from __future__ import annotations
@@ -17,9 +22,10 @@ from typing import TYPE_CHECKING
 from posewire.codec.errors import UsageError
 
 if TYPE_CHECKING:
+    from posewire.consumers.bvh import BvhSummary
     from posewire.consumers.gltf import ExportSummary
 
-__all__ = ["add_parser", "format_summary"]
+__all__ = ["add_parser", "format_bvh_summary", "format_summary"]
 
 
 def format_summary(summary: ExportSummary) -> str:
@@ -33,30 +39,61 @@ def format_summary(summary: ExportSummary) -> str:
     ])
 
 
+def format_bvh_summary(summary: BvhSummary) -> str:
+    """The human-readable summary of a :class:`posewire.consumers.bvh.BvhSummary`."""
+    changed = {k: v for k, v in summary.report.items() if v and k != "skipped_joints"}
+    return "\n".join([
+        f"wrote {summary.path}: {summary.frames} frames at {1.0 / summary.frame_time_s:.3f} Hz, "
+        f"{summary.joints} joints of the {summary.avatar} avatar, {summary.bytes} bytes",
+        "skipped (avatar lacks): " + (", ".join(summary.skipped) or "none"),
+        "decoder changes: " + (", ".join(f"{k} {v}" for k, v in changed.items()) or "none"),
+    ])
+
+
+#: Output formats by file extension.
+_FORMATS = {".glb": "glb", ".bvh": "bvh"}
+
+
 def _cmd_export(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from posewire.consumers.gltf import export_glb
     from posewire.producers.recording import read_recording
 
     try:
+        kind = _FORMATS.get(args.out.suffix.lower())
+        if kind is None:
+            raise UsageError("usage.bad_option",
+                             f"--out {args.out}: the extension names the format, one of {sorted(_FORMATS)}")
+        avatar = args.avatar or ("mannequin" if kind == "glb" else "reference")
+        if kind == "glb" and avatar != "mannequin":
+            raise UsageError("usage.bad_option", "a GLB is written on the mannequin only (--avatar mannequin)")
         _, frames = read_recording(args.recording)
         if not frames:
             raise UsageError("usage.bad_option", f"{args.recording} holds no frames")
         vectors = np.stack([f.vector() for f in frames])
-        summary = export_glb(vectors, [f.t_us for f in frames], args.out)
+        stamps = [f.t_us for f in frames]
+        if kind == "bvh":
+            from posewire.consumers.bvh import write_bvh
+
+            text = format_bvh_summary(write_bvh(vectors, stamps, args.out, avatar=avatar))
+        else:
+            from posewire.consumers.gltf import export_glb
+
+            text = format_summary(export_glb(vectors, stamps, args.out))
     except (OSError, UsageError) as exc:
         from .conventions import describe_error
 
         print(f"posewire export: {describe_error(exc)}", file=sys.stderr)
         return 1
-    print(format_summary(summary))
+    print(text)
     return 0
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``posewire export`` to the CLI's subparsers."""
-    p = subparsers.add_parser("export", help="export a recording as an animated glTF (GLB) of a mannequin")
+    p = subparsers.add_parser("export", help="export a recording as an animated glTF (GLB) of a mannequin, or as BVH")
     p.add_argument("--recording", type=Path, required=True, help="posewire recording (.jsonl)")
-    p.add_argument("--out", type=Path, required=True, help="output file (.glb)")
+    p.add_argument("--out", type=Path, required=True, help="output file: .glb (skinned mannequin) or .bvh")
+    p.add_argument("--avatar", choices=("reference", "mannequin"), default=None,
+                   help="skeleton of a BVH: the reference avatar (default) or the mannequin; a GLB is the mannequin")
     p.set_defaults(func=_cmd_export)
