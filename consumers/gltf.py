@@ -64,7 +64,9 @@ from .skeleton import FINGERS, RetargetMap, Skeleton
 __all__ = [
     "MANNEQUIN_RETARGET",
     "ExportSummary",
+    "GlbBlob",
     "MannequinMesh",
+    "animation_times",
     "export_glb",
     "mannequin_mesh",
     "mannequin_skeleton",
@@ -195,7 +197,10 @@ class ExportSummary:
     report: dict[str, object]
 
 
-def _times(timestamps_us: ArrayLike, frames: int) -> NDArray[np.float32]:
+def animation_times(timestamps_us: ArrayLike, frames: int) -> NDArray[np.float32]:
+    """Seconds from the first of ``timestamps_us`` ``(frames,)`` (microseconds), float32,
+    strictly increasing as glTF 2.0 §3.11 requires of an animation sampler input. Raises
+    ``usage.shape``, ``usage.not_finite``, ``usage.bad_option`` (not increasing)."""
     t = np.asarray(timestamps_us, dtype=np.float64)
     if t.shape != (frames,):
         raise UsageError("usage.shape", f"timestamps must be ({frames},), got {t.shape}")
@@ -209,7 +214,7 @@ def _times(timestamps_us: ArrayLike, frames: int) -> NDArray[np.float32]:
     return seconds
 
 
-class _Blob:
+class GlbBlob:
     """Binary chunk builder: one buffer view per array, 4-byte aligned (glTF §3.6.2)."""
 
     def __init__(self, gltf: pygltflib.GLTF2) -> None:
@@ -249,7 +254,7 @@ def export_glb(vectors: ArrayLike, timestamps_us: ArrayLike, path: str | Path, *
     if vec.ndim != 2 or vec.shape[1] != N_DIMS or vec.shape[0] < 1:
         raise UsageError("usage.shape", f"vectors must be (T, {N_DIMS}) with T >= 1, got {vec.shape}")
     frames = vec.shape[0]
-    seconds = _times(timestamps_us, frames)
+    seconds = animation_times(timestamps_us, frames)
 
     canon = retarget.apply(skel)  # skips and reports the canonical joints it lacks
     pose = decode_pose(vec, canon.skeleton)  # spec §3.5: NaN -> default, reported
@@ -259,7 +264,7 @@ def export_glb(vectors: ArrayLike, timestamps_us: ArrayLike, path: str | Path, *
 
     mesh = mannequin_mesh()
     gltf = pygltflib.GLTF2(asset=pygltflib.Asset(version="2.0", generator="posewire.consumers.gltf"))
-    blob = _Blob(gltf)
+    blob = GlbBlob(gltf)
     fl, us, ui = pygltflib.FLOAT, pygltflib.UNSIGNED_SHORT, pygltflib.UNSIGNED_INT
     attrs = pygltflib.Attributes(
         POSITION=blob.add(mesh.positions, pygltflib.VEC3, fl, target=pygltflib.ARRAY_BUFFER, bounds=True),

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from vrmutil import mannequin_as_vrm
 
 from posewire.codec.conditions import Conditions
 from posewire.codec.registry import ARKIT_CHANNELS, DIMENSIONS, VISEMES
@@ -68,36 +69,6 @@ class Page:
         answer: dict[str, Any] = json.loads(line)
         assert "error" not in answer, answer
         return answer
-
-
-def mannequin_as_vrm() -> bytes:
-    """The mannequin GLB as a VRM 1.0 file: its joints named as VRM humanoid bones
-    (``VRMC_vrm`` extension, https://github.com/vrm-c/vrm-specification)."""
-    import pygltflib
-
-    from posewire.servers.viewer import mannequin_glb
-
-    gltf = pygltflib.GLTF2.load_from_bytes(mannequin_glb())
-    node = {n.name: i for i, n in enumerate(gltf.nodes)}
-    bones = {"hips": "Pelvis", "spine": "Spine1", "chest": "Spine2", "upperChest": "Spine3", "neck": "Neck",
-             "head": "Head"}
-    for side, s in (("left", "L"), ("right", "R")):
-        bones |= {f"{side}Shoulder": f"{s}_Collar", f"{side}UpperArm": f"{s}_Shoulder",
-                  f"{side}LowerArm": f"{s}_Elbow", f"{side}Hand": f"{s}_Wrist", f"{side}UpperLeg": f"{s}_Hip",
-                  f"{side}LowerLeg": f"{s}_Knee", f"{side}Foot": f"{s}_Ankle", f"{side}Toes": f"{s}_Foot"}
-        for f, segs in (("Thumb", ("Metacarpal", "Proximal", "Distal")),
-                        *((f, ("Proximal", "Intermediate", "Distal")) for f in ("Index", "Middle", "Ring"))):
-            bones |= {f"{side}{f}{seg}": f"{s}_{f}{k}" for k, seg in enumerate(segs, start=1)}
-        bones |= {f"{side}Little{seg}": f"{s}_Pinky{k}"
-                  for k, seg in enumerate(("Proximal", "Intermediate", "Distal"), start=1)}
-    gltf.extensionsUsed = [*(gltf.extensionsUsed or []), "VRMC_vrm"]
-    gltf.extensions = {"VRMC_vrm": {
-        "specVersion": "1.0",
-        "meta": {"name": "posewire mannequin (test)", "authors": ["posewire tests"],
-                 "licenseUrl": "https://vrm.dev/licenses/1.0/"},
-        "humanoid": {"humanBones": {b: {"node": node[n]} for b, n in bones.items()}}}}
-    data: bytes = b"".join(gltf.save_to_bytes())
-    return data
 
 
 def check_vrm(answer: dict[str, Any], values: np.ndarray) -> None:

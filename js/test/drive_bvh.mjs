@@ -7,15 +7,11 @@
 //   positions: {k: {name: [x, y, z]}}, page_errors, origins}
 // The page, three.js and the file are served from a loopback server this script starts.
 
-import { createServer } from 'node:http';
-import { readFileSync, existsSync } from 'node:fs';
-import { dirname, join, normalize } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { launchChromium } from './chromium.mjs';
+import { servePage } from './static_page.mjs';
 
 const [bvhPath, optionsText] = process.argv.slice(2);
 const options = JSON.parse(optionsText);
-const jsRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 const PAGE = `<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="data:,">
 <script type="importmap">{"imports": {"three": "/node_modules/three/build/three.module.js",
@@ -65,25 +61,8 @@ window.bvh = {
 window.bvhReady = true;
 </script></body></html>`;
 
-const server = createServer((req, res) => {
-  const url = new URL(req.url, 'http://localhost');
-  let body = null;
-  let type = 'text/plain';
-  if (url.pathname === '/') { body = PAGE; type = 'text/html'; }
-  else if (url.pathname === '/take.bvh') body = readFileSync(bvhPath);
-  else if (url.pathname.startsWith('/node_modules/three/')) {
-    const file = normalize(join(jsRoot, url.pathname));
-    if (file.startsWith(join(jsRoot, 'node_modules', 'three')) && existsSync(file)) {
-      body = readFileSync(file);
-      type = 'text/javascript';
-    }
-  }
-  if (body === null) { res.writeHead(404); res.end(); return; }
-  res.writeHead(200, { 'content-type': type });
-  res.end(body);
-});
-await new Promise((r) => server.listen(0, '127.0.0.1', r));
-const base = `http://127.0.0.1:${server.address().port}`;
+const server = await servePage({ page: PAGE, files: { '/take.bvh': bvhPath }, packages: ['three'] });
+const base = server.base;
 
 const { context, close } = await launchChromium({ viewport: { width: 640, height: 720 } });
 const page = context.pages()[0] ?? (await context.newPage());

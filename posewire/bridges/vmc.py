@@ -39,7 +39,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -47,9 +47,12 @@ from numpy.typing import NDArray
 from posewire.codec.conditions import Affect
 from posewire.codec.registry import VISEMES
 
+if TYPE_CHECKING:
+    from posewire.consumers.face import FaceWeights
+
 __all__ = ["BLEND_NAME_STYLES", "DEFAULT_PORT", "EYE_PITCH_DEG", "EYE_YAW_DEG", "FACE_BONES", "JAW_OPEN_DEG",
-           "VMC_BONES", "VmcFrame", "add_parser", "blend_name", "expression_presets", "face_bone_rotations",
-           "to_unity", "vmc_frame"]
+           "VMC_BONES", "VmcFrame", "add_parser", "blend_name", "effective_vector", "expression_presets",
+           "face_bone_rotations", "to_unity", "vmc_frame", "vrm_presets"]
 
 #: The VMC protocol's usual receiver port (VSeeFace, VNyan, Warudo).
 DEFAULT_PORT = 39539
@@ -169,6 +172,40 @@ def expression_presets(values: NDArray[np.float64]) -> dict[str, float]:
     return out
 
 
+def effective_vector(values: NDArray[np.float64], affect: Affect | None) -> NDArray[np.float64]:
+    """One pose vector ``(N,)`` with its affect condition applied (spec §3.4.4: the
+    preset's dims move toward it, NaN read as the default first); unchanged without one."""
+    from posewire.codec.affect import apply_affect
+    from posewire.codec.vector import DEFAULTS
+
+    vec = np.asarray(values, dtype=np.float64)
+    if affect is None:
+        return vec
+    out, _ = apply_affect(np.where(np.isnan(vec), DEFAULTS, vec), label=affect.label,
+                          intensity=affect.intensity, mode=affect.mode)  # type: ignore[arg-type]
+    return out
+
+
+def vrm_presets(values: NDArray[np.float64], face: FaceWeights) -> dict[str, float]:
+    """The VRM 0.x expression presets (UniVRM's spelling, ``[0, 1]``) of one effective
+    pose vector ``(N,)`` (:func:`effective_vector`) and its face weights (capability
+    ``viseme15``): the vowels ``A E I O U`` from the visemes folded to five
+    (:data:`posewire.consumers.face.VOWEL_FOLD`; without visemes ``A`` = ``jawOpen``),
+    ``Blink_L``/``Blink_R`` from ARKit's blinks, and :func:`expression_presets`."""
+    from posewire.consumers.face import VOWEL_FOLD
+
+    vowels = dict.fromkeys(_VOWEL_PRESET.values(), 0.0)
+    for viseme in VISEMES:
+        target = VOWEL_FOLD[viseme]
+        if target is not None:
+            vowels[_VOWEL_PRESET[target]] += float(face.visemes[viseme])
+    if not any(v > 0.0 for v in vowels.values()):
+        vowels["A"] = float(face.arkit["jawOpen"])
+    return {**{k: min(1.0, w) for k, w in vowels.items()},
+            "Blink_L": float(face.arkit["eyeBlinkLeft"]), "Blink_R": float(face.arkit["eyeBlinkRight"]),
+            **expression_presets(values)}
+
+
 def _dim(values: NDArray[np.float64], name: str) -> float:
     """The value of dim ``name`` (its default, 0 for these, when NaN)."""
     from posewire.codec.registry import REGISTRY
@@ -210,15 +247,10 @@ def vmc_frame(values: NDArray[np.float64], *, mouthing: Sequence[float] | None =
     mouthing mix (15 shares or ``None``) and affect condition (spec §3.4.4, applied to the
     vector first) at sender time ``t`` seconds, blend names spelled ``blend_names``
     (:data:`BLEND_NAME_STYLES`)."""
-    from posewire.codec.affect import apply_affect
-    from posewire.codec.vector import DEFAULTS
-    from posewire.consumers.face import VOWEL_FOLD, face_weights
+    from posewire.consumers.face import face_weights
     from posewire.consumers.pose import decode_pose
 
-    vec = np.asarray(values, dtype=np.float64)
-    if affect is not None:  # spec §3.4.4: the preset's dims move toward it (NaN = default first)
-        vec, _ = apply_affect(np.where(np.isnan(vec), DEFAULTS, vec), label=affect.label,
-                              intensity=affect.intensity, mode=affect.mode)  # type: ignore[arg-type]
+    vec = effective_vector(values, affect)
     av = _avatar()
     pose = decode_pose(vec[None], av.skeleton)
     local = pose.local_rotations[0]
@@ -232,17 +264,7 @@ def vmc_frame(values: NDArray[np.float64], *, mouthing: Sequence[float] | None =
     face = face_weights(vec, capability="viseme15", visemes=None if mouthing is None else list(mouthing))
     for channel, weight in face.arkit.items():
         msgs.append(("/VMC/Ext/Blend/Val", [blend_name(channel, blend_names), float(weight)]))
-    vowels = dict.fromkeys(_VOWEL_PRESET.values(), 0.0)
-    for viseme in VISEMES:
-        target = VOWEL_FOLD[viseme]
-        if target is not None:
-            vowels[_VOWEL_PRESET[target]] += float(face.visemes[viseme])
-    if not any(v > 0.0 for v in vowels.values()):
-        vowels["A"] = float(face.arkit["jawOpen"])
-    presets = {**{k: min(1.0, w) for k, w in vowels.items()},
-               "Blink_L": float(face.arkit["eyeBlinkLeft"]), "Blink_R": float(face.arkit["eyeBlinkRight"]),
-               **expression_presets(vec)}
-    for preset, w in presets.items():
+    for preset, w in vrm_presets(vec, face).items():
         msgs.append(("/VMC/Ext/Blend/Val", [blend_name(preset, blend_names, preset=True), w]))
     msgs.append(("/VMC/Ext/Blend/Apply", []))
     msgs.append(("/VMC/Ext/OK", [1]))

@@ -9,7 +9,9 @@ and what the decoder clamped or replaced (spec §3.5, never silent).
 ``--out anim.bvh`` writes a Biovision Hierarchy file instead
 (:func:`posewire.consumers.bvh.write_bvh`), on ``--avatar reference`` (the reference
 avatar, the default) or ``--avatar mannequin``: offsets in that avatar's proportions,
-rotations at the recording's rate.
+rotations at the recording's rate. ``--out take.vrma`` writes a VRM Animation
+(:func:`posewire.bridges.vrma.export_vrma`): humanoid bones, expressions and gaze that
+play on any VRM avatar.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ def format_bvh_summary(summary: BvhSummary) -> str:
 
 
 #: Output formats by file extension.
-_FORMATS = {".glb": "glb", ".bvh": "bvh"}
+_FORMATS = {".glb": "glb", ".bvh": "bvh", ".vrma": "vrma"}
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
@@ -67,6 +69,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
         avatar = args.avatar or ("mannequin" if kind == "glb" else "reference")
         if kind == "glb" and avatar != "mannequin":
             raise UsageError("usage.bad_option", "a GLB is written on the mannequin only (--avatar mannequin)")
+        if kind == "vrma" and args.avatar is not None:
+            raise UsageError("usage.bad_option", "a VRM Animation plays on any VRM avatar: leave out --avatar")
         _, frames = read_recording(args.recording)
         if not frames:
             raise UsageError("usage.bad_option", f"{args.recording} holds no frames")
@@ -76,6 +80,12 @@ def _cmd_export(args: argparse.Namespace) -> int:
             from posewire.consumers.bvh import write_bvh
 
             text = format_bvh_summary(write_bvh(vectors, stamps, args.out, avatar=avatar))
+        elif kind == "vrma":
+            from posewire.bridges.vrma import export_vrma
+
+            vrma = export_vrma(frames, args.out)
+            text = (f"wrote {vrma.path}: {vrma.frames} frames, {vrma.duration_s:.3f} s, {vrma.bones} humanoid "
+                    f"bones, {len(vrma.expressions)} expressions and the gaze, {vrma.bytes} bytes")
         else:
             from posewire.consumers.gltf import export_glb
 
@@ -91,9 +101,11 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``posewire export`` to the CLI's subparsers."""
-    p = subparsers.add_parser("export", help="export a recording as an animated glTF (GLB) of a mannequin, or as BVH")
+    p = subparsers.add_parser(
+        "export", help="export a recording as an animated glTF (GLB) of a mannequin, as BVH or as VRM Animation")
     p.add_argument("--recording", type=Path, required=True, help="posewire recording (.jsonl)")
-    p.add_argument("--out", type=Path, required=True, help="output file: .glb (skinned mannequin) or .bvh")
+    p.add_argument("--out", type=Path, required=True,
+                   help="output file: .glb (skinned mannequin), .bvh or .vrma (VRM Animation)")
     p.add_argument("--avatar", choices=("reference", "mannequin"), default=None,
                    help="skeleton of a BVH: the reference avatar (default) or the mannequin; a GLB is the mannequin")
     p.set_defaults(func=_cmd_export)
