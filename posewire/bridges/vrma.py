@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from posewire.codec.errors import UsageError
-from posewire.consumers.skeleton import FINGERS
+from posewire.consumers.vrm import VRM_HUMAN_BONES
 
 from .vmc import effective_vector, face_bone_rotations, vrm_presets
 
@@ -48,26 +48,6 @@ if TYPE_CHECKING:
 __all__ = ["LOOK_AT_OFFSET", "VRM_HUMAN_BONES", "VRM_PRESETS", "VrmaSummary", "export_vrma"]
 
 
-def _human_bones() -> dict[str, str]:
-    bones = {"pelvis": "hips", "spine_01": "spine", "spine_03": "chest", "spine_05": "upperChest",
-             "neck_01": "neck", "head": "head"}
-    for s, side in (("l", "left"), ("r", "right")):
-        bones |= {f"clavicle_{s}": f"{side}Shoulder", f"upperarm_{s}": f"{side}UpperArm",
-                  f"lowerarm_{s}": f"{side}LowerArm", f"hand_{s}": f"{side}Hand",
-                  f"thigh_{s}": f"{side}UpperLeg", f"calf_{s}": f"{side}LowerLeg",
-                  f"foot_{s}": f"{side}Foot", f"ball_{s}": f"{side}Toes"}
-        for finger in FINGERS:
-            vrm = "Little" if finger == "pinky" else finger.capitalize()
-            # VRM 1.0 names the thumb's three bones from the hand: metacarpal, proximal,
-            # distal (the other fingers: proximal, intermediate, distal)
-            segments = ("Metacarpal", "Proximal", "Distal") if finger == "thumb" \
-                else ("Proximal", "Intermediate", "Distal")
-            bones |= {f"{finger}_{k:02d}_{s}": f"{side}{vrm}{seg}" for k, seg in enumerate(segments, start=1)}
-    return bones
-
-
-#: Canonical ``helix-humanoid@1`` joint -> VRM 1.0 humanoid bone (``VRMC_vrm`` humanoid).
-VRM_HUMAN_BONES: dict[str, str] = _human_bones()
 #: VRM 0.x preset (UniVRM's spelling, :func:`posewire.bridges.vmc.vrm_presets`) -> the VRM
 #: 1.0 preset expression of the same meaning (``Fun`` is 1.0's ``relaxed``).
 VRM_PRESETS: dict[str, str] = {"A": "aa", "I": "ih", "U": "ou", "E": "ee", "O": "oh", "Blink_L": "blinkLeft",
