@@ -1,6 +1,6 @@
 """``posewire export``: a recording -> an animated, skinned glTF binary (GLB).
 
-``posewire export --recording REC.jsonl --out anim.glb`` reads a posewire recording
+``posewire export --recording REC.pwr --out anim.glb`` reads a recording of any format
 (:func:`posewire.producers.recording.read_recording`), decodes every frame on the mannequin-x
 wooden mannequin (:func:`posewire.consumers.gltf.export_glb`; spec §4.1–§4.5) and prints a
 summary: frames, duration, joints animated, bytes, skipped canonical joints (seed 001)
@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from posewire.codec.errors import UsageError
+from posewire.codec.errors import PosewireError, UsageError
 
 if TYPE_CHECKING:
     from posewire.consumers.gltf import ExportSummary
@@ -45,7 +45,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
             raise UsageError("usage.bad_option", f"{args.recording} holds no frames")
         vectors = np.stack([f.vector() for f in frames])
         summary = export_glb(vectors, [f.t_us for f in frames], args.out)
-    except (OSError, UsageError) as exc:
+    except (OSError, PosewireError) as exc:
         from .conventions import describe_error
 
         print(f"posewire export: {describe_error(exc)}", file=sys.stderr)
@@ -57,6 +57,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``posewire export`` to the CLI's subparsers."""
     p = subparsers.add_parser("export", help="export a recording as an animated glTF (GLB) of a mannequin")
-    p.add_argument("--recording", type=Path, required=True, help="posewire recording (.jsonl)")
+    p.add_argument("--recording", type=Path, required=True,
+                   help="a recording: posewire (.pwr, spec §8), JSON lines, or a .pose file (the record extra)")
     p.add_argument("--out", type=Path, required=True, help="output file (.glb)")
     p.set_defaults(func=_cmd_export)
