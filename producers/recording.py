@@ -269,7 +269,8 @@ class Recording:
         got = self.contents
         if got is None or got.error is None:
             return None
-        return f"read to its last whole record at byte {got.end}: {got.error}"
+        return f"read to its last whole record (byte {got.end}, {len(self.frames)} frames): " \
+               f"{got.error.message} ({got.error.code})"
 
 
 def _from_container(path: str | Path) -> Recording:

@@ -37,10 +37,13 @@ def _cmd_export(args: argparse.Namespace) -> int:
     import numpy as np
 
     from posewire.consumers.gltf import export_glb
-    from posewire.producers.recording import read_recording
+    from posewire.producers.recording import open_recording
 
     try:
-        _, frames = read_recording(args.recording)
+        recording = open_recording(args.recording)
+        frames = recording.frames
+        if recording.lost is not None:  # spec §8.6: a cut file, read to its last whole record
+            print(f"posewire export: {args.recording}: {recording.lost}", file=sys.stderr)
         if not frames:
             raise UsageError("usage.bad_option", f"{args.recording} holds no frames")
         vectors = np.stack([f.vector() for f in frames])
