@@ -95,7 +95,7 @@ _ENTRY = struct.Struct(">IQQQQ")
 _DATA = (Calibration, ConditionsMessage, Frame)
 
 
-def _crc(data: bytes | memoryview) -> int:
+def _crc(data: bytes | bytearray | memoryview) -> int:
     return zlib.crc32(data) & 0xFFFFFFFF
 
 
@@ -200,7 +200,7 @@ def _recording_error(code: str, message: str, path: str) -> RecordingError:
     return RecordingError(code, message, path=path)
 
 
-def _parse_header(data: bytes | memoryview, registry: Registry) -> Header:
+def _parse_header(data: bytes | bytearray | memoryview, registry: Registry) -> Header:
     """Spec §8.2, checks in order: length, magic, CRC, version."""
     if len(data) < HEADER_SIZE:
         if bytes(data[: len(MAGIC)]) != MAGIC[: len(data)]:

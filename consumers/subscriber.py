@@ -278,7 +278,7 @@ class Subscriber:
                     self._on_skipped(link)
                 for msg in messages:
                     if self.on_message is not None and isinstance(msg, Frame | Calibration | ConditionsMessage):
-                        self.on_message(bytes(data), msg)
+                        self.on_message(data if isinstance(data, bytes) else data.encode(), msg)
                     if isinstance(msg, Frame):
                         self._wire_bytes = len(data)
                         self._on_frame(msg, reset=link.last_reset)

@@ -137,3 +137,22 @@ def test_read_recording_converts_a_pose_file(tmp_path: Path) -> None:
     assert header.format == "pwr" and header.calibration is not None and len(frames) == 47
     assert all(math.isfinite(v) for f in frames for v in f.values.values())
     assert np.isfinite(frames[0].vector()).sum() == len(frames[0].values)
+
+
+def test_vmc_sends_a_recording_as_bundles(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("pythonosc")
+    import socket
+
+    pwr = _pwr_of_wave(tmp_path)
+    sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sink.bind(("127.0.0.1", 0))
+    sink.settimeout(TIMEOUT)
+    try:
+        port = sink.getsockname()[1]
+        assert main(["vmc", "--recording", str(pwr), "--to", f"127.0.0.1:{port}", "--frames", "5",
+                     "--speed", "0"]) == 0
+        bundles = [sink.recv(65536) for _ in range(5)]
+    finally:
+        sink.close()
+    assert all(b.startswith(b"#bundle") and b"/VMC/Ext/Bone/Pos" in b for b in bundles)
+    assert capsys.readouterr().out.strip().endswith(f"sent 5 VMC bundles to 127.0.0.1:{port}")

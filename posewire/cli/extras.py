@@ -75,8 +75,11 @@ def needed(args: argparse.Namespace) -> tuple[str, ...]:
     """The optional modules the parsed command ``args`` needs (import names)."""
     command = getattr(args, "command", None)
     live = ("mediapipe", "cv2")
+    pose = ("pose_format",) if _is_pose(getattr(args, "recording", None)) else ()
     if command == "vmc":
-        return ("pythonosc",)
+        return ("pythonosc", *pose)
+    if command in ("view", "export"):
+        return pose
     if command == "serve":
         return ("nats",) if getattr(args, "broker", None) else ()
     if command in ("record", "convert"):
