@@ -81,9 +81,12 @@ def load_recording(path: Path) -> tuple[object, list[object]]:
     """``(header, frames)`` of any recording (:func:`posewire.producers.recording.read_recording`:
     a posewire ``.pwr``, JSON lines, or a ``.pose`` file converted on the fly; spec §4.1
     calibration in the header)."""
-    from posewire.producers.recording import read_recording
+    from posewire.producers.recording import open_recording
 
-    return read_recording(path)  # type: ignore[return-value]
+    recording = open_recording(path)
+    if recording.lost is not None:  # spec §8.6: a cut file, read to its last whole record
+        print(f"posewire demo: {path}: {recording.lost}", file=sys.stderr)
+    return recording.header, recording.frames  # type: ignore[return-value]
 
 
 async def run_demo(recording: Path, *, frames: int = 0, speed: float = 1.0, port: int = 0,
