@@ -1,4 +1,4 @@
-"""The two error families of posewire (spec §1.3).
+"""The error families of posewire (spec §1.3).
 
 * :class:`UsageError` — the *caller* misused the API (wrong shape, unknown option,
   a value that the caller, not a peer, produced). Raised to the local program only.
@@ -6,6 +6,9 @@
   NaN/inf, out-of-range values, unknown versions, oversized messages). It carries a
   stable ``code`` and a ``path`` naming where in the input the problem is; its
   :meth:`DecodeError.public` form is what a peer may be told — never internal details.
+* :class:`RecordingError` — a *recording file* (spec §8) is bad: not a recording, an
+  unknown format version, cut mid-write, a CRC32 that does not match, an index that does
+  not match its records. Raised to the local reader only (a file has no peer to tell).
 
 Every code is listed once in :data:`ERROR_CODES`; the spec's error table is generated
 from it.
@@ -20,6 +23,7 @@ __all__ = [
     "DecodeError",
     "ErrorCode",
     "PosewireError",
+    "RecordingError",
     "UsageError",
 ]
 
@@ -30,7 +34,7 @@ class ErrorCode:
 
     code: str
     number: int
-    family: str  # "usage" | "decode"
+    family: str  # "usage" | "decode" | "recording"
     meaning: str
 
 
@@ -67,6 +71,18 @@ _CODES: tuple[ErrorCode, ...] = (
     ErrorCode("decode.state", 2013, "decode", "the message is not allowed in the current stream state"),
     ErrorCode("decode.rate", 2014, "decode", "the peer sends frames faster than the rate limit"),
     ErrorCode("decode.sequence", 2015, "decode", "a sequence number went backwards"),
+    # a recording file (spec §8.8): never sent to a peer, no close code
+    ErrorCode("recording.not_recording", 3001, "recording", "the bytes are not a posewire recording (bad magic)"),
+    ErrorCode("recording.version", 3002, "recording", "the recording's format version is not supported"),
+    ErrorCode("recording.truncated", 3003, "recording",
+              "the file ends inside its header, inside a record or before its index (cut mid-write)"),
+    ErrorCode("recording.corrupt", 3004, "recording",
+              "a CRC32 does not match, a record is longer than allowed, or bytes follow the trailer"),
+    ErrorCode("recording.index", 3005, "recording", "the index or trailer does not match the records"),
+    ErrorCode("recording.structure", 3006, "recording",
+              "the records break the recording's order (hello first, then cal, cond and f; t_us never decreasing)"),
+    ErrorCode("recording.registry", 3007, "recording",
+              "the recording's registry cannot be read by this reader, or its hello and header disagree"),
 )
 
 ERROR_CODES: dict[str, ErrorCode] = {c.code: c for c in _CODES}
@@ -97,6 +113,12 @@ class UsageError(PosewireError, ValueError):
     """The caller misused the API."""
 
     family = "usage"
+
+
+class RecordingError(PosewireError, ValueError):
+    """A bad recording file (spec §8.8)."""
+
+    family = "recording"
 
 
 class DecodeError(PosewireError):

@@ -49,7 +49,7 @@ from posewire.codec.conditions import Conditions
 from posewire.codec.errors import DecodeError, UsageError
 from posewire.codec.protocol import State
 from posewire.codec.vector import N_DIMS
-from posewire.codec.wire import Bye, Calibration, ConditionsMessage, Frame
+from posewire.codec.wire import Bye, Calibration, ConditionsMessage, Frame, Message
 from posewire.transport import (
     DEFAULT_PING_INTERVAL,
     DEFAULT_PING_TIMEOUT,
@@ -113,11 +113,13 @@ class Subscriber:
     forever). Iteration stops after :meth:`close`, or when the relay says bye and
     ``reconnect`` is off. ``on_status(line)``: told what the client waits for — each
     failed connect that will be retried (``relay ws://… refused, retrying in 2 s``) and
-    each connect (``connected to ws://…``).
+    each connect (``connected to ws://…``). ``on_message(data, message)``: told every data
+    message (cal, cond, f) as it arrives, with its exact bytes, before any merging (a
+    recorder, spec §8).
     """
 
     def __init__(self, url: str | Sequence[str], stream: str, *, token: str | None = None,
-                 merge: bool = False,
+                 merge: bool = False, on_message: Callable[[bytes, Message], None] | None = None,
                  client: str = "posewire-subscriber", reconnect: bool = True,
                  backoff_initial: float = 0.05, backoff_max: float = 5.0,
                  max_retries: int | None = None, open_timeout: float = 5.0,
@@ -128,6 +130,7 @@ class Subscriber:
         check_liveness(ping_interval, ping_timeout)
         self.urls = RelayUrls(url, ca_file=ca_file)
         self.on_status = on_status
+        self.on_message = on_message
         self._tried = self.urls.current
         self.stream = stream
         self.token = token
@@ -274,6 +277,8 @@ class Subscriber:
                 if link.skipped != skipped:
                     self._on_skipped(link)
                 for msg in messages:
+                    if self.on_message is not None and isinstance(msg, Frame | Calibration | ConditionsMessage):
+                        self.on_message(data if isinstance(data, bytes) else data.encode(), msg)
                     if isinstance(msg, Frame):
                         self._wire_bytes = len(data)
                         self._on_frame(msg, reset=link.last_reset)

@@ -216,9 +216,10 @@ def errors_table_md() -> str:
     out = [
         _banner("codec/errors.py"),
         "\n# Error codes (normative, generated)\n\n",
-        "The two families are defined in [01-scope.md §1.3](01-scope.md#13-two-error-families). "
+        "The families are defined in [01-scope.md §1.3](01-scope.md#13-error-families). "
         "`usage.*` codes are raised to the local caller only; `decode.*` codes describe bad "
-        "peer data and may be sent to the peer with their number (spec §5). Codes and "
+        "peer data and may be sent to the peer with their number (spec §5); `recording.*` codes "
+        "describe a bad recording file (spec §8) and are raised to the local reader only. Codes and "
         "numbers are stable: a code is never renumbered or reused.\n\n",
         _table(["code", "number", "family", "meaning"], [
             [f"`{c.code}`", str(c.number), c.family, c.meaning]

@@ -297,9 +297,10 @@ class Publisher:
         self._start_reconnect()
         return err or RelayError("link", "the link to the relay is down; reconnecting")
 
-    async def _send(self, msg: Message) -> None:
+    async def _send(self, msg: Message, *, encoded: bytes | None = None) -> None:
         """Send over the link within ``send_timeout``; a link that is down, or does not
-        take the bytes in time, raises :class:`RelayError` at once (spec §5.8)."""
+        take the bytes in time, raises :class:`RelayError` at once (spec §5.8).
+        ``encoded``: the message's bytes as they are to be sent (a recording's, spec §8)."""
         if self._error is not None and self._error.fatal:
             raise self._error
         if not self._ever_connected:
@@ -309,7 +310,7 @@ class Publisher:
             if link is None or not link.is_open:
                 raise self._link_down()
             try:
-                data = link.conn.send(msg)
+                data = link.conn.send(msg, encoded=encoded)
                 async with asyncio.timeout(self.send_timeout):
                     await link.ws.send(data)
                 self.bytes_sent += len(data)
@@ -372,6 +373,32 @@ class Publisher:
         self.seq = (seq + 1) % _U32
         self.frames_sent += 1
         return seq
+
+    async def send_recorded(self, message: Message, encoded: bytes | None = None) -> None:
+        """Send a recorded data message as it was recorded (spec §8: a replay that is
+        byte-identical through the relay): a frame keeps its ``seq``, ``ts`` and ``c`` (the
+        numbering continues after it), a calibration or condition state is remembered for
+        reconnects as :meth:`send_calibration` / :meth:`send_conditions` do. ``encoded``:
+        the exact bytes (a recording's record payload); else the canonical encoding."""
+        if isinstance(message, Frame):
+            try:
+                await self._send(message, encoded=encoded)
+            except RelayError:
+                self.frames_dropped += 1
+                raise
+            if message.conditions is not None:
+                self.conditions = message.conditions
+            self.seq = (message.seq + 1) % _U32
+            self.frames_sent += 1
+            return
+        if isinstance(message, Calibration):
+            self.calibration = message
+        elif isinstance(message, ConditionsMessage):
+            self.conditions = message.conditions
+        else:
+            raise UsageError("usage.bad_option", f"a recording replays cal, cond and f, not {message.TYPE!r}",
+                             path="message")
+        await self._send(message, encoded=encoded)
 
     async def send_calibration(self, calibration: AvatarCalibration) -> None:
         """Send (and remember for reconnects) the avatar calibration (spec §5.6)."""

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = ["BLEND_NAME_STYLES", "DEFAULT_PORT", "EYE_PITCH_DEG", "EYE_YAW_DEG", "FACE_BONES", "JAW_OPEN_DEG",
            "VMC_BONES", "VmcFrame", "add_parser", "blend_name", "effective_vector", "expression_presets",
-           "face_bone_rotations", "to_unity", "vmc_frame", "vrm_presets"]
+           "face_bone_rotations", "run_vmc_recording", "to_unity", "vmc_frame", "vrm_presets"]
 
 #: The VMC protocol's usual receiver port (VSeeFace, VNyan, Warudo).
 DEFAULT_PORT = 39539
@@ -326,6 +326,45 @@ async def run_vmc(url: str, stream: str, host: str, port: int, *, token: str | N
     return sent
 
 
+async def run_vmc_recording(path: str, host: str, port: int, *, count: int = 0, speed: float = 1.0,
+                            blend_names: str = "perfect-sync") -> int:
+    """Send the frames of a recording (any format, :func:`posewire.producers.recording.read_recording`)
+    to ``host:port`` as VMC bundles at their recorded gaps (``speed``: playback rate, 0: at
+    once), each frame merged over the ones before it (a masked frame keeps the other dims);
+    ``count``: stop after that many (0: all). Returns the bundles sent."""
+    import socket
+
+    from posewire.producers.recording import open_recording
+
+    recording = open_recording(path)
+    if recording.lost is not None:
+        print(f"posewire vmc: {path}: {recording.lost}", file=sys.stderr)
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM)
+    state: NDArray[np.float64] | None = None
+    sent = 0
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    try:
+        frames = recording.frames[:count] if count else recording.frames
+        t0 = frames[0].t_us if frames else 0
+        for frame in frames:
+            if speed > 0:
+                delay = start + (frame.t_us - t0) / 1e6 / speed - loop.time()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+            vec = frame.vector()
+            state = vec if state is None else np.where(np.isnan(vec), state, vec)
+            cond = frame.conditions
+            data = _bundle(vmc_frame(state, mouthing=cond.mouthing if cond else None,
+                                     affect=cond.affect if cond else None, t=(frame.t_us - t0) / 1e6,
+                                     blend_names=blend_names))
+            sock.sendto(data, (host, port))
+            sent += 1
+    finally:
+        sock.close()
+    return sent
+
+
 def _cmd_vmc(args: argparse.Namespace) -> int:
     host, _, port_text = args.to.rpartition(":")
     try:
@@ -338,16 +377,20 @@ def _cmd_vmc(args: argparse.Namespace) -> int:
     from posewire.cli.conventions import describe_error
     from posewire.cli.net_options import client_options
     from posewire.cli.waiting import WaitTimeoutError
-    from posewire.codec.errors import UsageError
+    from posewire.codec.errors import PosewireError, UsageError
     from posewire.transport import RelayError
 
     try:
-        sent = asyncio.run(run_vmc(args.url, args.stream, host, port, token=token, count=args.frames,
-                                   timeout=args.timeout, client_options=client_options(args),
-                                   blend_names=args.blend_names))
+        if args.recording is not None:
+            sent = asyncio.run(run_vmc_recording(args.recording, host, port, count=args.frames, speed=args.speed,
+                                                 blend_names=args.blend_names))
+        else:
+            sent = asyncio.run(run_vmc(args.url, args.stream, host, port, token=token, count=args.frames,
+                                       timeout=args.timeout, client_options=client_options(args),
+                                       blend_names=args.blend_names))
     except KeyboardInterrupt:
         return 0
-    except (OSError, UsageError, RelayError, WaitTimeoutError) as exc:
+    except (OSError, UsageError, PosewireError, RelayError, WaitTimeoutError) as exc:
         print(f"posewire vmc: {describe_error(exc)}", file=sys.stderr)
         return 1
     print(f"sent {sent} VMC bundles to {host}:{port}")
@@ -356,11 +399,14 @@ def _cmd_vmc(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``vmc`` sub-command to the ``posewire`` parser."""
-    from posewire.cli.conventions import add_frames_option, add_stream_option
+    from posewire.cli.conventions import add_frames_option, add_speed_option, add_stream_option
     from posewire.cli.net_options import add_client_options
     from posewire.cli.waiting import add_timeout_option
 
     p = subparsers.add_parser("vmc", help="send a stream as the VMC protocol (OSC/UDP) to a VTuber app")
+    p.add_argument("--recording", metavar="FILE", default=None,
+                   help="send a recording (.pwr, JSON lines or .pose) at its own timing instead of a relay's stream")
+    add_speed_option(p, help="playback rate of --recording (1: as recorded, 0: at once)")
     add_stream_option(p)
     p.add_argument("--to", default=f"127.0.0.1:{DEFAULT_PORT}", metavar="HOST:PORT", help="VMC receiver")
     p.add_argument("--url", default="ws://127.0.0.1:8765", help="relay URL")

@@ -3,8 +3,8 @@
 * :mod:`.command` — the parser (:func:`~posewire.cli.command.build_parser`), the entry
   point (:func:`~posewire.cli.command.main`) and the small subcommands (``registry``,
   ``serve``, ``consume``, ``generate``);
-* :mod:`.produce`, :mod:`.record`, :mod:`.export` — the ``produce``, ``record`` and
-  ``export`` subcommands;
+* :mod:`.produce`, :mod:`.record`, :mod:`.convert`, :mod:`.export` — the ``produce``,
+  ``record``, ``convert`` and ``export`` subcommands;
 * :mod:`.conventions`, :mod:`.net_options`, :mod:`.waiting` — what every subcommand
   shares: the one option convention and plain-language errors, the TLS/admission/ping
   options, and what a client says while it connects and waits;

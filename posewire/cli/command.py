@@ -20,7 +20,7 @@ from posewire.codec.registry import DIMENSIONS, REGISTRY
 from posewire.conformance import command as conformance_command
 from posewire.servers import demo, viewer
 
-from . import export, produce, record
+from . import convert, export, produce, record
 from .conventions import HelpFormatter, describe_error
 from .extras import missing_extra, missing_module_line
 
@@ -130,20 +130,38 @@ async def _consume(args: argparse.Namespace) -> int:
     from posewire.codec.registry import DIMENSIONS as DIMS
     from posewire.consumers.subscriber import Subscriber
     from posewire.producers.recording import (
+        ContainerWriter,
         RecordedFrame,
         RecordingHeader,
         RecordingWriter,
+        open_writer,
     )
 
     from .net_options import client_options
     from .waiting import StatusLines, first_frame, then, within
 
-    writer: RecordingWriter | None = None
+    writer: RecordingWriter | ContainerWriter | None = None
+    container: ContainerWriter | None = None
     got = 0
     started = time.monotonic()
     status = StatusLines("consume")
+    if args.record:
+        chosen = open_writer(args.record, header=RecordingHeader(stream=args.stream), client="posewire-consume")
+        if isinstance(chosen, ContainerWriter):
+            container = chosen  # spec §8: every data message, as its exact bytes, as it arrives
+            container.open()
+    wall0, mono0 = time.time_ns() // 1000, time.monotonic_ns() // 1000
+
+    def record_message(data: bytes, msg: object) -> None:
+        from posewire.codec.wire import Frame
+
+        if container is None or (args.frames and isinstance(msg, Frame) and container.count >= args.frames):
+            return
+        container.write_message(wall0 + time.monotonic_ns() // 1000 - mono0, data)  # a monotonic clock
+
     sub = Subscriber(args.url, args.stream, token=args.token, client="posewire-consume",
-                     on_status=status, **client_options(args))
+                     on_status=status, on_message=record_message if container is not None else None,
+                     **client_options(args))
     status.start(sub.url, args.stream)
     try:
         first = await within(args.timeout, started, status, first_frame(sub, status))
@@ -151,6 +169,10 @@ async def _consume(args: argparse.Namespace) -> int:
         async for frame in frames:
             values = {d.id: float(frame.values[d.index]) for d in DIMS
                       if not math.isnan(frame.values[d.index])}
+            if container is not None:
+                if args.frames and container.count >= args.frames:
+                    break
+                continue
             if args.record:
                 if writer is None:
                     header = RecordingHeader(calibration=sub.calibration)
@@ -169,9 +191,10 @@ async def _consume(args: argparse.Namespace) -> int:
                 break
     finally:
         await sub.close()
-        if writer is not None:
-            writer.close()
-            print(f"posewire consume: recorded {writer.count} frames to {args.record}",
+        done = container or writer
+        if done is not None:
+            done.close()
+            print(f"posewire consume: recorded {done.count} frames to {args.record}",
                   file=sys.stderr)
     return 0
 
@@ -223,7 +246,9 @@ def _add_net_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     add_deprecated_stream_positional(p)
     p.add_argument("--url", default="ws://127.0.0.1:8765", help=url_help)
     p.add_argument("--token", help=token_help)
-    p.add_argument("--record", metavar="FILE", help="write a recording instead of printing")
+    p.add_argument("--record", metavar="FILE",
+                   help="write a recording instead of printing: FILE.pwr a posewire recording (spec §8: every "
+                        "message as its exact bytes), any other name JSON lines")
     add_frames_option(p)
     p.add_argument("--json", action="store_true", help="one JSON object per frame")
     add_timeout_option(p, what="receiving frames")
@@ -249,6 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_net_parsers(sub)
     record.add_parser(sub)
+    convert.add_parser(sub)
     produce.add_parser(sub)
     export.add_parser(sub)
     demo.add_parser(sub)

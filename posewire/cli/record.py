@@ -1,6 +1,6 @@
 """``posewire record``: make a posewire recording from captured landmarks.
 
-``posewire record --from-pose FILE.pose --out REC.jsonl`` converts a MediaPipe Holistic
+``posewire record --from-pose FILE.pose --out REC.pwr`` converts a MediaPipe Holistic
 ``.pose`` file (PyPI ``pose-format``) with :func:`posewire.producers.poseformat.pose_file_to_recording`
 and prints a summary: frames, fps, tracked share per part, the calibration with the axes
 that fell back to shoulder width (spec §4.1), and every clamp (spec §3.1, never silent).
@@ -73,7 +73,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p = subparsers.add_parser("record", help="make a recording from captured landmarks (.pose files)")
     p.add_argument("--from-pose", required=True, metavar="FILE.pose",
                    help="a MediaPipe Holistic recording in the pose-format .pose format")
-    p.add_argument("--out", required=True, metavar="REC.jsonl", help="the posewire recording to write")
+    p.add_argument("--out", required=True, metavar="REC.pwr",
+                   help="the recording to write: REC.pwr a posewire recording (spec §8), any other name JSON lines")
     p.add_argument("--visibility", type=float, default=0.5, metavar="V",
                    help="pose wrist visibility below which an arm counts as lost")
     p.add_argument("--filter", action="store_true",

@@ -62,7 +62,7 @@ def operations() -> dict[str, Operation]:
     from . import ops_core
 
     table: dict[str, Operation] = dict(ops_core.OPS)
-    for name in ("ops_maths", "ops_face", "ops_wire", "ops_encoder"):
+    for name in ("ops_maths", "ops_face", "ops_wire", "ops_encoder", "ops_recording"):
         try:
             module = __import__(f"{__name__}.{name}", fromlist=["OPS"])
         except ModuleNotFoundError as exc:

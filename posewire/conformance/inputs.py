@@ -26,7 +26,7 @@ class Key:
     """One input key: its JSON ``kind``, whether it may be left out, and for numbers an
     inclusive range.
 
-    Kinds: ``number``, ``integer``, ``string``, ``object``, ``numbers`` (an array of
+    Kinds: ``number``, ``integer``, ``string``, ``boolean``, ``object``, ``numbers`` (an array of
     numbers), ``points`` (an array of arrays of numbers), ``strings``, ``values`` (an
     object of numbers), ``vectors`` (an object of arrays of numbers), ``shares`` (an
     object of numbers or an array of numbers), ``any``. A ``nullable`` key may be ``null``.
@@ -127,6 +127,9 @@ def _check(value: object, key: Key, path: str) -> None:
     elif kind == "string":
         if not isinstance(value, str):
             raise _bad("expected a string", path)
+    elif kind == "boolean":
+        if not isinstance(value, bool):
+            raise _bad("expected a boolean", path)
     elif kind == "object":
         if not isinstance(value, dict):
             raise _bad("expected an object", path)
@@ -199,6 +202,10 @@ INPUTS: dict[str, dict[str, Key]] = {
     "wire.quantize": {"values": _V},
     "wire.encode": {"message": Key("object")},
     "wire.decode": {"hex": Key("string"), "max_size": Key("integer", optional=True, lo=1)},
+    # spec §8.9: each record is checked by the op
+    "recording.encode": {"records": Key("any"), "registry_hash": Key("string", optional=True),
+                         "close": Key("boolean", optional=True)},
+    "recording.decode": {"hex": Key("string"), "strict": Key("boolean", optional=True)},
     # spec §6.10: each frame object is checked by the op (points may be null: missing)
     "encoder.landmarks": {"frames": Key("any"), "calibration": Key("object", optional=True, nullable=True),
                           "mirrored": Key("string", optional=True),

@@ -11,7 +11,7 @@ It starts, on loopback:
    (``posewire/data/holistic_signer.jsonl``: ``tests/data/holistic_signer.pose``, a MediaPipe
    Holistic capture, converted by :func:`posewire.producers.poseformat.pose_file_to_recording`;
    MIT, see ``posewire/data/LICENSE-holistic_signer.txt``), looped at its own frame rate — or
-   any ``--recording`` (``.pose`` or a posewire ``.jsonl`` recording);
+   any ``--recording`` (``.pose``, a posewire ``.pwr`` or a JSON-lines recording);
 4. a Python subscriber that decodes every frame for the same mannequin (bones by IK/FK,
    ARKit face weights, spec §4.1–§4.7) and prints a status line: frames, fps, wire
    bytes, end-to-end latency, decode time.
@@ -29,7 +29,6 @@ import contextlib
 import itertools
 import statistics
 import sys
-import tempfile
 import time
 import webbrowser
 from collections.abc import Callable
@@ -40,7 +39,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from posewire.cli.conventions import DEFAULT_STREAM, describe_error
-from posewire.codec.errors import UsageError
+from posewire.codec.errors import PosewireError, UsageError
 from posewire.codec.wire import Frame, encode
 from posewire.transport import RelayError
 
@@ -79,18 +78,15 @@ class DemoSummary:
 
 
 def load_recording(path: Path) -> tuple[object, list[object]]:
-    """``(header, frames)`` of a posewire recording, or of a ``.pose`` file converted
-    on the fly (spec §4.1 calibration in the header)."""
-    from posewire.producers.recording import read_recording
+    """``(header, frames)`` of any recording (:func:`posewire.producers.recording.read_recording`:
+    a posewire ``.pwr``, JSON lines, or a ``.pose`` file converted on the fly; spec §4.1
+    calibration in the header)."""
+    from posewire.producers.recording import open_recording
 
-    if path.suffix == ".pose":
-        from posewire.producers.poseformat import pose_file_to_recording
-
-        with tempfile.TemporaryDirectory() as tmp:
-            out = Path(tmp) / "recording.jsonl"
-            pose_file_to_recording(path, out)
-            return read_recording(out)  # type: ignore[return-value]
-    return read_recording(path)  # type: ignore[return-value]
+    recording = open_recording(path)
+    if recording.lost is not None:  # spec §8.6: a cut file, read to its last whole record
+        print(f"posewire demo: {path}: {recording.lost}", file=sys.stderr)
+    return recording.header, recording.frames  # type: ignore[return-value]
 
 
 async def run_demo(recording: Path, *, frames: int = 0, speed: float = 1.0, port: int = 0,
@@ -239,7 +235,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             asyncio.run(run_demo(recording, frames=args.frames, speed=args.speed, port=args.port,
                                  relay_port=args.relay_port, browser=not args.no_browser, webcam=args.webcam,
                                  stream=args.stream))
-    except (OSError, ValueError, UsageError, RelayError) as exc:
+    except (OSError, ValueError, PosewireError, RelayError) as exc:
         print(f"posewire demo: {describe_error(exc)}", file=sys.stderr)
         return 1
     return 0
@@ -252,7 +248,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p = subparsers.add_parser("demo", help="relay + producer + live browser viewer on loopback, "
                                            "one command (make run)")
     p.add_argument("--recording", type=Path, default=None,
-                   help="a .pose file or posewire recording (default: the committed real signer)")
+                   help="a .pose file or a recording (.pwr or JSON lines; default: the committed real signer)")
     add_stream_option(p, help="stream name the demo publishes on")
     add_frames_option(p, help="end after N frames (0: run until Ctrl-C)")
     add_speed_option(p, help="playback rate (1: the recording's frame rate, 0: as fast as possible)")

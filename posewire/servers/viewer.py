@@ -310,7 +310,30 @@ async def _check_relay(args: argparse.Namespace, token: str | None) -> bool:
     return True
 
 
+def _view_recording(args: argparse.Namespace) -> int:
+    """``view --recording FILE``: the viewer of a recording (any format, spec §8), played in a
+    loop through a relay of its own on a free loopback port (:func:`posewire.servers.demo.run_demo`)."""
+    import contextlib
+
+    from posewire.cli.conventions import describe_error
+    from posewire.codec.errors import PosewireError
+    from posewire.transport import RelayError
+
+    from .demo import run_demo
+
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(run_demo(Path(args.recording), port=args.port, relay_port=0, browser=not args.no_browser,
+                                 stream=args.stream))
+    except (OSError, ValueError, PosewireError, RelayError) as exc:
+        print(f"posewire view: {describe_error(exc)}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _cmd_view(args: argparse.Namespace) -> int:
+    if getattr(args, "recording", None) is not None:
+        return _view_recording(args)
     token = args.token or os.environ.get("POSEWIRE_TOKEN")
     try:
         if not args.no_relay_check and not asyncio.run(_check_relay(args, token)):
@@ -365,6 +388,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--no-relay-check", action="store_true",
                    help="serve the page without first connecting to the relay from here")
     add_client_options(p, check=True)
+    p.add_argument("--recording", metavar="FILE", default=None,
+                   help="view a recording instead of a relay's stream (.pwr, JSON lines or .pose), looped through a "
+                        "relay of its own on a free loopback port")
     p.add_argument("--capture", action="store_true",
                    help="open the capture page (/capture): this browser's webcam is the producer of --stream "
                         "(MediaPipe and the encoder run in the page)")

@@ -20,6 +20,7 @@ import {
   mouthingApply, mouthingNormalize, affectApply, wireEncode, wireDecode, wireQuantize,
 } from '../../js/posewire/codec.mjs';
 import { encoderLandmarks } from '../../js/posewire/encoder.mjs';
+import { recordingEncode, recordingDecode } from './recording.mjs';
 
 const usage = (kind, path = '') => new CodecError(`usage.${kind}`, path);
 
@@ -63,6 +64,8 @@ const OPS = {
   'wire.decode': wireDecode,
   'wire.quantize': wireQuantize,
   'encoder.landmarks': encoderLandmarks, // §6.10: js/posewire/encoder.mjs
+  'recording.encode': recordingEncode, // §8.9: ./recording.mjs
+  'recording.decode': recordingDecode,
 };
 
 /** JSON with BigInt support (integers written exactly) and no -0. */
@@ -82,7 +85,7 @@ function toJSON(x) {
 // usage.bad_option; a number is finite (else usage.not_finite) and inside its stated range
 // (else usage.out_of_range). Kinds: n number, i integer, s string, o object, N numbers,
 // P array of number arrays, S strings, V object of numbers, X object of number arrays,
-// H shares (object of numbers or numbers), a any (checked by the op). '?' = optional, '~' = may be null.
+// H shares (object of numbers or numbers), b boolean, a any (checked by the op). '?' = optional, '~' = may be null.
 const DIST = 'n?~';
 const INPUTS = {
   'registry.row': { id: 's' },
@@ -115,6 +118,8 @@ const INPUTS = {
   'wire.encode': { message: 'o' },
   'wire.decode': { hex: 's', max_size: ['i?', 1, Infinity] },
   'encoder.landmarks': { frames: 'a', calibration: 'o?~', mirrored: 's?', visibility_threshold: ['n?', 0, 1] },
+  'recording.encode': { records: 'a', registry_hash: 's?', close: 'b?' },
+  'recording.decode': { hex: 's', strict: 'b?' },
 };
 const isObj = (x) => x !== null && typeof x === 'object' && !Array.isArray(x);
 function checkNumber(x, path, range) {
@@ -149,6 +154,7 @@ function checkKeys(inp, table) {
         if (x < range[0] || x > range[1]) throw usage('out_of_range', k);
         break;
       case 's': if (typeof x !== 'string') throw usage('bad_option', k); break;
+      case 'b': if (typeof x !== 'boolean') throw usage('bad_option', k); break;
       case 'o': if (!isObj(x)) throw usage('bad_option', k); break;
       case 'N': checkNumbers(x, k); break;
       case 'P':
