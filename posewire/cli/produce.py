@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from posewire.producers.recording import RecordedFrame
     from posewire.producers.sources import FrameSource, SourceFrame
 
-__all__ = ["EXIT_SKIPPED", "FileNotes", "Progress", "add_parser", "live_frames", "native_log_aside"]
+__all__ = ["EXIT_SKIPPED", "FileNotes", "Progress", "add_parser", "camera_source", "live_frames", "native_log_aside"]
 
 #: Exit status of ``produce --images`` when some images were skipped (the rest was
 #: recorded or sent).
@@ -390,7 +390,7 @@ async def _publish_recorded(args: argparse.Namespace) -> int:
     else:
         calibration, frames, info = _pose_file_frames(args)
     if not frames:
-        print("posewire produce: the recording has no frames", file=sys.stderr)
+        print("posewire produce: the recording has no frames (usage.no_source)", file=sys.stderr)
         return 1
     loop = asyncio.get_running_loop()
     scale = args.speed
@@ -545,8 +545,8 @@ def _cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
-def _camera(text: str) -> int | str:
-    """``--webcam``: a camera index, or a network camera URL (issue 23)."""
+def camera_source(text: str) -> int | str:
+    """``--webcam`` (``produce``, ``demo``): a camera index, or a network camera URL."""
     if text.lower().startswith(("http://", "https://", "rtsp://", "rtsps://")):
         return text
     try:
@@ -566,7 +566,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--replay", metavar="FILE", help="a recording (JSON lines, see posewire.producers.recording)")
     src.add_argument("--pose-file", metavar="FILE.pose", help="a MediaPipe Holistic .pose file (pose-format)")
-    src.add_argument("--webcam", type=_camera, nargs="?", const=0, metavar="N|URL",
+    src.add_argument("--webcam", type=camera_source, nargs="?", const=0, metavar="N|URL",
                      help="camera N (default 0), or a network camera URL (MJPEG over http://, or rtsp://)")
     src.add_argument("--video", metavar="FILE", help="a video file")
     src.add_argument("--images", metavar="DIR",

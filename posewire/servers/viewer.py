@@ -303,7 +303,7 @@ def serve_viewer(config: ViewerConfig, *, host: str = "127.0.0.1", port: int = 0
 async def _check_relay(args: argparse.Namespace, token: str | None) -> bool:
     """Connect to the relay once from here, saying where and why it waits (the page
     itself keeps retrying); ``False`` when reconnecting cannot help (a certificate that
-    does not verify, a wrong token)."""
+    does not verify, a wrong token, an unknown host) or when ``--timeout`` ran out."""
     from posewire.cli.net_options import client_options
     from posewire.cli.waiting import StatusLines
     from posewire.consumers.subscriber import Subscriber
@@ -314,8 +314,12 @@ async def _check_relay(args: argparse.Namespace, token: str | None) -> bool:
                      **client_options(args))
     status.start(sub.url, args.stream)
     try:
-        await asyncio.wait_for(sub.connect(), RELAY_CHECK_S)
+        await asyncio.wait_for(sub.connect(), RELAY_CHECK_S if args.timeout is None else args.timeout)
     except TimeoutError:
+        if args.timeout is not None:  # posewire.cli.waiting: give up, saying what it waited for
+            print(f"posewire view: gave up after {args.timeout:g} s: {status.waiting_for}", file=sys.stderr,
+                  flush=True)
+            return False
         status(f"{status.waiting_for}; the page keeps trying")
     except RelayError as exc:
         if exc.fatal:
@@ -381,6 +385,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--no-relay-check", action="store_true",
                    help="serve the page without first connecting to the relay from here")
     add_client_options(p, check=True)
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="give up (exit status 1) when the relay is not reached within SECONDS of starting "
+                        f"(default: try it for {RELAY_CHECK_S:g} s, then serve the page, which keeps trying)")
     p.add_argument("--capture", action="store_true",
                    help="open the capture page (/capture): this browser's webcam is the producer of --stream "
                         "(MediaPipe and the encoder run in the page)")
