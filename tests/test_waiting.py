@@ -139,7 +139,7 @@ def test_an_unknown_host_is_reported_once_and_not_retried(command: list[str]) ->
     # a name that does not exist (RFC 2606: .invalid never resolves) will not start to: the
     # client says so once, with its code, and gives up (no --timeout needed)
     url = "ws://posewire-no-such-host.invalid:8765"
-    lines, status, out, total = _timed_lines([*command, "--url", url])
+    lines, status, _, total = _timed_lines([*command, "--url", url])
     name = command[0]
     texts = [text for _, text in lines]
     assert texts[0] == f"posewire {name}: connecting to {url}, stream 'demo'"

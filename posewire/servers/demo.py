@@ -123,8 +123,9 @@ async def run_demo(recording: Path, *, frames: int = 0, speed: float = 1.0, port
     if capture:
         header, recs, source = RecordingHeader(), [], "the capture page (this browser's webcam, MediaPipe in the page)"
     elif webcam is None:
-        header, records = load_recording(recording)
-        assert isinstance(header, RecordingHeader)
+        loaded, records = load_recording(recording)
+        assert isinstance(loaded, RecordingHeader)
+        header = loaded
         recs = [r for r in records if isinstance(r, RecordedFrame)]
         if not recs:
             raise UsageError("usage.no_source", f"{recording} holds no frames", path=str(recording))

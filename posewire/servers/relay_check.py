@@ -66,7 +66,10 @@ async def _check(url: str, origin: str, stream: str, token: str | None, timeout:
         async with asyncio.timeout(timeout):
             await ws.send(conn.hello(stream, client="posewire-relay-check", token=token))
             while True:
-                for event in conn.receive_data(await ws.recv()):
+                data = await ws.recv()
+                if isinstance(data, str):
+                    return verdict("relay.handshake", "the relay sent text, not a posewire message")
+                for event in conn.receive_data(data):
                     if isinstance(event, Received) and isinstance(event.message, Welcome):
                         return verdict("ok", "the relay welcomed this page's origin and token")
                     if isinstance(event, Received) and isinstance(event.message, ErrorMessage):
