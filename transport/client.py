@@ -332,8 +332,10 @@ class ClientLink:
         self.conn.connection_closed()
         if code is not None and 4000 <= code < 5000:
             known = {v: k for k, v in CLOSE_CODES.items()}
-            return RelayError(known.get(code, reason or "decode.state"),
-                              reason or "closed by the relay", close_code=code)
+            name = known.get(code, reason or "decode.state")
+            # spec §5.8: the reason is "<code>: <message>"; the code is said once, last
+            message = reason.removeprefix(f"{name}: ") or "closed by the relay"
+            return RelayError(name, message, close_code=code)
         return LinkClosedError(code, reason)
 
     async def close(self, reason: str = "") -> None:

@@ -144,13 +144,14 @@ export function clearProblem() {
 export const currentProblem = () => shown;
 
 /**
- * Watches one client's link: `onClose(code, reason)` and `onWelcome()` go to the client's
- * options. A close that explains itself is shown at once; a bare 1006 asks the server (at
+ * Watches one client's link (`ctx`: {relay, origin, stream, capture, quiet}): `onClose(code,
+ * reason)` and `onWelcome()` go to the client's options. A close that explains itself is shown at once; a bare 1006 asks the server (at
  * most once a second).
  */
 export function watchLink(ctx) {
   let asked = 0;
-  const show = (code, detail) => showProblem({ code, ...explain(code, { ...ctx, detail }) });
+  // the viewer inside the capture page stays quiet: the capture page shows the problem once
+  const show = (code, detail) => { if (!ctx.quiet) showProblem({ code, ...explain(code, { ...ctx, detail }) }); };
   window.posewireProblem = currentProblem;
   return {
     onWelcome: () => clearProblem(),

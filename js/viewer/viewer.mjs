@@ -247,7 +247,8 @@ window.posewire = state;
 
 // a refused origin, a wrong token, a relay that is down: said in the page, with the fix
 const relayUrl = params.get('relay') ?? config.relay;
-const link = watchLink({ relay: relayUrl, origin: location.origin, stream: params.get('stream') ?? config.stream });
+const link = watchLink({ relay: relayUrl, origin: location.origin, stream: params.get('stream') ?? config.stream,
+  quiet: window.parent !== window });
 const sub = new Subscriber(relayUrl, params.get('stream') ?? config.stream, {
   registryVersion: config.registry_version, registryHash: config.registry_hash, token: config.token,
   client: 'posewire-viewer', onWelcome: link.onWelcome, onClose: link.onClose,
