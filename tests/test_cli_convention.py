@@ -96,6 +96,13 @@ def test_every_client_takes_tls_and_ping_options(command: str) -> None:
     assert (args.ca_file, args.ping_interval, args.ping_timeout) == ("ca.pem", 7.0, 9.0)
 
 
+@pytest.mark.parametrize("command", CLIENTS)
+def test_every_client_takes_a_timeout(command: str) -> None:
+    extra = SOURCE if command == "produce" else []
+    assert build_parser().parse_args([command, *extra]).timeout is None  # default: wait
+    assert build_parser().parse_args([command, *extra, "--timeout", "2.5"]).timeout == 2.5
+
+
 def test_every_default_is_shown_and_no_help_has_markup() -> None:
     for name, p in _subparsers().items():
         formatter = p._get_formatter()
