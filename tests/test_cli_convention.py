@@ -96,6 +96,13 @@ def test_every_client_takes_tls_and_ping_options(command: str) -> None:
     assert (args.ca_file, args.ping_interval, args.ping_timeout) == ("ca.pem", 7.0, 9.0)
 
 
+@pytest.mark.parametrize("command", CLIENTS)
+def test_every_client_takes_a_timeout(command: str) -> None:
+    extra = SOURCE if command == "produce" else []
+    assert build_parser().parse_args([command, *extra]).timeout is None  # default: wait
+    assert build_parser().parse_args([command, *extra, "--timeout", "2.5"]).timeout == 2.5
+
+
 def test_every_default_is_shown_and_no_help_has_markup() -> None:
     for name, p in _subparsers().items():
         formatter = p._get_formatter()
@@ -150,3 +157,26 @@ def test_frames_limits_a_recorded_source_too(tmp_path: Path, capsys: pytest.Capt
     assert main(["produce", *SOURCE, "--record", str(out), "--frames", "10"]) == 0
     assert capsys.readouterr().err == f"posewire produce: wrote 10 frames to {out}\n"
     assert len(out.read_text().splitlines()) == 1 + 10  # header + frames
+
+
+def test_the_top_level_help_describes_the_commands() -> None:
+    text = build_parser().format_help()
+    assert "posewire streams a person's pose" in text
+    for start in ("posewire demo ", "posewire demo --capture", "posewire produce --webcam", "posewire view ",
+                  "posewire vmc "):
+        assert start in text
+    assert "its parser" not in text and "entry point" not in text and "`" not in text
+
+
+def test_every_printed_error_carries_its_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the messages once printed without one: an empty recording, conformance's URL check
+    # and unreachable relay (tests/test_waiting.py), the demo's empty recording
+    empty = tmp_path / "empty.jsonl"
+    header = (ROOT / "tests" / "data" / "wave.jsonl").read_text().splitlines()[0]
+    empty.write_text(header + "\n")
+    assert main(["produce", "--replay", str(empty)]) == 1
+    assert capsys.readouterr().err == "posewire produce: the recording has no frames (usage.no_source)\n"
+    assert main(["conformance", "--relay", "http://127.0.0.1:1"]) == 2
+    assert capsys.readouterr().err.endswith("(usage.bad_option)\n")
+    assert main(["demo", "--recording", str(empty), "--no-browser", "--port", "0", "--relay-port", "0"]) == 1
+    assert capsys.readouterr().err == f"posewire demo: {empty} holds no frames (usage.no_source)\n"

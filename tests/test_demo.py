@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
 import urllib.request
 from pathlib import Path
+
+import pytest
 
 from posewire.servers.demo import DEFAULT_RECORDING, load_recording, run_demo
 
@@ -103,3 +106,47 @@ def test_demo_command_ends_by_itself_and_fails_cleanly_on_a_missing_file(tmp_pat
                               str(tmp_path / "none.jsonl"), "--no-browser", "--port", "0"],
                              capture_output=True, text=True, timeout=60, check=False)
     assert missing.returncode == 1 and missing.stderr.startswith("posewire demo:")
+
+
+async def test_demo_capture_serves_the_capture_page_and_decodes_what_it_sends() -> None:
+    # the capture page is the producer (here a Python publisher stands in for the browser,
+    # tests/test_capture_browser.py drives the real page): the demo decodes what arrives
+    from posewire.producers.publisher import Publisher
+
+    lines: list[str] = []
+    pages: dict[str, bytes] = {}
+    ready = asyncio.Event()
+
+    def on_ready(url: str) -> None:
+        pages["capture"] = fetch(url + "capture")
+        pages["config"] = fetch(url + "config.json")
+        ready.set()
+
+    async def page() -> None:
+        await ready.wait()
+        relay = json.loads(pages["config"])["relay"]
+        async with Publisher(relay, "demo") as pub:
+            for k in range(200):
+                await pub.send_frame({"h_yaw": 0.01 * k}, timestamp_us=k)
+                await asyncio.sleep(0.01)
+
+    sender = asyncio.create_task(page())
+    summary = await asyncio.wait_for(run_demo(DEFAULT_RECORDING, frames=5, port=0, capture=True, out=lines.append,
+                                              on_ready=on_ready), 60)
+    sender.cancel()
+    assert b"posewire capture" in pages["capture"]
+    assert summary.frames_received >= 5 and summary.frames_sent == summary.frames_received
+    assert lines[0].startswith("posewire demo: the capture page (this browser's webcam")
+    assert any(line.startswith("capture: http://127.0.0.1:") and "/capture " in line for line in lines)
+
+
+def test_demo_takes_a_camera_index_or_url_and_one_producer() -> None:
+    from posewire.cli.command import build_parser
+
+    parse = build_parser().parse_args
+    assert parse(["demo", "--webcam"]).webcam == 0
+    assert parse(["demo", "--webcam", "2"]).webcam == 2
+    assert parse(["demo", "--webcam", "http://127.0.0.1:8081/video"]).webcam == "http://127.0.0.1:8081/video"
+    assert parse(["demo", "--capture"]).capture is True
+    with pytest.raises(SystemExit):
+        parse(["demo", "--capture", "--webcam", "1"])

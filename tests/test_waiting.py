@@ -110,7 +110,7 @@ async def test_consume_with_a_producer_does_not_time_out() -> None:
 def test_conformance_against_a_relay_that_is_down_is_one_line(closed_port: int) -> None:
     url = f"ws://127.0.0.1:{closed_port}"
     lines, status, out, _ = _timed_lines(["conformance", "--relay", url])
-    assert [text for _, text in lines] == [f"posewire conformance: cannot connect: relay {url} refused"]
+    assert [text for _, text in lines] == [f"posewire conformance: cannot connect: relay {url} refused (link)"]
     assert (status, out) == (2, "")
 
 
@@ -131,3 +131,35 @@ async def test_the_demo_relay_listens_on_relay_port_and_says_where(closed_port: 
         taken = busy.getsockname()[1]
         with pytest.raises(UsageError, match=rf"cannot start the relay on 127.0.0.1:{taken} .*--relay-port 0"):
             await run_demo(WAVE, frames=5, speed=0, port=0, relay_port=taken, out=lines.append)
+
+
+@pytest.mark.parametrize("command", [["consume"], ["vmc"], ["view", "--no-browser", "--port", "0"]],
+                         ids=["consume", "vmc", "view"])
+def test_an_unknown_host_is_reported_once_and_not_retried(command: list[str]) -> None:
+    # a name that does not exist (RFC 2606: .invalid never resolves) will not start to: the
+    # client says so once, with its code, and gives up (no --timeout needed)
+    url = "ws://posewire-no-such-host.invalid:8765"
+    lines, status, _, total = _timed_lines([*command, "--url", url])
+    name = command[0]
+    texts = [text for _, text in lines]
+    assert texts[0] == f"posewire {name}: connecting to {url}, stream 'demo'"
+    assert len(texts) == 2, texts
+    assert texts[1].startswith(f"posewire {name}: relay {url} unknown host (") and texts[1].endswith(" (dns)")
+    assert status == 1 and total < 30.0
+
+
+def test_the_resolver_s_answer_decides_dns_from_link() -> None:
+    from posewire.transport import RelayError
+
+    assert RelayError("dns", "relay ws://x:1 unknown host (Name or service not known)").fatal
+    assert not RelayError("link", "relay ws://x:1 unknown host (Temporary failure in name resolution)").fatal
+
+
+def test_view_gives_up_after_its_timeout(closed_port: int) -> None:
+    url = f"ws://127.0.0.1:{closed_port}"
+    lines, status, out, total = _timed_lines(["view", "--url", url, "--timeout", "1.5", "--no-browser", "--port", "0"])
+    texts = [text for _, text in lines]
+    assert texts[0] == f"posewire view: connecting to {url}, stream 'demo'"
+    assert texts[-1] == f"posewire view: gave up after 1.5 s: relay {url} refused"
+    assert (status, out) == (1, "")  # the page is not served
+    assert total < 30.0

@@ -56,8 +56,14 @@ __all__ = [
 FATAL_CODES: frozenset[str] = frozenset({"decode.auth", "decode.registry", "decode.version"})
 _FATAL_CLOSE = frozenset(CLOSE_CODES[c] for c in FATAL_CODES)
 #: Link failures a reconnect cannot fix: ``tls`` = the relay's certificate does not
-#: verify (expired, wrong host, unknown CA) — retrying would fail the same way.
-_FATAL_LINK = frozenset({"tls"})
+#: verify (expired, wrong host, unknown CA) — retrying would fail the same way; ``dns`` =
+#: the relay's host name does not exist (the resolver's answer, not a failure to ask it).
+_FATAL_LINK = frozenset({"tls", "dns"})
+#: ``getaddrinfo`` errors that say the name does not exist (``EAI_NONAME``, ``EAI_NODATA``):
+#: ``dns``, given up at once. Any other (``EAI_AGAIN``: no answer from the resolver now) is
+#: a link failure, retried with the backoff.
+_NO_SUCH_HOST = frozenset(e for e in (getattr(socket, "EAI_NONAME", None), getattr(socket, "EAI_NODATA", None))
+                          if e is not None)
 #: Seconds a closing link waits for the relay's close before dropping the TCP connection
 #: (a dead relay never answers: the link must not linger in CLOSING).
 _CLOSE_TIMEOUT = 1.0
@@ -65,8 +71,9 @@ _CLOSE_TIMEOUT = 1.0
 
 class RelayError(Exception):
     """The relay (or the link to it) reported an error: stable ``code`` (a key of
-    :data:`posewire.codec.errors.ERROR_CODES`, ``"link"`` for transport failures or ``"tls"``
-    when the relay's certificate does not verify), optional
+    :data:`posewire.codec.errors.ERROR_CODES`, ``"link"`` for transport failures, ``"tls"``
+    when the relay's certificate does not verify or ``"dns"`` when its host name does not
+    exist), optional
     websocket ``close_code``, ``path`` and ``message``. ``fatal`` errors are not retried."""
 
     def __init__(self, code: str, message: str, *, close_code: int | None = None,
@@ -247,6 +254,11 @@ class ClientLink:
             # fatal: the same certificate fails the same way on every retry
             raise RelayError("tls", f"the TLS certificate of {url} does not verify: "
                              f"{exc.verify_message or exc.reason}") from None
+        except socket.gaierror as exc:
+            # an unknown host is reported once and not retried (a name that does not exist
+            # will not start to); a resolver that cannot answer now is retried
+            code = "dns" if exc.errno in _NO_SUCH_HOST else "link"
+            raise RelayError(code, f"relay {url} {connect_failure(exc, open_timeout)}") from None
         except (OSError, InvalidHandshake, InvalidURI, TimeoutError, ssl.SSLError) as exc:
             raise RelayError("link", f"relay {url} {connect_failure(exc, open_timeout)}") from None
         link = cls(ws, Connection(side="client", role=role))
@@ -320,8 +332,10 @@ class ClientLink:
         self.conn.connection_closed()
         if code is not None and 4000 <= code < 5000:
             known = {v: k for k, v in CLOSE_CODES.items()}
-            return RelayError(known.get(code, reason or "decode.state"),
-                              reason or "closed by the relay", close_code=code)
+            name = known.get(code, reason or "decode.state")
+            # spec §5.8: the reason is "<code>: <message>"; the code is said once, last
+            message = reason.removeprefix(f"{name}: ") or "closed by the relay"
+            return RelayError(name, message, close_code=code)
         return LinkClosedError(code, reason)
 
     async def close(self, reason: str = "") -> None:

@@ -16,6 +16,7 @@ import { encodeFrame, makeCalibration, headFromRotation, TRACKING_PARTS } from '
 import { LiveCalibration, VectorFilter, faceRotation, frameFromResults, handScale, irisGaze } from '/js/posewire/live.mjs';
 import { Publisher } from '/js/posewire/client.mjs';
 import { REGISTRY } from '/js/posewire/codec.mjs';
+import { watchLink } from '/js/viewer/problems.mjs';
 
 const $ = (id) => document.getElementById(id);
 const col = (id) => REGISTRY.dimensions.find((d) => d.id === id).index;
@@ -29,7 +30,7 @@ const wctx = work.getContext('2d', { willReadFrequently: false });
 
 // what the page did, for tests and curious users (window.posewireCapture)
 const state = {
-  started: false, frames: 0, published: 0, errors: [], last: null, calibration: null,
+  started: false, frames: 0, published: 0, errors: [], relayErrors: [], last: null, calibration: null,
   stats: { fps: 0, inference_ms: 0, holistic_ms: 0, face_ms: 0, encode_us: 0, bytes_per_s: 0, tracked: [] },
   history: [],
 };
@@ -43,6 +44,11 @@ const params = new URLSearchParams(location.search);
 if (params.has('mirrored')) $('mirrored').checked = params.get('mirrored') === '1';
 
 function status(text) { statusLine.textContent = text; if (params.has('debug')) console.log(text); }
+
+// a refused origin, a wrong token, a taken stream, a relay that is down: said in the page with
+// the fix; asked of the page's server at once, before the camera starts
+const link = watchLink({ relay: config.relay, origin: location.origin, stream: config.stream, capture: true });
+link.precheck();
 
 async function loadModels() {
   status('loading MediaPipe (Holistic, FaceLandmarker)…');
@@ -149,14 +155,17 @@ async function start() {
     return;
   }
   await video.play();
-  const models = await loadModels();
+  // the relay first: a refused token or a taken stream shows before the models' long load
+  // (whose warm-up blocks the page: the hello has left by then, spec §5.8 hello deadline)
   const pub = new Publisher(config.relay, config.stream, {
     token: config.token, registryVersion: config.registry_version, registryHash: config.registry_hash,
     client: 'posewire-capture', onStatus: (t) => { state.relay = t; if (params.has('debug')) console.log(t); },
-    onError: (e) => state.errors.push(`relay: ${e.message ?? e.code}`),
+    onError: (e) => state.relayErrors.push(`${e.code}: ${e.message}`),
+    onWelcome: link.onWelcome, onClose: link.onClose,
   }).start();
   status('connecting to the relay…');
-  if (!(await pub.whenReady())) status(`the relay at ${config.relay} does not answer yet (retrying)`);
+  if (!(await pub.whenReady(3000))) status(`the relay at ${config.relay} has not welcomed this page yet (retrying)`);
+  const models = await loadModels();
   const live = new LiveCalibration();
   const smoothing = new VectorFilter();
   let cal = makeCalibration(null); // the reference avatar's until a body is seen (producers/live.py)

@@ -13,6 +13,8 @@
 import { N, BY_ID, mpEncode, encodeMessage, decodeMessage } from './codec.mjs';
 
 export const SUBPROTOCOL = 'posewire.v1';
+/** Close codes a reconnect cannot fix (spec §5.10: decode.version, decode.registry, decode.auth). */
+export const FINAL_CLOSE = new Set([4010, 4011, 4012]);
 
 const U32 = 2 ** 32;
 
@@ -34,7 +36,8 @@ export class Subscriber {
    * @param {string} url relay websocket URL
    * @param {string} stream stream name
    * @param {object} opts {registryVersion, registryHash (16 hex digits), token, client,
-   *   onFrame(frame), onCalibration(cal), onConditions(c), onStatus(text), onError(err)}
+   *   onFrame(frame), onCalibration(cal), onConditions(c), onStatus(text), onError(err),
+   *   onWelcome(), onClose(code, reason) (the relay's close reason, spec §5.8)}
    */
   constructor(url, stream, opts = {}) {
     this.url = url;
@@ -93,6 +96,11 @@ export class Subscriber {
     };
     ws.onclose = (ev) => {
       if (this.closed) return;
+      this.opts.onClose?.(ev.code, ev.reason);
+      if (FINAL_CLOSE.has(ev.code)) { // spec §5.10: a final error is not retried
+        this._status(`refused (${ev.code}${ev.reason ? ' ' + ev.reason : ''}); not retrying`);
+        return;
+      }
       this._status(`disconnected (${ev.code}${ev.reason ? ' ' + ev.reason : ''}); retrying`);
       setTimeout(() => this._open(), this.delay);
       this.delay = Math.min(this.delay * 2, 4000);
@@ -106,6 +114,7 @@ export class Subscriber {
         this.lastSeq = null; // a new link: its first frame is the baseline
         this.delay = 250;
         this._status(`subscribed to ${this.stream}`);
+        this.opts.onWelcome?.();
         break;
       case 'cal':
         this.calibration = msg;
@@ -150,7 +159,8 @@ export class Subscriber {
  * the dims present (§5.4: the mask leaves out what is not sent). Counts the bytes sent.
  */
 export class Publisher {
-  /** @param {object} opts {registryVersion, registryHash, token, client, onStatus(text), onError(err)} */
+  /** @param {object} opts {registryVersion, registryHash, token, client, onStatus(text), onError(err),
+   * onWelcome(), onClose(code, reason) (the relay's close reason, spec §5.8)} */
   constructor(url, stream, opts = {}) {
     this.url = url;
     this.stream = stream;
@@ -199,6 +209,7 @@ export class Publisher {
         this.ready = true;
         this.lastConditions = null; // a new session: the relay learns the state afresh
         this.opts.onStatus?.(`publishing to ${this.stream}`);
+        this.opts.onWelcome?.();
         if (this.calibration) this._send({ type: 'cal', ...this.calibration });
         for (const w of this.waiters?.splice(0) ?? []) w();
       } else if (msg.type === 'err') {
@@ -210,6 +221,11 @@ export class Publisher {
     ws.onclose = (ev) => {
       this.ready = false;
       if (this.closed) return;
+      this.opts.onClose?.(ev.code, ev.reason);
+      if (FINAL_CLOSE.has(ev.code)) { // spec §5.10: a final error is not retried
+        this.opts.onStatus?.(`relay refused (${ev.code}${ev.reason ? ' ' + ev.reason : ''}); not retrying`);
+        return;
+      }
       this.opts.onStatus?.(`relay closed (${ev.code}${ev.reason ? ' ' + ev.reason : ''}); retrying`);
       setTimeout(() => { if (!this.closed) this.start(); }, 1000); // frames meanwhile are dropped, never queued
     };

@@ -13,6 +13,7 @@ import { VRMLoaderPlugin, VRMUtils } from '@pixiv/three-vrm';
 import { DIMS, N, VISEMES, ARKIT_ORDER, TRACK_PARTS } from '../posewire/codec.mjs';
 import { skeletonFromWorld, decodePlan, decodePose, faceWeights, DEFAULTS } from '../posewire/decoder.mjs';
 import { Subscriber } from '../posewire/client.mjs';
+import { watchLink } from './problems.mjs';
 
 /** Seconds for a lost part to ease (1 − 1/e of the way) to its defaults. */
 const EASE_TAU = 0.25;
@@ -244,9 +245,13 @@ const state = {
 };
 window.posewire = state;
 
-const sub = new Subscriber(params.get('relay') ?? config.relay, params.get('stream') ?? config.stream, {
+// a refused origin, a wrong token, a relay that is down: said in the page, with the fix
+const relayUrl = params.get('relay') ?? config.relay;
+const link = watchLink({ relay: relayUrl, origin: location.origin, stream: params.get('stream') ?? config.stream,
+  quiet: window.parent !== window });
+const sub = new Subscriber(relayUrl, params.get('stream') ?? config.stream, {
   registryVersion: config.registry_version, registryHash: config.registry_hash, token: config.token,
-  client: 'posewire-viewer',
+  client: 'posewire-viewer', onWelcome: link.onWelcome, onClose: link.onClose,
   onStatus: (t) => { statusText = t; },
   onFrame: (f) => {
     latest = f;

@@ -17,8 +17,9 @@ humanoid bones — and sent as one OSC bundle:
 * ``/VMC/Ext/Blend/Val name value`` — the 52 ARKit channels (perfect sync), the VRM 0.x
   presets ``A I U E O`` (viseme mix folded onto the vowels, or ``A`` = jawOpen without
   mouthing), ``Blink_L``/``Blink_R`` (eyeBlinkLeft/Right) and ``Joy Angry Sorrow Fun``
-  (:func:`expression_presets`: the affect condition, spec §3.4.4, applied to the dims,
-  then the face dims read against the registry's affect presets); names spelled for the
+  (:func:`expression_presets`: each from the face cue that shows it — the smile, the
+  lowered brows, the raised inner brows or the corners down — past what a calm face
+  shows, or the frame's affect condition, spec §3.4.4); names spelled for the
   receiver (``--blend-names``, :data:`BLEND_NAME_STYLES`, docs/vmc.md); then
   ``/VMC/Ext/Blend/Apply``;
 * ``/VMC/Ext/OK 1`` (model loaded) and ``/VMC/Ext/T seconds`` (sender time).
@@ -50,9 +51,9 @@ from posewire.codec.registry import VISEMES
 if TYPE_CHECKING:
     from posewire.consumers.face import FaceWeights
 
-__all__ = ["BLEND_NAME_STYLES", "DEFAULT_PORT", "EYE_PITCH_DEG", "EYE_YAW_DEG", "FACE_BONES", "JAW_OPEN_DEG",
-           "VMC_BONES", "VmcFrame", "add_parser", "blend_name", "effective_vector", "expression_presets",
-           "face_bone_rotations", "run_vmc_recording", "to_unity", "vmc_frame", "vrm_presets"]
+__all__ = ["BLEND_NAME_STYLES", "DEFAULT_PORT", "EXPRESSION_RAMPS", "EYE_PITCH_DEG", "EYE_YAW_DEG", "FACE_BONES",
+           "JAW_OPEN_DEG", "VMC_BONES", "VmcFrame", "add_parser", "blend_name", "effective_vector", "expression_cues",
+           "expression_presets", "face_bone_rotations", "run_vmc_recording", "to_unity", "vmc_frame", "vrm_presets"]
 
 #: The VMC protocol's usual receiver port (VSeeFace, VNyan, Warudo).
 DEFAULT_PORT = 39539
@@ -91,9 +92,14 @@ JAW_OPEN_DEG = 25.0
 BLEND_NAME_STYLES = ("perfect-sync", "arkit", "upper")
 #: The VRM 0.x expression presets sent, with the affect label (spec §3.4.4) each reads.
 _EXPRESSIONS = {"Joy": "happy", "Angry": "angry", "Sorrow": "sad"}
-#: Face dims that speech, blinking and looking around move all the time: left out of the
-#: expression fit (:func:`expression_presets`), so talking or blinking reads as no emotion.
-_NOT_EXPRESSION = frozenset({"m_jaw", "f_blink_l", "f_blink_r", "f_gaze_yaw", "f_gaze_pitch"})
+#: ``cue: (calm, full)`` of :func:`expression_presets`: a preset is 0 while its cue
+#: (:func:`expression_cues`) is at most ``calm`` and 1 from ``full``. ``calm`` sits above what
+#: calm faces show on the committed data (the demo signer's 47 frames: smile ≤ 0.014, brows
+#: lowered ≤ 0.19, inner brows ≤ 0.005, no frown; Grace Hopper's neutral portrait; the running
+#: footballer's brows 0.22) and below the faces that show the expression (docs/vmc.md has
+#: the measured table, tests/test_vmc.py checks it).
+EXPRESSION_RAMPS: dict[str, tuple[float, float]] = {
+    "smile": (0.15, 0.75), "brow_down": (0.25, 0.65), "inner_up": (0.10, 0.50), "frown": (0.15, 0.60)}
 #: Viseme -> VRM 0.x vowel preset (posewire.consumers.face.VOWEL_FOLD, then aa E I O U -> A E I O U).
 _VOWEL_PRESET = {"aa": "A", "E": "E", "I": "I", "O": "O", "U": "U"}
 
@@ -145,30 +151,54 @@ def face_bone_rotations(values: NDArray[np.float64]) -> dict[str, NDArray[np.flo
     return {"LeftEye": eye, "RightEye": eye, "Jaw": jaw}
 
 
-def expression_presets(values: NDArray[np.float64]) -> dict[str, float]:
+def _ramp(x: float, calm: float, full: float) -> float:
+    """0 up to ``calm``, 1 from ``full``, linear between."""
+    return float(np.clip((x - calm) / (full - calm), 0.0, 1.0))
+
+
+def expression_cues(values: NDArray[np.float64]) -> dict[str, float]:
+    """The face cues the expression presets read (:func:`expression_presets`), from one
+    effective pose vector ``(N,)`` (NaN = default, 0 for these):
+
+    * ``smile`` — ``mean(max(m_smile_l, 0), max(m_smile_r, 0))``, the mouth corners up;
+    * ``brow_down`` — ``−mean(f_brow_l, f_brow_r)``, both outer brows lowered (one brow
+      alone averages out);
+    * ``inner_up`` — ``f_brow_inner − max(mean(f_brow_l, f_brow_r), 0)``, the inner brows
+      raised *more than the outer ones* (raising all of them is surprise, not sorrow);
+    * ``frown`` — ``mean(max(−m_smile_l, 0), max(−m_smile_r, 0))``, the corners down."""
+    smile_l, smile_r = _dim(values, "m_smile_l"), _dim(values, "m_smile_r")
+    brow = (_dim(values, "f_brow_l") + _dim(values, "f_brow_r")) / 2.0
+    return {"smile": (max(smile_l, 0.0) + max(smile_r, 0.0)) / 2.0, "brow_down": -brow,
+            "inner_up": _dim(values, "f_brow_inner") - max(brow, 0.0),
+            "frown": (max(-smile_l, 0.0) + max(-smile_r, 0.0)) / 2.0}
+
+
+def expression_presets(values: NDArray[np.float64], affect: Affect | None = None) -> dict[str, float]:
     """``Joy``, ``Angry``, ``Sorrow``, ``Fun`` (VRM 0.x presets, ``[0, 1]``) of one
-    effective pose vector ``(N,)`` (the affect condition already applied, spec §3.4.4).
+    effective pose vector ``(N,)`` (the affect condition already applied, spec §3.4.4) and
+    the frame's ``affect`` condition (docs/vmc.md, "Expression presets").
 
-    The face and mouth dims are fitted, by least squares, as a sum of all the registry's
-    affect presets (their face and mouth dims; the head and body dims they list, and the
-    jaw, blink and gaze dims that speech, blinking and looking move all the time, are left
-    out, spec §3.4.4): ``Joy``, ``Angry``, ``Sorrow`` are the fitted weights of ``happy``,
-    ``angry``, ``sad``, clipped to ``[0, 1]`` (``surprised``, ``fearful``, ``disgusted``
-    have no VRM 0.x preset; fitting them keeps a surprised face from reading as sorrow):
-    a face encoded as the ``happy`` preset at intensity ``i`` gives ``Joy`` = ``i``.
-    ``Fun`` (VRM's lighter, open-eyed smile) is the smile that Joy does not explain:
-    ``mean(max(m_smile, 0)) / 0.8 − Joy``, clipped (0.8 = the happy preset's smile)."""
-    from posewire.codec.affect import PRESET_TARGETS
-    from posewire.codec.registry import DIMENSIONS
-
-    face = np.array([d.row.group in ("face", "mouth") and d.id not in _NOT_EXPRESSION for d in DIMENSIONS])
-    vec = np.where(np.isnan(values), 0.0, values)[face]
-    labels = [label for label in PRESET_TARGETS if PRESET_TARGETS[label][face].any()]
-    basis = np.stack([PRESET_TARGETS[label][face] for label in labels], axis=1)
-    fitted = dict(zip(labels, np.linalg.lstsq(basis, vec, rcond=None)[0], strict=True))
-    out = {name: float(np.clip(fitted[label], 0.0, 1.0)) for name, label in _EXPRESSIONS.items()}
-    smile = (max(_dim(values, "m_smile_l"), 0.0) + max(_dim(values, "m_smile_r"), 0.0)) / 2.0
-    out["Fun"] = float(np.clip(smile / 0.8 - out["Joy"], 0.0, 1.0))
+    Each preset reads the cue that shows it (:func:`expression_cues`), past the level a
+    calm face already shows (:data:`EXPRESSION_RAMPS`: 0 up to ``calm``, 1 from ``full``):
+    ``Joy`` = the smile; ``Angry`` = the brows lowered; ``Sorrow`` = the larger of the inner
+    brows raised and the corners down. A smile overrules the other two (``× (1 − Joy)``:
+    lowered brows over a smile are concentration, not anger). Every other face dim — the
+    squint that MediaPipe reads at 0.3–0.7 on any face, the lips of speech, the jaw, blinks,
+    gaze — moves none of them. ``Fun`` is sent as 0: no dim tells VRM's lighter, open-eyed
+    smile from ``Joy``. An affect condition whose label has a preset (``happy`` → ``Joy``,
+    ``angry`` → ``Angry``, ``sad`` → ``Sorrow``) sets that preset to its intensity: the
+    producer said what the expression is."""
+    cues = expression_cues(values)
+    joy = _ramp(cues["smile"], *EXPRESSION_RAMPS["smile"])
+    out = {"Joy": joy,
+           "Angry": _ramp(cues["brow_down"], *EXPRESSION_RAMPS["brow_down"]) * (1.0 - joy),
+           "Sorrow": max(_ramp(cues["inner_up"], *EXPRESSION_RAMPS["inner_up"]),
+                         _ramp(cues["frown"], *EXPRESSION_RAMPS["frown"])) * (1.0 - joy),
+           "Fun": 0.0}
+    if affect is not None:
+        for name, label in _EXPRESSIONS.items():
+            if affect.label == label:
+                out[name] = float(np.clip(affect.intensity, 0.0, 1.0))
     return out
 
 
@@ -186,12 +216,13 @@ def effective_vector(values: NDArray[np.float64], affect: Affect | None) -> NDAr
     return out
 
 
-def vrm_presets(values: NDArray[np.float64], face: FaceWeights) -> dict[str, float]:
+def vrm_presets(values: NDArray[np.float64], face: FaceWeights, affect: Affect | None = None) -> dict[str, float]:
     """The VRM 0.x expression presets (UniVRM's spelling, ``[0, 1]``) of one effective
     pose vector ``(N,)`` (:func:`effective_vector`) and its face weights (capability
     ``viseme15``): the vowels ``A E I O U`` from the visemes folded to five
     (:data:`posewire.consumers.face.VOWEL_FOLD`; without visemes ``A`` = ``jawOpen``),
-    ``Blink_L``/``Blink_R`` from ARKit's blinks, and :func:`expression_presets`."""
+    ``Blink_L``/``Blink_R`` from ARKit's blinks, and :func:`expression_presets` (with the
+    frame's ``affect`` condition)."""
     from posewire.consumers.face import VOWEL_FOLD
 
     vowels = dict.fromkeys(_VOWEL_PRESET.values(), 0.0)
@@ -203,7 +234,7 @@ def vrm_presets(values: NDArray[np.float64], face: FaceWeights) -> dict[str, flo
         vowels["A"] = float(face.arkit["jawOpen"])
     return {**{k: min(1.0, w) for k, w in vowels.items()},
             "Blink_L": float(face.arkit["eyeBlinkLeft"]), "Blink_R": float(face.arkit["eyeBlinkRight"]),
-            **expression_presets(values)}
+            **expression_presets(values, affect)}
 
 
 def _dim(values: NDArray[np.float64], name: str) -> float:
@@ -264,7 +295,7 @@ def vmc_frame(values: NDArray[np.float64], *, mouthing: Sequence[float] | None =
     face = face_weights(vec, capability="viseme15", visemes=None if mouthing is None else list(mouthing))
     for channel, weight in face.arkit.items():
         msgs.append(("/VMC/Ext/Blend/Val", [blend_name(channel, blend_names), float(weight)]))
-    for preset, w in vrm_presets(vec, face).items():
+    for preset, w in vrm_presets(vec, face, affect).items():
         msgs.append(("/VMC/Ext/Blend/Val", [blend_name(preset, blend_names, preset=True), w]))
     msgs.append(("/VMC/Ext/Blend/Apply", []))
     msgs.append(("/VMC/Ext/OK", [1]))

@@ -98,7 +98,7 @@ def export_vrma(frames: Sequence[RecordedFrame], path: str | Path) -> VrmaSummar
     for i, (frame, vec) in enumerate(zip(frames, vectors, strict=True)):
         mouthing = None if frame.conditions is None else frame.conditions.mouthing
         face = face_weights(vec, capability="viseme15", visemes=None if mouthing is None else list(mouthing))
-        weights = vrm_presets(vec, face)
+        weights = vrm_presets(vec, face, None if frame.conditions is None else frame.conditions.affect)
         presets[i] = [min(1.0, max(0.0, weights[name])) for name in VRM_PRESETS]
         w, x, y, z = face_bone_rotations(vec)["LeftEye"]
         gaze[i] = [x, y, z, w]

@@ -24,7 +24,26 @@ from . import convert, export, produce, record
 from .conventions import HelpFormatter, describe_error
 from .extras import missing_extra, missing_module_line
 
-__all__ = ["main"]
+__all__ = ["DESCRIPTION", "main"]
+
+#: What ``posewire --help`` says before the list of commands.
+DESCRIPTION = """\
+posewire streams a person's pose - body, hands, fingers, head and face - from a webcam,
+a video or a VR headset as a small vector of pose parameters over websockets, and drives
+avatars with it.
+
+Start here:
+  posewire demo                  a relay, a recorded signer and the live viewer in your browser
+  posewire demo --capture        the same, with this browser's webcam as the camera
+  posewire produce --webcam      your webcam through MediaPipe to a relay (posewire serve)
+  posewire view                  the stream on a mannequin in your browser
+  posewire vmc                   the stream to a VTuber app (VSeeFace, VNyan, Warudo) over VMC
+
+Each command has its own --help; docs/cli.md has them all."""
+
+
+class _TopHelpFormatter(HelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """The top-level help: the description as written (its command list), defaults shown."""
 
 
 def _cmd_registry(args: argparse.Namespace) -> int:
@@ -88,8 +107,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         print(f"posewire serve: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:
-        print(f"posewire serve: cannot listen on {args.host}:{args.port}: {describe_error(exc)}",
-              file=sys.stderr)
+        print(f"posewire serve: cannot listen on {args.host}:{args.port}: {describe_error(exc)}; "
+              "--port picks another (usage.bad_option)", file=sys.stderr)
         return 1
     return 0
 
@@ -257,7 +276,7 @@ def _add_net_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="posewire", description=__doc__, formatter_class=HelpFormatter)
+    parser = argparse.ArgumentParser(prog="posewire", description=DESCRIPTION, formatter_class=_TopHelpFormatter)
     parser.add_argument("--version", action="version", version=f"posewire {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 

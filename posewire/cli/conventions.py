@@ -9,6 +9,9 @@
 * mirrored (selfie) input: the flag ``--mirrored`` (un-mirror it) everywhere;
 * TLS and liveness: ``--ca-file``, ``--ping-interval``, ``--ping-timeout`` on every
   client (:mod:`posewire.cli.net_options`);
+* waiting: ``--timeout SECONDS`` on every client (``produce``, ``consume``, ``vmc``,
+  ``view``): give up with one line saying what it waited for, exit status 1
+  (:mod:`posewire.cli.waiting`); an unknown relay host is said once and not retried;
 * every option's default in its ``--help`` (:class:`HelpFormatter`), plain text (no
   reStructuredText markup);
 * errors: ``posewire COMMAND: what went wrong (code)`` — the plain-language message

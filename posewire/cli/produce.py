@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from posewire.producers.recording import RecordedFrame
     from posewire.producers.sources import FrameSource, SourceFrame
 
-__all__ = ["EXIT_SKIPPED", "FileNotes", "Progress", "add_parser", "live_frames", "native_log_aside"]
+__all__ = ["EXIT_SKIPPED", "FileNotes", "Progress", "add_parser", "camera_source", "live_frames", "native_log_aside"]
 
 #: Exit status of ``produce --images`` when some images were skipped (the rest was
 #: recorded or sent).
@@ -420,7 +420,7 @@ async def _publish_recorded(args: argparse.Namespace) -> int:
 
     calibration, frames, info, recording = _recorded_source(args)
     if not frames:
-        print("posewire produce: the recording has no frames", file=sys.stderr)
+        print("posewire produce: the recording has no frames (usage.no_source)", file=sys.stderr)
         return 1
     # spec §8.6: a container replayed once with its own timestamps sends its messages as
     # recorded, byte for byte (calibration, conditions and frames in their order)
@@ -599,8 +599,8 @@ def _cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
-def _camera(text: str) -> int | str:
-    """``--webcam``: a camera index, or a network camera URL (issue 23)."""
+def camera_source(text: str) -> int | str:
+    """``--webcam`` (``produce``, ``demo``): a camera index, or a network camera URL."""
     if text.lower().startswith(("http://", "https://", "rtsp://", "rtsps://")):
         return text
     try:
@@ -622,7 +622,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                      help="a recording: a posewire recording (.pwr, spec §8) or JSON lines; once with "
                           "--keep-timestamps, a .pwr is sent byte for byte as recorded")
     src.add_argument("--pose-file", metavar="FILE.pose", help="a MediaPipe Holistic .pose file (pose-format)")
-    src.add_argument("--webcam", type=_camera, nargs="?", const=0, metavar="N|URL",
+    src.add_argument("--webcam", type=camera_source, nargs="?", const=0, metavar="N|URL",
                      help="camera N (default 0), or a network camera URL (MJPEG over http://, or rtsp://)")
     src.add_argument("--video", metavar="FILE", help="a video file")
     src.add_argument("--images", metavar="DIR",

@@ -127,11 +127,12 @@ def _over_the_wire(args: argparse.Namespace) -> tuple[list[CaseResult], str] | i
         from .relay_suite import run_relay_suite
 
         if not args.relay.startswith(("ws://", "wss://")):
-            print("posewire conformance: --relay takes a ws:// or wss:// URL", file=sys.stderr)
+            print(f"posewire conformance: --relay takes a ws:// or wss:// URL, not {args.relay!r} (usage.bad_option)",
+                  file=sys.stderr)
             return 2
         down = asyncio.run(_unreachable(args.relay, timeout))
         if down is not None:  # one line, not a FAILED verdict per case
-            print(f"posewire conformance: cannot connect: relay {args.relay} {down}", file=sys.stderr)
+            print(f"posewire conformance: cannot connect: relay {args.relay} {down} (link)", file=sys.stderr)
             return 2
         return (asyncio.run(run_relay_suite(args.relay, token=args.token, timeout=timeout,
                                             hello_deadline=args.hello_deadline)),

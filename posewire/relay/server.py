@@ -78,6 +78,18 @@ CLOSE_PROTOCOL = 1002
 FRAME_PREFIX = b"\xa1t\xa1f"
 
 
+#: The most bytes of a WebSocket close reason (RFC 6455 §5.5: a control frame's 125 less the code).
+CLOSE_REASON_BYTES = 123
+
+
+def close_reason(code: str, message: str) -> str:
+    """The close reason sent with an error's close code (spec §5.8 "Close reason"):
+    ``"<code>: <message>"``, cut to :data:`CLOSE_REASON_BYTES` of UTF-8 at a character
+    boundary (the code first, so a cut never loses it)."""
+    text = f"{code}: {message}" if message else code
+    return text.encode()[:CLOSE_REASON_BYTES].decode(errors="ignore")
+
+
 def looks_like_frame(data: bytes) -> bool:
     return len(data) > 5 and 0x80 <= data[0] <= 0x8F and data[1:5] == FRAME_PREFIX
 
@@ -643,7 +655,7 @@ class Relay(AdmissionMixin, OriginMixin, FanOutMixin):
             with contextlib.suppress(ConnectionClosed, TimeoutError):
                 async with asyncio.timeout(self.close_timeout):
                     await client.ws.send(failure.reply)
-        await self._close(client, failure.close_code, failure.error.code)
+        await self._close(client, failure.close_code, close_reason(failure.error.code, failure.error.message))
 
     async def _close(self, client: Client, code: int, reason: str) -> None:
         """Close the websocket, discarding what the client still sends meanwhile (its

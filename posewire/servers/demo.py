@@ -6,8 +6,10 @@ It starts, on loopback:
    clients' default URL; 0: a free port), its URL printed;
 2. the live viewer (:class:`posewire.servers.viewer.ViewerServer`): a page that subscribes to the
    stream and poses the skinned mannequin with the JavaScript decoder;
-3. a producer: with ``--webcam``, the live MediaPipe producer (``posewire produce
-   --webcam``); otherwise the real signer recording shipped in the package
+3. a producer: with ``--webcam N|URL``, the live MediaPipe producer (``posewire produce
+   --webcam``: a camera index or a network camera's URL); with ``--capture``, the capture
+   page (``/capture``: the browser's own webcam through MediaPipe in the page, as ``posewire
+   view --capture``), opened instead of the viewer; otherwise the real signer recording shipped in the package
    (``posewire/data/holistic_signer.jsonl``: ``tests/data/holistic_signer.pose``, a MediaPipe
    Holistic capture, converted by :func:`posewire.producers.poseformat.pose_file_to_recording`;
    MIT, see ``posewire/data/LICENSE-holistic_signer.txt``), looped at its own frame rate — or
@@ -90,17 +92,18 @@ def load_recording(path: Path) -> tuple[object, list[object]]:
 
 
 async def run_demo(recording: Path, *, frames: int = 0, speed: float = 1.0, port: int = 0,
-                   relay_port: int = 0, browser: bool = False, webcam: int | None = None,
-                   stream: str = STREAM, out: Callable[[str], None] = print,
+                   relay_port: int = 0, browser: bool = False, webcam: int | str | None = None,
+                   capture: bool = False, stream: str = STREAM, out: Callable[[str], None] = print,
                    on_ready: Callable[[str], None] | None = None) -> DemoSummary:
     """Run relay, viewer, looped producer and a decoding subscriber (module docstring).
 
     ``frames``: frames to publish (0: until cancelled); ``speed``: playback rate (0: as
     fast as the relay's rate limit allows); ``port``: the viewer's port (0: any free
     one); ``relay_port``: the relay's port on 127.0.0.1 (0: any free one; in use: a
-    :class:`UsageError` saying so); ``webcam``: camera index — the producer is then ``posewire produce --webcam``
-    (live MediaPipe) instead of the recording; ``on_ready(url)``: called once the page
-    is served."""
+    :class:`UsageError` saying so); ``webcam``: camera index or network camera URL — the producer is then
+    ``posewire produce --webcam`` (live MediaPipe) instead of the recording; ``capture``: the producer is the
+    capture page (``/capture``), the browser's webcam (``frames``: frames to receive from it);
+    ``on_ready(url)``: called once the page is served."""
     from posewire.consumers.gltf import mannequin_skeleton
     from posewire.consumers.pose import decode_frame
     from posewire.consumers.subscriber import Subscriber
@@ -110,12 +113,18 @@ async def run_demo(recording: Path, *, frames: int = 0, speed: float = 1.0, port
 
     from .viewer import ViewerConfig, serve_viewer
 
-    if webcam is None:
-        header, records = load_recording(recording)
-        assert isinstance(header, RecordingHeader)
+    if capture and webcam is not None:
+        raise UsageError("usage.bad_option", "--capture and --webcam are two producers: choose one", path="capture")
+    live = capture or webcam is not None  # the frames come from a camera, counted as they arrive
+    if capture:
+        header, recs, source = RecordingHeader(), [], "the capture page (this browser's webcam, MediaPipe in the page)"
+    elif webcam is None:
+        loaded, records = load_recording(recording)
+        assert isinstance(loaded, RecordingHeader)
+        header = loaded
         recs = [r for r in records if isinstance(r, RecordedFrame)]
         if not recs:
-            raise ValueError(f"{recording} holds no frames")
+            raise UsageError("usage.no_source", f"{recording} holds no frames", path=str(recording))
         source = f"{recording.name} ({len(recs)} frames, looped)"
     else:
         header, recs, source = RecordingHeader(), [], f"webcam {webcam} (live MediaPipe)"
@@ -138,10 +147,14 @@ async def run_demo(recording: Path, *, frames: int = 0, speed: float = 1.0, port
             out(f"posewire demo: {source} on {relay.url}, stream {stream!r}")
             out(f"relay: {relay.url} (stream {stream!r}: posewire consume --stream {stream} --url {relay.url})")
             out(f"viewer: {viewer.url}")
+            page = viewer.url
+            if capture:
+                page = viewer.url + "capture"
+                out(f"capture: {page} (press start camera: this browser's webcam publishes to {stream!r})")
             if on_ready is not None:
                 on_ready(viewer.url)
             if browser:
-                _open_browser(viewer.url, out)
+                _open_browser(page, out)
 
             async def publish() -> None:
                 async with Publisher(relay.url, stream, calibration=header.calibration) as pub:
@@ -171,9 +184,16 @@ async def run_demo(recording: Path, *, frames: int = 0, speed: float = 1.0, port
                         proc.terminate()
                         await proc.wait()
                 if status != 0:
-                    raise ValueError(f"the webcam producer exited with status {status}")
+                    raise UsageError("usage.no_source", f"the webcam producer exited with status {status}",
+                                     path="webcam")
 
-            producer = asyncio.create_task(publish() if webcam is None else publish_webcam())
+            async def from_the_page() -> None:
+                # the capture page publishes: done once it has sent ``frames`` (never for 0)
+                while frames <= 0 or summary.frames_received < frames:
+                    await asyncio.sleep(0.1)
+
+            producer = asyncio.create_task(from_the_page() if capture else publish() if webcam is None
+                                           else publish_webcam())
             async with Subscriber(relay.url, stream, merge=True) as sub:
                 last_line = time.monotonic()
                 printed = ""
@@ -187,7 +207,7 @@ async def run_demo(recording: Path, *, frames: int = 0, speed: float = 1.0, port
                     if frame is None:
                         break
                     _decode_one(frame, avatar, summary, decode_frame)
-                    if webcam is not None:
+                    if live:
                         summary.frames_sent = summary.frames_received
                     if time.monotonic() - last_line >= 2.0:
                         printed = summary.line()
@@ -234,7 +254,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(run_demo(recording, frames=args.frames, speed=args.speed, port=args.port,
                                  relay_port=args.relay_port, browser=not args.no_browser, webcam=args.webcam,
-                                 stream=args.stream))
+                                 capture=args.capture, stream=args.stream))
     except (OSError, ValueError, PosewireError, RelayError) as exc:
         print(f"posewire demo: {describe_error(exc)}", file=sys.stderr)
         return 1
@@ -244,6 +264,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``demo`` sub-command to the ``posewire`` parser."""
     from posewire.cli.conventions import add_frames_option, add_speed_option, add_stream_option
+    from posewire.cli.produce import camera_source
 
     p = subparsers.add_parser("demo", help="relay + producer + live browser viewer on loopback, "
                                            "one command (make run)")
@@ -257,7 +278,11 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
                    help="relay port on 127.0.0.1 (8765 is where the other commands look unless told otherwise, so "
                         "posewire view or posewire vmc find the demo; 0: any free port)")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser")
-    p.add_argument("--webcam", type=int, nargs="?", const=0, default=None, metavar="N",
-                   help="camera N (default: 0) through live MediaPipe (posewire produce --webcam) "
-                        "instead of the recording")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--webcam", type=camera_source, nargs="?", const=0, default=None, metavar="N|URL",
+                        help="camera N (default: 0), or a network camera URL (MJPEG over http://, or rtsp://), "
+                             "through live MediaPipe here (posewire produce --webcam) instead of the recording")
+    source.add_argument("--capture", action="store_true",
+                        help="the capture page instead of the recording: this browser's webcam through MediaPipe "
+                             "in the page (as posewire view --capture); --frames counts the frames it sends")
     p.set_defaults(func=_cmd_demo)

@@ -18,6 +18,8 @@ Routes (GET only; anything else is 404/405):
   ``/avatar/skeleton.json`` — its skeleton with canonical ``helix-humanoid@1`` names
   (:func:`avatar_description`), which the page decodes on;
 * ``/config.json`` — relay URL, stream, registry version and hash for the hello;
+* ``/relay-check.json`` — whether the relay takes this page (its origin and token) and, if
+  not, why (:mod:`posewire.servers.relay_check`): a page whose link closes with 1006 asks;
 * ``/capture`` — the capture page (``js/capture/``, issue 23): the browser's webcam through
   MediaPipe (``@mediapipe/holistic`` in a hidden frame, ``@mediapipe/tasks-vision``
   FaceLandmarker) and ``js/posewire/encoder.mjs`` to the relay as a producer;
@@ -36,6 +38,7 @@ import json
 import mimetypes
 import os
 import signal
+import ssl
 import sys
 import tempfile
 import threading
@@ -150,6 +153,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         path = urlsplit(self.path).path
+        if path == "/relay-check.json":  # why the page cannot reach its relay (spec §5.8)
+            self._send(HTTPStatus.OK, json.dumps(self._relay_check()).encode(), _TYPES[".json"])
+            return
         try:
             found = self.server.resolve(path)
         except UsageError as exc:  # an install that is not the pinned one: say so, keep serving
@@ -163,6 +169,16 @@ class _Handler(BaseHTTPRequestHandler):
             return
         body, ctype = found
         self._send(HTTPStatus.OK, body, ctype)
+
+    def _relay_check(self) -> dict[str, Any]:
+        """:func:`posewire.servers.relay_check.check_relay` for this page's origin (the
+        scheme it was served with and the ``Host`` the browser asked for)."""
+        from .relay_check import check_relay
+
+        config = self.server.config
+        scheme = "https" if isinstance(self.connection, ssl.SSLSocket) else "http"
+        host = self.headers.get("Host") or "{}:{}".format(*self.server.server_address[:2])
+        return check_relay(config.relay, origin=f"{scheme}://{host}", stream=config.stream, token=config.token)
 
     def do_POST(self) -> None:
         self._send(HTTPStatus.METHOD_NOT_ALLOWED, b"GET only")
@@ -287,7 +303,7 @@ def serve_viewer(config: ViewerConfig, *, host: str = "127.0.0.1", port: int = 0
 async def _check_relay(args: argparse.Namespace, token: str | None) -> bool:
     """Connect to the relay once from here, saying where and why it waits (the page
     itself keeps retrying); ``False`` when reconnecting cannot help (a certificate that
-    does not verify, a wrong token)."""
+    does not verify, a wrong token, an unknown host) or when ``--timeout`` ran out."""
     from posewire.cli.net_options import client_options
     from posewire.cli.waiting import StatusLines
     from posewire.consumers.subscriber import Subscriber
@@ -298,8 +314,12 @@ async def _check_relay(args: argparse.Namespace, token: str | None) -> bool:
                      **client_options(args))
     status.start(sub.url, args.stream)
     try:
-        await asyncio.wait_for(sub.connect(), RELAY_CHECK_S)
+        await asyncio.wait_for(sub.connect(), RELAY_CHECK_S if args.timeout is None else args.timeout)
     except TimeoutError:
+        if args.timeout is not None:  # posewire.cli.waiting: give up, saying what it waited for
+            print(f"posewire view: gave up after {args.timeout:g} s: {status.waiting_for}", file=sys.stderr,
+                  flush=True)
+            return False
         status(f"{status.waiting_for}; the page keeps trying")
     except RelayError as exc:
         if exc.fatal:
@@ -391,6 +411,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--recording", metavar="FILE", default=None,
                    help="view a recording instead of a relay's stream (.pwr, JSON lines or .pose), looped through a "
                         "relay of its own on a free loopback port")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="give up (exit status 1) when the relay is not reached within SECONDS of starting "
+                        f"(default: try it for {RELAY_CHECK_S:g} s, then serve the page, which keeps trying)")
     p.add_argument("--capture", action="store_true",
                    help="open the capture page (/capture): this browser's webcam is the producer of --stream "
                         "(MediaPipe and the encoder run in the page)")
