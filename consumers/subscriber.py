@@ -25,7 +25,9 @@ to the size the relay announced in its welcome are accepted; one that does not d
 is skipped, counted (``messages_skipped``) and logged at a bounded rate, never the end
 of the subscriber (spec §5.10). A lost link (keepalive: no pong within
 ``ping_timeout``), an error message from the relay or any other error that is not final
-re-opens the link with exponential backoff; errors a reconnect cannot fix (auth,
+re-opens the link with exponential backoff (a link that ends within
+:data:`~posewire.transport.STABLE_S` seconds of its welcome counts as a failed attempt, so a
+relay that fails every link at once is not hammered); errors a reconnect cannot fix (auth,
 registry, version, a relay certificate that does not verify) raise
 :class:`~posewire.transport.RelayError`.
 """
@@ -249,6 +251,14 @@ class Subscriber:
                 if link is None or link.conn.state is State.CLOSED:
                     if not self.reconnect:
                         return
+                    # spec §5.10: a link that ended right after its welcome was a failed
+                    # attempt: wait the next delay (one that lasted reconnects at once)
+                    delay = self.backoff.ended()
+                    if delay:
+                        if self.on_status is not None:
+                            self.on_status(f"relay {self._tried}: the link ended soon after its "
+                                           f"welcome, retrying in {delay:.2g} s")
+                        await asyncio.sleep(delay)
                     await self._connect()
                     continue
                 try:

@@ -274,6 +274,10 @@ class Publisher:
             await self._drop_link(keep_reconnect=True)
             self.reconnects += 1
             self.urls.advance()  # the link dropped: try the next relay first
+            # spec §5.10: a link that ended right after its welcome was a failed attempt
+            delay = self.backoff.ended()
+            if delay:
+                await asyncio.sleep(delay)
             await self.connect()
         except RelayError as exc:
             self._error = exc  # reported by the next send

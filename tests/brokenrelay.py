@@ -22,7 +22,12 @@ one rule:
 * ``frameless_start_frame`` — a stream without frames still gets a (empty) start frame
   (§5.7 rule 3);
 * ``no_auth`` — with ``host`` beyond loopback, hellos without a token are accepted
-  (§5.7 rule 5; without the fault such a relay requires ``token``).
+  (§5.7 rule 5; without the fault such a relay requires ``token``);
+* ``oversize_after_welcome`` — right after each welcome the relay sends a message of
+  1 MiB + 1 byte, over every client's limit, so each link dies at once (§5.8, §5.10);
+* ``close_after_welcome`` — right after each welcome the relay closes the link (1011).
+
+``welcomes``: a list the relay appends the loop time of each welcome to.
 
 With no fault the relay keeps each of these rules: stale frames dropped, Origin checked
 (only origins without one, or this relay's own), the subprotocol required, a 3 s hello
@@ -85,7 +90,9 @@ async def broken_relay(*, ignore_hash: bool = False, stored_late_join: bool = Fa
                        ignore_origin: bool = False, any_subprotocol: bool = False,
                        no_hello_deadline: bool = False, consumer_data: bool = False,
                        data_before_hello: bool = False, frameless_start_frame: bool = False,
-                       no_auth: bool = False, host: str = "127.0.0.1",
+                       no_auth: bool = False, oversize_after_welcome: bool = False,
+                       close_after_welcome: bool = False, welcomes: list[float] | None = None,
+                       host: str = "127.0.0.1",
                        token: str | None = None) -> AsyncIterator[str]:
     streams: dict[str, _Stream] = {}
     tasks: set[asyncio.Future[None]] = set()
@@ -157,6 +164,13 @@ async def broken_relay(*, ignore_hash: bool = False, stored_late_join: bool = Fa
                             return
                         # the welcome announces the default limits, whatever is enforced
                         await ws.send(conn.send(Welcome(secrets.token_hex(4))))
+                        if welcomes is not None:
+                            welcomes.append(time.monotonic())
+                        if oversize_after_welcome:  # the fault: over every client's limit
+                            await ws.send(bytes((1 << 20) + 1))
+                        if close_after_welcome:  # the fault: the link dies at once
+                            await ws.close(1011)
+                            return
                         if role == "producer":
                             stream.producer = ws
                             stream.restart = not keep_sequence  # its numbers start afresh

@@ -31,6 +31,9 @@ from posewire.relay import Mailbox, Relay, is_loopback
 
 H_YAW = REGISTRY.index("h_yaw")
 
+#: a token strong enough beyond loopback (spec §5.7 rule 5)
+STRONG_TOKEN = "RfSx0Q7m2JkV9cWbTq4LzN8yHd3EaPu6GoYi1wKs"
+
 
 def frame(seq: int, yaw: float = 0.0, *, full: bool = True) -> Frame:
     values = DEFAULTS.copy() if full else np.full(N_DIMS, np.nan)
@@ -96,7 +99,7 @@ def test_non_loopback_host_needs_a_token_and_no_auth_is_refused_there() -> None:
     with pytest.raises(UsageError) as err:
         Relay("0.0.0.0", 0)
     assert err.value.code == "usage.bad_option"
-    Relay("0.0.0.0", 0, token="t", insecure=True)  # constructing does not bind
+    Relay("0.0.0.0", 0, token=STRONG_TOKEN, insecure=True)  # constructing does not bind
     # spec §5.7 rule 5 (issue 19): no opt-out from the token beyond loopback
     for host in ("0.0.0.0", "10.0.0.1", ""):
         with pytest.raises(UsageError) as err:
@@ -104,7 +107,7 @@ def test_non_loopback_host_needs_a_token_and_no_auth_is_refused_there() -> None:
         assert err.value.code == "usage.bad_option" and err.value.path == "no_auth"
     Relay("127.0.0.1", 0, no_auth=True)  # on loopback it only ignores a token
     with pytest.raises(UsageError) as err:  # beyond loopback TLS is needed as well
-        Relay("0.0.0.0", 0, token="t")
+        Relay("0.0.0.0", 0, token=STRONG_TOKEN)
     assert err.value.code == "usage.bad_option" and err.value.path == "tls_cert"
 
 

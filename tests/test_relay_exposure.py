@@ -32,12 +32,16 @@ from posewire.codec.wire import SUBPROTOCOL, Bye, Frame, Hello, Welcome, decode,
 from posewire.consumers.subscriber import Subscriber
 from posewire.producers.publisher import Publisher
 from posewire.relay import Relay
+from posewire.relay.fanout import window_value
 from posewire.transport import RelayError, certificate_validity, client_tls_context
 
 relay_bench = load_benchmark("relay_bench")
 
 H_YAW = REGISTRY.index("h_yaw")
 H_PITCH = REGISTRY.index("h_pitch")
+
+#: a token strong enough beyond loopback (spec §5.7 rule 5)
+STRONG_TOKEN = "RfSx0Q7m2JkV9cWbTq4LzN8yHd3EaPu6GoYi1wKs"
 
 
 def frame(seq: int, yaw: float = 0.0, *, full: bool = True) -> Frame:
@@ -121,7 +125,7 @@ def test_tls_options_are_checked(tls_files: tuple[Path, Path]) -> None:
     with pytest.raises(UsageError):
         client_tls_context("http://127.0.0.1:1")
     # beyond loopback: TLS (or --insecure) and a token
-    Relay("0.0.0.0", 0, token="t", tls_cert=cert, tls_key=key)
+    Relay("0.0.0.0", 0, token=STRONG_TOKEN, tls_cert=cert, tls_key=key)
 
 
 # ---------------------------------------------------------------- origin (spec §5.8)
@@ -555,14 +559,17 @@ async def test_window_pongs_are_read_whole_split_or_among_other_frames() -> None
     def masked(opcode: Opcode, payload: bytes) -> bytes:
         return WsFrame(opcode, payload).serialize(mask=True, extensions=[])
 
-    def pong(mark: int) -> bytes:
-        return masked(Opcode.PONG, b"pwW1" + mark.to_bytes(8, "big"))
-
     async with Relay("127.0.0.1", port=0, max_fps=1000, burst_s=2.0, send_window=32,
                      ping_interval=None) as relay:
         client = await open_raw(relay.url, "consumer", "s", connection_class=PingWatch)
         assert isinstance(client.ws, PingWatch)
         client.ws.answer = False  # the test answers by hand
+        (consumer,) = relay._streams["s"].consumers
+        key = consumer.window_key  # the values of the pings the relay would send
+
+        def pong(mark: int) -> bytes:
+            return masked(Opcode.PONG, b"pwW1" + mark.to_bytes(8, "big") + window_value(key, mark))
+
         pub = await open_raw(relay.url, "producer", "s")
         for seq in range(8):
             await pub.send(frame(seq))

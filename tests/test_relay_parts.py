@@ -23,7 +23,7 @@ from posewire.codec.vector import DEFAULTS, N_DIMS
 from posewire.codec.wire import Calibration, ConditionsMessage, Frame, decode, encode
 from posewire.relay import Relay
 from posewire.relay.admission import ACCEPT_BATCH, FD_RESERVE, AdmissionMixin
-from posewire.relay.fanout import WINDOW_TAG, window_ping
+from posewire.relay.fanout import WINDOW_TAG, window_ping, window_value
 from posewire.relay.origin import is_loopback, norm_origin
 from posewire.relay.state import Stream
 from posewire.relay.stats import LogLimiter, RelayStats
@@ -152,16 +152,22 @@ def test_the_send_window_is_a_quarter_second_of_frames_at_the_stream_rate(rate: 
 # ---------------------------------------------------------------- fan-out / send window
 
 
-def test_a_window_ping_carries_its_tag_and_the_frames_written_before_it() -> None:
-    data = window_ping(300)
+def test_a_window_ping_carries_its_tag_the_frames_written_before_it_and_a_value_of_its_own() -> None:
+    key = bytes(range(16))
+    data = window_ping(300, key)
     reader = StreamReader()
     reader.feed_data(data)
     parser = WsFrame.parse(reader.read_exact, mask=False)
     with pytest.raises(StopIteration) as done:
         next(parser)
     frame = done.value.value
-    assert frame.opcode is Opcode.PING and frame.data == WINDOW_TAG + (300).to_bytes(8, "big")
-    assert len(frame.data) == 12  # keepalive pings carry 4 bytes: the two never mix
+    assert frame.opcode is Opcode.PING
+    assert frame.data == WINDOW_TAG + (300).to_bytes(8, "big") + window_value(key, 300)
+    assert len(frame.data) == 20  # keepalive pings carry 4 bytes: the two never mix
+    # spec §5.7 rule 4: the value depends on the mark and the consumer's key, so a consumer
+    # cannot name a ping it did not read, nor take another consumer's
+    assert len({window_value(key, m) for m in range(1000)}) == 1000
+    assert window_value(bytes(16), 300) != window_value(key, 300)
 
 
 def test_window_pings_spread_out_for_a_consumer_whose_pongs_come_back_at_once() -> None:

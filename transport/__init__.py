@@ -7,6 +7,7 @@ Imported as ``posewire.transport``.
 
 from posewire.transport.client import (
     FATAL_CODES,
+    STABLE_S,
     Backoff,
     ClientLink,
     LinkClosedError,
@@ -29,6 +30,7 @@ __all__ = [
     "DEFAULT_PING_INTERVAL",
     "DEFAULT_PING_TIMEOUT",
     "FATAL_CODES",
+    "STABLE_S",
     "Backoff",
     "ClientLink",
     "LinkClosedError",

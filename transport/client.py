@@ -15,6 +15,7 @@ import asyncio
 import random
 import socket
 import ssl
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,7 @@ from posewire.transport.tls import DEFAULT_PING_INTERVAL, DEFAULT_PING_TIMEOUT, 
 
 __all__ = [
     "FATAL_CODES",
+    "STABLE_S",
     "Backoff",
     "ClientLink",
     "LinkClosedError",
@@ -107,16 +109,27 @@ class LinkClosedError(Exception):
         super().__init__(f"connection closed ({code}) {reason}".strip())
 
 
+#: Seconds a link must last after its welcome for its connect to count as a success
+#: (spec §5.10): one that ends sooner — a relay that fails every link at once, e.g. with
+#: a message over the client's limit — is a failed attempt, and the next one backs off.
+STABLE_S = 3.0
+
+
 @dataclass
 class Backoff:
     """Exponential reconnect delays: ``initial · factor^k`` capped at ``maximum``, with
-    ±``jitter`` relative randomization; :meth:`reset` after a successful connect."""
+    ±``jitter`` relative randomization. A connect is a success only once its link has
+    lasted ``stable_s`` after its welcome (:meth:`opened`, :meth:`ended`): a link that
+    dies right after its welcome counts as a failure, so the delays keep growing."""
 
     initial: float = 0.05
     maximum: float = 5.0
     factor: float = 2.0
     jitter: float = 0.1
     attempt: int = 0
+    stable_s: float = STABLE_S
+    #: monotonic seconds when the current link was welcomed (None: no link)
+    opened_at: float | None = None
 
     def next_delay(self) -> float:
         """The delay before the next attempt (and count the attempt)."""
@@ -127,6 +140,21 @@ class Backoff:
     def reset(self) -> None:
         """Back to the initial delay."""
         self.attempt = 0
+
+    def opened(self, now: float | None = None) -> None:
+        """A link was welcomed (at monotonic ``now``); the schedule is not reset yet."""
+        self.opened_at = time.monotonic() if now is None else now
+
+    def ended(self, now: float | None = None) -> float:
+        """The link last :meth:`opened` ended (at monotonic ``now``): the seconds to wait
+        before connecting again — 0, and the schedule back to its start, when it lasted
+        ``stable_s`` or more; else it was a failed attempt: the next delay."""
+        now = time.monotonic() if now is None else now
+        opened, self.opened_at = self.opened_at, None
+        if opened is not None and now - opened >= self.stable_s:
+            self.reset()
+            return 0.0
+        return self.next_delay()
 
 
 class RelayUrls:
@@ -165,7 +193,8 @@ async def retry_connect(open_once: Callable[[], Awaitable[None]], *, backoff: Ba
                         is_closed: Callable[[], bool], what: str,
                         on_retry: Callable[[RelayError, float], None] | None = None) -> None:
     """Call ``open_once`` until it succeeds, sleeping ``backoff`` delays between tries
-    (spec §5.9 clients). Raises :class:`RelayError` when the failure is fatal (auth,
+    (spec §5.10); the link it opened then tells ``backoff`` when it ends
+    (:meth:`Backoff.ended`). Raises :class:`RelayError` when the failure is fatal (auth,
     registry, version), when ``reconnect`` is off, or after ``max_retries`` failures;
     ``usage.state`` when ``is_closed()`` turns true meanwhile. ``on_retry(error, delay)``
     is told each failure that will be retried, and the seconds until the next try."""
@@ -175,7 +204,7 @@ async def retry_connect(open_once: Callable[[], Awaitable[None]], *, backoff: Ba
             raise UsageError("usage.state", f"the {what} is closed")
         try:
             await open_once()
-            backoff.reset()
+            backoff.opened()  # a success once the link lasts (Backoff.ended)
             return
         except (RelayError, LinkClosedError) as exc:
             err = exc if isinstance(exc, RelayError) else RelayError(

@@ -3,7 +3,10 @@
 // (§5.3), and turns the relay's messages into callbacks. Masked frames are merged into
 // one current vector (a dim absent from a frame keeps its last value; NaN until first
 // seen, which the decoder reads as the default, spec §3.5); conditions and calibration
-// replace the current state (§5.5, §5.6). Reconnects with a capped backoff.
+// replace the current state (§5.5, §5.6). Reconnects with a capped backoff; a link that
+// ends within STABLE_MS of its welcome counts as a failed attempt (§5.10), so a relay
+// that fails every link at once (a message over the limit, a crash on hello) is retried
+// ever more slowly instead of at the first delay each time.
 //
 // Sequence numbers (§5.10): a relay forwards one producer's frames in order and drops the
 // rest (§5.7 rule 2), so on one link a frame numbered at or behind the newest is a new
@@ -17,6 +20,10 @@ export const SUBPROTOCOL = 'posewire.v1';
 export const FINAL_CLOSE = new Set([4010, 4011, 4012]);
 
 const U32 = 2 ** 32;
+/** A link must last this long after its welcome for the backoff to start again (§5.10). */
+export const STABLE_MS = 3000;
+/** The first and the longest reconnect delay of the Subscriber. */
+export const BACKOFF_MS = [250, 4000];
 
 /**
  * What a frame numbered `seq` is on a link in producer order (spec §5.10), after the newest
@@ -48,7 +55,9 @@ export class Subscriber {
     this.calibration = null;
     this.maxSize = 4096;
     this.closed = false;
-    this.delay = 250;
+    this.delay = BACKOFF_MS[0];
+    this.welcomedAt = null; // when the current link was welcomed (performance.now())
+    this.reconnects = 0;
     this.ws = null;
     this.lastSeq = null; // the newest sequence number on the current link (§5.10)
     this.resets = 0; // new producers seen (sequence resets)
@@ -101,9 +110,15 @@ export class Subscriber {
         this._status(`refused (${ev.code}${ev.reason ? ' ' + ev.reason : ''}); not retrying`);
         return;
       }
-      this._status(`disconnected (${ev.code}${ev.reason ? ' ' + ev.reason : ''}); retrying`);
-      setTimeout(() => this._open(), this.delay);
-      this.delay = Math.min(this.delay * 2, 4000);
+      // §5.10: only a link that lasted STABLE_MS after its welcome starts the backoff again
+      const lived = this.welcomedAt === null ? 0 : performance.now() - this.welcomedAt;
+      this.welcomedAt = null;
+      if (lived >= STABLE_MS) this.delay = BACKOFF_MS[0];
+      const delay = this.delay;
+      this._status(`disconnected (${ev.code}${ev.reason ? ' ' + ev.reason : ''}); retrying in ${delay} ms`);
+      this.reconnects += 1;
+      setTimeout(() => { if (!this.closed) this._open(); }, delay);
+      this.delay = Math.min(this.delay * 2, BACKOFF_MS[1]);
     };
   }
 
@@ -112,7 +127,7 @@ export class Subscriber {
       case 'welcome':
         this.maxSize = msg.max_message_bytes;
         this.lastSeq = null; // a new link: its first frame is the baseline
-        this.delay = 250;
+        this.welcomedAt = performance.now(); // the backoff starts again once it lasts
         this._status(`subscribed to ${this.stream}`);
         this.opts.onWelcome?.();
         break;

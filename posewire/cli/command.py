@@ -77,6 +77,17 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_token(args: argparse.Namespace) -> int:
+    from posewire.relay.auth import MIN_TOKEN_BITS, new_token
+
+    if not MIN_TOKEN_BITS <= args.bits <= 4096:
+        print(f"posewire token: --bits must be in [{MIN_TOKEN_BITS}, 4096] (usage.bad_option)",
+              file=sys.stderr)
+        return 2
+    print(new_token(args.bits))
+    return 0
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     import logging
 
@@ -259,6 +270,12 @@ def _add_net_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     p.add_argument("--broker-ca", metavar="PEM",
                    help="verify the broker's TLS certificate with this CA bundle (tls:// URLs)")
     p.set_defaults(func=_cmd_serve)
+
+    p = sub.add_parser("token", help="print a fresh random auth token for serve --token or "
+                                     "$POSEWIRE_TOKEN (spec §5.7 rule 5)")
+    p.add_argument("--bits", type=int, default=256, metavar="N",
+                   help="its strength in bits (a relay beyond loopback needs at least 128)")
+    p.set_defaults(func=_cmd_token)
 
     p = sub.add_parser("consume", help="subscribe to a stream and print or record frames")
     add_stream_option(p)

@@ -1,15 +1,19 @@
 """One relay connection at the transport level: admission at accept, the PROXY header
 of a trusted proxy (spec §5.7 rule 12), the TLS handshake after admission (rule 8), the
-send-window pongs (rule 4) and decode.too_large for oversized messages (§5.8)."""
+send-window pongs (rule 4), reading paused while the peer's writes are backed up (rule 4),
+decode.too_large for oversized messages (§5.8) and 1002 for a length no frame can have."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import ssl
+import sys
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from websockets.exceptions import PayloadTooBig
 from websockets.frames import CloseCode
 from websockets.protocol import State as WsState
 from websockets.streams import StreamReader
@@ -22,7 +26,7 @@ from posewire.transport.proxy_protocol import (
     parse_proxy_header,
 )
 
-from .fanout import WINDOW_TAG
+from .fanout import WINDOW_PAYLOAD, WINDOW_TAG
 from .liveness import LivenessMixin
 
 if TYPE_CHECKING:
@@ -30,13 +34,15 @@ if TYPE_CHECKING:
     from .state import Client
 
 
-#: A client's PONG frame with a 12-byte payload: FIN + opcode 0xA, masked, length 12
-#: (RFC 6455 §5.2); its payload is a window ping's (spec §5.7 rule 4) when it unmasks to
-#: the tag and a mark.
-_PONG_HEAD = b"\x8a\x8c"
-_PONG_SIZE = 2 + 4 + 12
+#: A client's PONG frame with a window payload: FIN + opcode 0xA, masked, length 20
+#: (RFC 6455 §5.2); it is a window ping's pong (spec §5.7 rule 4) when it unmasks to the
+#: tag, a mark and a value.
+_PONG_HEAD = bytes((0x8A, 0x80 | WINDOW_PAYLOAD))
+_PONG_SIZE = 2 + 4 + WINDOW_PAYLOAD
 _TAG = int.from_bytes(WINDOW_TAG, "big")
 _MARK = 2**64 - 1
+#: RFC 6455 §5.2: "the most significant bit MUST be 0" of a 64-bit payload length
+_LENGTH_MSB = 2**63
 #: websockets' parser waits at a frame boundary inside StreamReader.at_eof
 _AT_EOF = StreamReader.at_eof.__code__
 
@@ -65,12 +71,24 @@ class RelayConnection(LivenessMixin):
         #: the PROXY header being read (spec §5.7 rule 12)
         self.proxy_task: asyncio.Task[None] | None = None
         self.client: Client | None = None
+        #: spec §5.7 rule 4: reading paused — websockets' message queue is full, or the
+        #: peer's writes are backed up (what it sends must not grow what the relay holds)
+        self._queue_full = False
+        self._backed_up = False
+        self._reading_held = False
         fail = self.protocol.fail
         relay = self.relay
 
         def fail_too_large(code: CloseCode | int, reason: str = "") -> None:
             # websockets refuses a message over max_size from its header (1009, unread);
-            # spec §5.8: every oversized message is decode.too_large, with its error
+            # spec §5.8: every oversized message is decode.too_large, with its error —
+            # but a 64-bit length with its high bit set is no length at all: a protocol
+            # error (RFC 6455 §5.2, close 1002), which websockets reads as too big
+            if code == CloseCode.MESSAGE_TOO_BIG:
+                exc = sys.exc_info()[1]  # (called from websockets' parser, in its except)
+                if isinstance(exc, PayloadTooBig) and (exc.size or 0) >= _LENGTH_MSB:
+                    fail(CloseCode.PROTOCOL_ERROR, "payload length with its high bit set")
+                    return
             if code == CloseCode.MESSAGE_TOO_BIG and self.protocol.state is WsState.OPEN:
                 self.protocol.send_binary(relay._too_large_reply)
                 code = CLOSE_CODES["decode.too_large"]
@@ -106,21 +124,65 @@ class RelayConnection(LivenessMixin):
             return data  # in the middle of a frame: websockets reads on
         relay = self.relay
         while len(data) >= _PONG_SIZE and data[:2] == _PONG_HEAD:
-            key = int.from_bytes(data[2:6], "big")
-            payload = int.from_bytes(data[6:18], "big") ^ (key << 64 | key << 32 | key)
-            if payload >> 64 != _TAG:
+            key = int.from_bytes(data[2:6] * 5, "big")
+            payload = int.from_bytes(data[6:_PONG_SIZE], "big") ^ key
+            if payload >> 128 != _TAG:
                 break  # another pong: websockets' own (keepalive)
-            relay._window_ack(self, payload & _MARK)
+            relay._window_pong(self, payload >> 64 & _MARK, (payload & _MARK).to_bytes(8, "big"))
             data = data[_PONG_SIZE:]
         return data
 
     def acknowledge_pings(self, data: bytes) -> None:
         # spec §5.7 rule 4: the pong of a send-window ping acknowledges the frames
         # written before it (its payload says how many); other pongs are websockets' own
-        if len(data) == 12 and data.startswith(WINDOW_TAG):
-            self.relay._window_ack(self, int.from_bytes(data[4:], "big"))
+        if len(data) == WINDOW_PAYLOAD and data.startswith(WINDOW_TAG):
+            self.relay._window_pong(self, int.from_bytes(data[4:12], "big"), data[12:])
             return
         super().acknowledge_pings(data)
+
+    # spec §5.7 rule 4: what a peer sends cannot grow what the relay holds for it. The
+    # replies websockets writes by itself (a pong for each ping) go to the same write
+    # buffer as the peer's frames: while that buffer is over its high-water mark, the
+    # relay reads nothing more from the peer (TCP then holds the peer back), until the
+    # buffer drains below its low-water mark. A peer that floods pings without reading
+    # holds at most the high-water mark plus the replies to one read, and, heard from no
+    # more, is closed by liveness (rule 11).
+
+    def _set_reading(self) -> None:
+        hold = self._queue_full or self._backed_up
+        if hold != self._reading_held:
+            self._reading_held = hold
+            with contextlib.suppress(RuntimeError, AttributeError):
+                if hold:
+                    self.transport.pause_reading()
+                else:
+                    self.transport.resume_reading()
+
+    def _queue_pause(self) -> None:
+        self._queue_full = True
+        self._set_reading()
+
+    def _queue_resume(self) -> None:
+        self._queue_full = False
+        self._set_reading()
+
+    def _attach(self, transport: asyncio.Transport) -> None:
+        """websockets takes the connection; its message queue pauses reading through
+        :meth:`_set_reading`, like the write buffer."""
+        self.attached = True
+        super().connection_made(transport)
+        self.recv_messages.pause = self._queue_pause
+        self.recv_messages.resume = self._queue_resume
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self._backed_up = True
+        self._set_reading()
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._backed_up = False
+        self._set_reading()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -222,8 +284,7 @@ class RelayConnection(LivenessMixin):
         """Admitted: the TLS handshake, or websockets takes the connection."""
         tls = self.relay.tls
         if tls is None:
-            self.attached = True
-            super().connection_made(transport)
+            self._attach(transport)
             if self.relay.trusted_proxies is not None:
                 transport.resume_reading()
             return
@@ -256,8 +317,7 @@ class RelayConnection(LivenessMixin):
             raw.abort()
             return
         secure.set_protocol(self)
-        self.attached = True
-        super().connection_made(secure)
+        self._attach(secure)
         # application data that came with the end of the handshake, before websockets
         # was attached, is handed over in order
         for data in early.data:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from hashlib import blake2b
+from hmac import compare_digest
 from time import monotonic
 from typing import TYPE_CHECKING
 
@@ -35,23 +37,33 @@ if TYPE_CHECKING:
     from .connection import RelayConnection
 
 
-#: Payload tag of the relay's send-window pings (spec §5.7 rule 4): the tag, then the
-#: count of frames written before the ping (8 bytes, big-endian). websockets' own
-#: keepalive pings carry 4 random bytes, so the two never mix.
+#: Payload tag of the relay's send-window pings (spec §5.7 rule 4): the tag, the count of
+#: frames written before the ping (8 bytes, big-endian), then 8 bytes the relay chose that
+#: the consumer cannot guess (:func:`window_value`). websockets' own keepalive pings carry
+#: 4 random bytes, so the two never mix.
 WINDOW_TAG = b"pwW1"
+#: The payload of a window ping: tag, mark, value.
+WINDOW_PAYLOAD = len(WINDOW_TAG) + 8 + 8
 #: Seconds between re-probes of a consumer whose window is full (a client may answer only
 #: the newest of several pings, RFC 6455 §5.5.3; one pong reopens the window).
 REPROBE_S = 1.0
 
 
 #: A window ping up to its mark: the (unmasked) PING header and the tag.
-_PING_HEAD = WsFrame(Opcode.PING, WINDOW_TAG + bytes(8)).serialize(mask=False, extensions=[])[:-8]
+_PING_HEAD = WsFrame(Opcode.PING, WINDOW_TAG + bytes(16)).serialize(mask=False, extensions=[])[:-16]
 
 
-def window_ping(mark: int) -> bytes:
+def window_value(key: bytes, mark: int) -> bytes:
+    """The 8 bytes a window ping for ``mark`` carries after it (spec §5.7 rule 4): keyed
+    BLAKE2b of the mark under the consumer's own random key, so that only a ping the relay
+    sent can be answered — a consumer that does not read cannot name a mark it never saw."""
+    return blake2b(mark.to_bytes(8, "big"), key=key, digest_size=8).digest()
+
+
+def window_ping(mark: int, key: bytes) -> bytes:
     """A send-window ping frame (spec §5.7 rule 4), serialized: its payload names the
-    ``mark`` frames written before it."""
-    return _PING_HEAD + mark.to_bytes(8, "big")
+    ``mark`` frames written before it, then :func:`window_value` under ``key``."""
+    return _PING_HEAD + mark.to_bytes(8, "big") + window_value(key, mark)
 
 
 class FanOutMixin:
@@ -169,7 +181,7 @@ class FanOutMixin:
                     if (sent + consumer.phase) % (consumer.spacing or half) == 0:
                         # the window ping goes in the same write (one send, one segment)
                         consumer.ping_mark = sent
-                        out = wire + _PING_HEAD + sent.to_bytes(8, "big")
+                        out = wire + window_ping(sent, consumer.window_key)
                         if not now:
                             now = monotonic()
                         consumer.ws.window_pinged(now)
@@ -204,12 +216,26 @@ class FanOutMixin:
         if (ws.protocol.state is WsState.OPEN
                 and ws.transport.get_write_buffer_size() < self._write_limit):
             with contextlib.suppress(RuntimeError):
-                ws.transport.write(window_ping(consumer.sent))
+                ws.transport.write(window_ping(consumer.sent, consumer.window_key))
                 ws.window_pinged(monotonic())
 
+    def _window_pong(self, ws: RelayConnection, mark: int, value: bytes) -> None:
+        """A pong with a window ping's tag: it acknowledges ``mark`` only when ``value`` is
+        the one the relay's ping for that mark carried (spec §5.7 rule 4); a forged one
+        changes nothing and is no answer to the relay's probes (rule 11)."""
+        consumer = ws.client
+        if consumer is None or consumer.mailbox is None:
+            return
+        if not compare_digest(value, window_value(consumer.window_key, mark)):
+            self.stats.window_forged += 1
+            return
+        ws.answered_at = monotonic()
+        self._window_ack(ws, mark)
+
     def _window_ack(self, ws: RelayConnection, mark: int) -> None:
-        """A window pong: the consumer's websocket read the ``mark`` frames written before
-        its ping (one TCP stream). A mark beyond what was written is ignored."""
+        """A window pong that verified: the consumer's websocket read the ``mark`` frames
+        written before its ping (one TCP stream). A mark beyond what was written is
+        ignored."""
         consumer = ws.client
         if consumer is None or consumer.mailbox is None or not consumer.acked < mark <= consumer.sent:
             return

@@ -20,14 +20,18 @@ class LivenessMixin(ServerConnection):
     heard_at: float
     #: loop time of the newest send-window ping written to the peer (spec §5.7 rule 4)
     window_ping_at: float = -float("inf")
-    #: loop time of the oldest window ping written since the peer was last heard (when
-    #: it is after ``heard_at``, that ping is unanswered)
+    #: loop time of the oldest window ping written since the peer last answered one (when
+    #: it is after ``answered_at``, that ping is unanswered)
     probe_at: float = 0.0
+    #: loop time of the peer's last window pong that verified (spec §5.7 rule 4): the
+    #: answer to a window ping is its pong, not any bytes — a consumer sends nothing the
+    #: pong could wait behind, and a forged pong answers nothing
+    answered_at: float = 0.0
 
     def window_pinged(self, now: float) -> None:
         """A send-window ping was written at loop time ``now``."""
         self.window_ping_at = now
-        if self.probe_at <= self.heard_at:
+        if self.probe_at <= self.answered_at:
             self.probe_at = now
 
     def data_received(self, data: bytes) -> None:
@@ -89,8 +93,8 @@ class LivenessMixin(ServerConnection):
         # it has not answered yet is not repeated. The timeout runs from when the ping is
         # due, even while the ping waits behind a write buffer the peer does not drain.
         # A consumer that was sent send-window pings within the last interval gets no
-        # keepalive ping: those pings are its probes, and one unanswered (nothing heard
-        # from the peer since it was written) for the timeout closes it the same way.
+        # keepalive ping: those pings are its probes, and one unanswered (no window pong
+        # that verified since it was written) for the timeout closes it the same way.
         if self.ping_interval is None:
             return
         await asyncio.sleep(random.uniform(0.0, self.ping_interval))
@@ -101,12 +105,12 @@ class LivenessMixin(ServerConnection):
                 since = self.loop.time()
                 if since - self.window_ping_at < self.ping_interval:
                     probe = self.probe_at
-                    if self.ping_timeout is None or probe <= self.heard_at:
+                    if self.ping_timeout is None or probe <= self.answered_at:
                         continue  # answered since (or no timeout): alive
                     left = probe + self.ping_timeout - since
                     if left > 0:
                         await asyncio.sleep(left)
-                    if self.heard_at > probe:
+                    if self.answered_at > probe:
                         continue
                     self._fail_keepalive()
                     return

@@ -7,8 +7,10 @@ import datetime
 import ipaddress
 import logging
 import ssl
+from collections.abc import Iterable
 from pathlib import Path
 
+import idna
 from websockets.asyncio.server import Server, ServerConnection
 from websockets.http11 import Request, Response
 
@@ -35,9 +37,48 @@ def is_loopback(host: str | None) -> bool:
         return False
 
 
+_DEFAULT_PORTS = {"http": "80", "https": "443", "ws": "80", "wss": "443"}
+
+
+def ascii_host(host: str) -> str:
+    """``host`` as browsers send it in ``Origin``: an internationalized name in its ASCII
+    (punycode) form by UTS #46 non-transitional processing, as browsers map hosts
+    (``bücher.example`` → ``xn--bcher-kva.example``), lowercased; an IP literal or a name
+    IDNA refuses (an underscore) lowercased only."""
+    if host.startswith("[") or not host:
+        return host.lower()
+    try:
+        return idna.encode(host, uts46=True, transitional=False).decode("ascii")
+    except (idna.IDNAError, UnicodeError, ValueError):
+        return host.lower()
+
+
 def norm_origin(origin: str) -> str:
-    """Origins compare case-insensitively, without a trailing slash."""
-    return origin.strip().rstrip("/").lower()
+    """An origin in the form it is compared in (spec §5.7 rule 9): its ASCII serialization
+    (RFC 6454 §6.2) — scheme and host lowercased, the host in its punycode form
+    (:func:`ascii_host`), the scheme's default port left out — without a trailing slash.
+    Anything that is not ``scheme://host[:port]`` (``null``) is only lowercased."""
+    text = origin.strip().rstrip("/")
+    scheme, sep, rest = text.partition("://")
+    if not sep or not rest or "/" in rest:
+        return text.lower()
+    scheme = scheme.lower()
+    host, port = rest, ""
+    if rest.startswith("["):
+        end = rest.find("]")
+        if end > 0 and rest[end + 1:end + 2] == ":":
+            host, port = rest[:end + 1], rest[end + 2:]
+    elif rest.count(":") == 1:
+        host, port = rest.split(":")
+    if port and port == _DEFAULT_PORTS.get(scheme):
+        port = ""
+    return f"{scheme}://{ascii_host(host)}" + (f":{port}" if port else "")
+
+
+def looks_like_origin(origin: str) -> bool:
+    """True when ``origin`` is ``scheme://host[:port]`` (what a browser sends)."""
+    scheme, sep, rest = origin.strip().rstrip("/").partition("://")
+    return bool(sep and scheme and rest and "/" not in rest and " " not in rest)
 
 
 class OriginMixin:
@@ -69,6 +110,17 @@ class OriginMixin:
             for h in hosts:
                 own.add(norm_origin(f"{scheme}://{f'[{h}]' if ':' in h else h}:{self.port}"))
         return frozenset(own) | self.allow_origins
+
+    def origins_line(self, given: Iterable[str] = ()) -> str:
+        """What browsers may connect from, in one line for the log at start (spec §5.7
+        rule 9): the origins as compared (each ``--allow-origin`` in ``given`` whose
+        compared form differs follows in brackets, as it was given)."""
+        shown = {norm_origin(o): o.strip().rstrip("/") for o in given}
+        own = sorted(self.origins - self.allow_origins)
+        allowed = [o + (f" (given as {shown[o]})" if shown.get(o, o) != o else "")
+                   for o in sorted(self.allow_origins)]
+        return ("browser origins allowed: " + ", ".join(own + allowed)
+                + " (clients that send no Origin are not browsers: unaffected)")
 
     def _check_request(self, ws: ServerConnection, request: Request) -> Response | None:
         """Origin check before the upgrade (spec §5.8): browsers only from allowed origins."""

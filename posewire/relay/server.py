@@ -57,11 +57,12 @@ from posewire.transport import (
 from posewire.transport.proxy_protocol import TrustedProxies
 
 from .admission import ACCEPT_BATCH, AdmissionMixin
+from .auth import MIN_TOKEN_BITS, AuthThrottle, token_bits
 from .connection import RelayConnection
 from .fanout import FanOutMixin
 from .framecheck import check_frame
 from .mailbox import Mailbox
-from .origin import OriginMixin, is_loopback, norm_origin
+from .origin import OriginMixin, is_loopback, looks_like_origin, norm_origin
 from .state import Client, Item, Stream
 from .stats import ConsumerInfo, LogLimiter, RelayStats
 
@@ -102,8 +103,11 @@ class Relay(AdmissionMixin, OriginMixin, FanOutMixin):
     Options (keyword-only):
 
     * ``token`` — required auth token (compared in constant time); a host beyond loopback
-      needs one, always (spec §5.7 rule 5). ``no_auth=True`` ignores a configured token on
-      loopback and is refused beyond it (``usage.bad_option``).
+      needs one, always, of at least 128 bits (:func:`posewire.relay.auth.token_bits`;
+      ``posewire token`` makes one; spec §5.7 rule 5). ``no_auth=True`` ignores a
+      configured token on loopback and is refused beyond it (``usage.bad_option``). After
+      a wrong token, an address's next hellos are checked at most 5 a second, slower with
+      each wrong one (:class:`posewire.relay.auth.AuthThrottle`).
     * ``tls_cert`` / ``tls_key`` — PEM files: serve ``wss://``. A host beyond loopback
       needs them unless ``insecure=True``.
     * ``allow_origins`` — browser origins (``"https://example.org"``) accepted besides the
@@ -169,6 +173,13 @@ class Relay(AdmissionMixin, OriginMixin, FanOutMixin):
                              "--tls-cert/--tls-key (or --insecure explicitly)", path="tls_cert")
         if token is not None and not token:
             raise UsageError("usage.bad_option", "the token must not be empty", path="token")
+        if token is not None and not is_loopback(host) and token_bits(token) < MIN_TOKEN_BITS:
+            # spec §5.7 rule 5: beyond loopback a token must be one nobody guesses
+            raise UsageError("usage.bad_option",
+                             f"the token is too weak to serve on {host or 'all interfaces'}: "
+                             f"about {token_bits(token):.0f} bits, at least {MIN_TOKEN_BITS} "
+                             "needed beyond loopback (spec §5.7 rule 5); make one with "
+                             "`posewire token`", path="token")
         if not 256 <= max_bytes <= 2**20:
             raise UsageError("usage.bad_option", "max_bytes must be in [256, 1048576]",
                              path="max_bytes")
@@ -200,7 +211,9 @@ class Relay(AdmissionMixin, OriginMixin, FanOutMixin):
         self.token = token
         self.tls = None if tls_cert is None or tls_key is None else server_tls_context(tls_cert, tls_key)
         self.tls_cert = tls_cert
-        self.allow_origins = frozenset(norm_origin(o) for o in allow_origins)
+        #: spec §5.7 rule 9: compared in their ASCII form (an IDN host as punycode)
+        self._given_origins = tuple(allow_origins)
+        self.allow_origins = frozenset(norm_origin(o) for o in self._given_origins)
         self.limits = Limits(max_message_bytes=max_bytes, max_fps=max_fps, burst_s=burst_s,
                              on_rate=on_rate)
         self.max_connections = max_connections
@@ -231,6 +244,8 @@ class Relay(AdmissionMixin, OriginMixin, FanOutMixin):
         #: per address, its connections still without hello (insertion order = age)
         self._hello_less: dict[str, dict[RelayConnection, None]] = {}
         self._hello_buckets: dict[str, TokenBucket] = {}
+        #: spec §5.7 rule 5: wrong tokens answered slowly, per address
+        self._auth_throttle = AuthThrottle()
         #: connections per address, taken at accept (spec §5.7 rule 8)
         self._accept_buckets: dict[str, TokenBucket] = {}
         #: trusted proxies' connections whose PROXY header is not read yet
@@ -339,6 +354,11 @@ class Relay(AdmissionMixin, OriginMixin, FanOutMixin):
                 log.info("posewire relay on %s (auth %s, tls %s, max %d connections, %d per address)",
                          self.url, "on" if self.token else "off", "on" if self.tls else "off",
                          self.max_connections, self.max_per_address)
+                for given in self._given_origins:
+                    if not looks_like_origin(given):
+                        log.warning("--allow-origin %r is not an origin (scheme://host[:port]): "
+                                    "no browser sends it", given)
+                log.info("%s", self.origins_line(self._given_origins))
                 await stop.wait()
         finally:
             for sig in installed:
@@ -439,6 +459,8 @@ class Relay(AdmissionMixin, OriginMixin, FanOutMixin):
                 await self._fail(client, client.conn.fail(DecodeError(
                     "decode.rate", "too many hellos from this address", path="t")))
                 return
+            if self.token is not None and not await self._auth_slot(client):
+                return
             if not await self._on_data(client, first):
                 return
             async for data in ws:
@@ -455,6 +477,23 @@ class Relay(AdmissionMixin, OriginMixin, FanOutMixin):
         finally:
             self._detach(client)
             client.conn.connection_closed()
+
+    async def _auth_slot(self, client: Client) -> bool:
+        """Spec §5.7 rule 5: the hello of an address that sent wrong tokens waits for its
+        slot before its token is checked, or is refused unchecked (``decode.rate``) when
+        the slot is too far off. False: refused."""
+        wait = self._auth_throttle.slot(client.ws.peer_host, asyncio.get_running_loop().time())
+        if wait == 0:
+            return True
+        self.stats.auth_delayed += 1
+        if wait is None:
+            self.stats.rate_limited += 1
+            await self._fail(client, client.conn.fail(DecodeError(
+                "decode.rate", "too many wrong tokens from this address; try again later",
+                path="tk")))
+            return False
+        await asyncio.sleep(wait)
+        return client.ws.state is WsState.OPEN
 
     async def _on_data(self, client: Client, data: str | bytes) -> bool:
         """Process one message; False when the connection is done."""
@@ -529,6 +568,8 @@ class Relay(AdmissionMixin, OriginMixin, FanOutMixin):
                 hook(stream.name, msg, data)
 
     async def _on_hello(self, client: Client, hello: Hello) -> None:
+        if self.token is not None:  # spec §5.7 rule 5: the address has the token
+            self._auth_throttle.succeeded(client.ws.peer_host)
         if hello.role != "producer":
             await self._attach(client, hello)
             return
@@ -648,6 +689,8 @@ class Relay(AdmissionMixin, OriginMixin, FanOutMixin):
         close code of spec §5.8. Other clients are untouched."""
         self.stats.errors += 1
         self.stats.errors_by_code[failure.error.code] += 1
+        if failure.error.code == "decode.auth":  # spec §5.7 rule 5: its next check waits
+            self._auth_throttle.failed(client.ws.peer_host, asyncio.get_running_loop().time())
         self._reject("client %s (%s): %s", client.session, client.ws.peer_host, failure.error)
         if client.mailbox is not None:
             client.mailbox.close()

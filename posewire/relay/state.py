@@ -4,6 +4,7 @@ state, the latest full frame; spec §5.7 rule 3) and each client's send-window c
 from __future__ import annotations
 
 import asyncio
+import secrets
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Literal
 
@@ -65,6 +66,9 @@ class Client:
         self.spacing = 0
         self.lag = 0
         self.window = asyncio.Event()  # set by a pong that acknowledges frames
+        #: the key of its window pings' values (spec §5.7 rule 4: only a ping the relay
+        #: sent can be answered)
+        self.window_key = secrets.token_bytes(16)
         # producers: the frame-rate bucket, checked before decoding (spec §5.8)
         self.bucket: TokenBucket | None = None
 

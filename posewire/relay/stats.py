@@ -69,6 +69,11 @@ class RelayStats:
     #: connections refused for their PROXY header: a bad or missing one from a trusted
     #: proxy, any from another address (spec §5.7 rule 12)
     proxy_refused: int = 0
+    #: window pongs whose value is not the one the relay's ping carried (spec §5.7 rule 4)
+    window_forged: int = 0
+    #: hellos whose token was checked late, or refused unchecked, because their address
+    #: sent wrong tokens (spec §5.7 rule 5)
+    auth_delayed: int = 0
     errors_by_code: Counter[str] = field(default_factory=Counter)
 
 
