@@ -795,8 +795,14 @@ function mouthingNormalize({ shares }) {
   s.forEach((x, i) => {
     if (x < 0) throw usage('out_of_range', VISEMES[i]);
   });
-  const sum = s.reduce((a, b) => a + b, 0);
-  const normalized = sum > 1;
+  let sum = s.reduce((a, b) => a + b, 0);
+  const overflow = sum === Infinity;
+  if (overflow) { // §1.5: a sum beyond binary64 is taken of the shares times 2^-e (exact)
+    const e = Math.floor(Math.log2(Math.max(...s))) + 1;
+    s.forEach((x, i) => { s[i] = ldexp(x, -e); });
+    sum = s.reduce((a, b) => a + b, 0);
+  }
+  const normalized = sum > 1 || overflow;
   const out = {};
   s.forEach((x, i) => {
     const y = normalized ? x / sum : x; // "non-zero only" on the divided share (5e-324/2 is 0)

@@ -647,6 +647,43 @@ case(wire, "mouthing-sum-order-encode-rejected", "wire.encode", R_SUM,
 case(wire, "mouthing-sum-order-encode-accepted", "wire.encode", R_SUM,
      {"message": {"type": "cond", "timestamp_us": 5, "conditions": {"mouthing": ACCEPT}}},
      {"hex": hx({"t": "cond", "ts": 5, "c": {"mouthing": ACCEPT}})})
+# both directions in every op: mouthing.apply accepts ACCEPT (the baseline of §4.7 summed in
+# viseme order, PP before aa) and mouthing.normalize divides REJECT by its left-to-right sum
+PP, AA = ACCEPT[VIS.index("PP")], ACCEPT[VIS.index("aa")]
+case(inputs, "mouthing-sum-order-apply-accepted", "mouthing.apply", R_SUM,
+     {"values": {}, "shares": ACCEPT},
+     {"baseline": {"m_jaw": (0.0 + PP * -0.7) + AA * 0.7, "m_press": 0.0 + PP * 0.7}, "delta": {},
+      "effective": {"m_jaw": (0.0 + PP * -0.7) + AA * 0.7, "m_press": 0.0 + PP * 0.7}, "arkit": {},
+      "visemes": dict(zip(VIS, ACCEPT, strict=True)), "clipped": []})
+inputs[-1]["tolerance"] = 0
+total = left_to_right(REJECT)
+case(inputs, "mouthing-sum-order-normalize-rejected-divided", "mouthing.normalize",
+     R_SUM + "; a mix over the limit is divided by that sum",
+     {"shares": REJECT}, {"shares": {k: x / total for k, x in zip(VIS, REJECT, strict=True)},
+                          "normalized": True})
+inputs[-1]["tolerance"] = 0
+R_SHARE = ("§3.4.1, §6.5 each share is in [0, 1] in every op that takes a mix to play: a share of "
+           "1.000001 is usage.out_of_range although the sum is within 1 + 1e−6")
+case(inputs, "mouthing-share-over-one-apply-rejected", "mouthing.apply", R_SHARE,
+     {"values": {}, "shares": {"sil": 1.000001}}, error="usage.out_of_range")
+case(inputs, "mouthing-share-over-one-mirror-rejected", "conditions.mirror", R_SHARE,
+     {"conditions": {"mouthing": [1.000001] + [0] * 14}}, error="usage.out_of_range")
+case(inputs, "mouthing-share-over-one-normalize-divided", "mouthing.normalize",
+     "§6.5 mouthing.normalize takes a share above 1 (the raw mix of a producer) and divides by the sum",
+     {"shares": {"sil": 1.000001}}, {"shares": {"sil": 1.0}, "normalized": True})
+inputs[-1]["tolerance"] = 0
+R_OVER = ("§1.5, §6.5 a mix whose left-to-right sum overflows binary64 is summed as the shares times "
+          "2⁻ᵉ (e the exponent of the largest share, exact) and divided by that: never an empty mix")
+case(inputs, "mouthing-normalize-overflow-equal", "mouthing.normalize", R_OVER,
+     {"shares": {"PP": 1.7e308, "aa": 1.7e308}}, {"shares": {"PP": 0.5, "aa": 0.5}, "normalized": True})
+inputs[-1]["tolerance"] = 0
+# 1.5e308 = 0.8151…·2¹⁰²⁴, 1e308 = 0.5434…·2¹⁰²⁴: both scaled exactly; 1e−300·2⁻¹⁰²⁴ underflows to 0
+O_AA, O_PP = 1.5e308 * 2.0**-1000 * 2.0**-24, 1e308 * 2.0**-1000 * 2.0**-24
+O_SUM = ((0.0 + 0.0) + O_PP) + O_AA
+case(inputs, "mouthing-normalize-overflow-scaled", "mouthing.normalize", R_OVER,
+     {"shares": {"sil": 1e-300, "PP": 1e308, "aa": 1.5e308}},
+     {"shares": {"PP": O_PP / O_SUM, "aa": O_AA / O_SUM}, "normalized": True})
+inputs[-1]["tolerance"] = 0
 
 
 for name, lst, section, title in (
