@@ -1334,8 +1334,12 @@ function decodeConditions(m, path = 'c') {
     if (s.reduce((x, y) => x + y, 0) > 1 + MIX_EPS) throw decodeErr('out_of_range', p);
     out.mouthing = s;
   }
-  if (on('tracking')) out.tracking = decodeEnumMap(f.raw('tracking'), `${path}.tracking`, TRACK_PARTS, TRACK_STATES);
-  if (on('contact')) out.contact = decodeEnumMap(f.raw('contact'), `${path}.contact`, CONTACT_HANDS, CONTACT_SITES);
+  // §3.4: an empty tracking or contact map is the channel left out (the JSON form leaves it out)
+  const nonEmpty = (m) => (Object.keys(m).length ? m : undefined);
+  if (on('tracking')) out.tracking = nonEmpty(decodeEnumMap(f.raw('tracking'), `${path}.tracking`, TRACK_PARTS, TRACK_STATES));
+  if (on('contact')) out.contact = nonEmpty(decodeEnumMap(f.raw('contact'), `${path}.contact`, CONTACT_HANDS, CONTACT_SITES));
+  if (out.tracking === undefined) delete out.tracking;
+  if (out.contact === undefined) delete out.contact;
   if (on('affect')) {
     const a = new Fields(f.map('affect'), `${path}.affect`);
     // §3.4 order of checks: the three fields present first, then label, intensity, mode

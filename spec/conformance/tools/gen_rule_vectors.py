@@ -89,6 +89,24 @@ case(wire, "decode-cond-c-nil", "wire.decode", R_CNIL,
 case(wire, "decode-frame-c-nil", "wire.decode", R_CNIL,
      {"hex": hx({"t": "f", "s": 1, "ts": 2, "m": b"", "v": b"", "c": None})},
      {"type": "f", "seq": 1, "timestamp_us": 2, "values": {}, "unknown_dims": 0})
+R_FNULL = ("§5.5, §6.5 a frame's conditions: null in the JSON form is the same as conditions left out: "
+           "no c is written (in a cond message conditions is required and null is usage.bad_option)")
+case(wire, "encode-frame-conditions-null", "wire.encode", R_FNULL,
+     {"message": {"type": "f", "seq": 1, "timestamp_us": 2, "values": {}, "conditions": None}},
+     {"hex": hx({"t": "f", "s": 1, "ts": 2, "m": b"", "v": b""})})
+case(wire, "encode-cond-conditions-null", "wire.encode", R_FNULL,
+     {"message": {"type": "cond", "timestamp_us": 2, "conditions": None}}, error="usage.bad_option")
+R_EMPTY = ("§3.4, §5.5 an empty tracking or contact map is the channel left out (every part tracked, no "
+           "contact): accepted, left out of the JSON form, never written by the canonical encoder")
+case(wire, "decode-empty-channel-maps", "wire.decode", R_EMPTY,
+     {"hex": hx({"t": "cond", "ts": 3, "c": {"tracking": {}, "contact": {}}})},
+     {"type": "cond", "timestamp_us": 3, "conditions": {}})
+case(wire, "encode-empty-channel-maps", "wire.encode", R_EMPTY,
+     {"message": {"type": "cond", "timestamp_us": 3, "conditions": {"tracking": {}, "contact": {}}}},
+     {"hex": hx({"t": "cond", "ts": 3, "c": {}})})
+case(wire, "encode-frame-empty-channel-map", "wire.encode", R_EMPTY,
+     {"message": {"type": "f", "seq": 1, "timestamp_us": 2, "values": {}, "conditions": {"contact": {}}}},
+     {"hex": hx({"t": "f", "s": 1, "ts": 2, "m": b"", "v": b"", "c": {}})})
 
 R_ERR = "§5.8 err: n and co are required; pa and msg are optional on decode (default \"\"), an encoder always writes them"
 case(wire, "decode-err-minimal", "wire.decode", R_ERR,
@@ -487,6 +505,10 @@ case(wire, "encode-order-unknown-dim-before-range", "wire.encode", R_WORD,
 case(wire, "encode-order-conditions-before-range", "wire.encode", R_WORD,
      {"message": {**FR, "seq": -1, "values": {}, "conditions": {"tracking": {"tail": "lost"}}}},
      error="usage.unknown_id")
+case(wire, "encode-order-not-finite-value-before-every-step", "wire.encode",
+     "§6.5 wire.encode step 3 never decides: a frame value too large for binary64 is rule 2's usage.not_finite, "
+     "met at any depth before step 1 (here before the mistyped seq of step 2)",
+     {"message": {**FR, "seq": "x", "values": {"h_yaw": 10**400}}}, error="usage.not_finite")
 # -- issue 19: found by running the generated boundary set through the JS kit -------------
 R_SIGN = ("§4.7/§1.5 the direction of the delta law is decided on the signs of a and b, never on "
           "the rounded product a·b (0.5 · −5e−324 underflows to −0): opposite, Δ = a·|b| = 0")
@@ -647,6 +669,9 @@ case(wire, "mouthing-sum-order-encode-rejected", "wire.encode", R_SUM,
 case(wire, "mouthing-sum-order-encode-accepted", "wire.encode", R_SUM,
      {"message": {"type": "cond", "timestamp_us": 5, "conditions": {"mouthing": ACCEPT}}},
      {"hex": hx({"t": "cond", "ts": 5, "c": {"mouthing": ACCEPT}})})
+case(inputs, "mirror-empty-channel-maps", "conditions.mirror",
+     "§3.4 an empty tracking or contact map is the channel left out: accepted, nothing to mirror",
+     {"conditions": {"tracking": {}, "contact": {}}}, {"conditions": {}})
 # both directions in every op: mouthing.apply accepts ACCEPT (the baseline of §4.7 summed in
 # viseme order, PP before aa) and mouthing.normalize divides REJECT by its left-to-right sum
 PP, AA = ACCEPT[VIS.index("PP")], ACCEPT[VIS.index("aa")]
