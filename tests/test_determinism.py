@@ -1,5 +1,5 @@
 """Spec §1.5: results the spec decides never go through BLAS, whose rounding depends on the
-CPU kernel and the thread count (issue 17). The sans-I/O core (``codec/``) is scanned for
+CPU kernel and the thread count. The sans-I/O core (``codec/``) is scanned for
 matrix products, ``np.dot``, ``np.linalg`` and ``einsum``; the stated-order helpers are
 pinned to their formulas."""
 

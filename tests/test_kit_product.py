@@ -158,7 +158,7 @@ def _non_loopback_address() -> str | None:
 
 
 async def test_relay_suite_checks_auth_beyond_loopback() -> None:
-    """Spec §5.7 rule 5 over the wire (issue 19): the reference relay on a non-loopback
+    """Spec §5.7 rule 5 over the wire: the reference relay on a non-loopback
     address refuses a tokenless hello; a relay that accepts it FAILS, naming the rule."""
     address = _non_loopback_address()
     if address is None:
