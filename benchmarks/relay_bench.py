@@ -85,7 +85,7 @@ CONNECT_CONCURRENCY = 25
 #: buffer, 120 fps limit) in a process of its own; ``--relay-cmd`` can name another
 #: command, e.g. ``posewire serve --host 127.0.0.1 --port {port} --token {token}``.
 DEFAULT_RELAY_CMD = "{python} {bench} --serve --port {port} --token {token}"
-#: The peer in the same run (issue 22): a minimal relay on ``websockets.broadcast()``
+#: The peer in the same run: a minimal relay on ``websockets.broadcast()``
 #: (:func:`_serve_minimal_main`), the floor a relay's fan-out cost is compared with.
 MINIMAL_RELAY_CMD = "{python} {bench} --serve-minimal --port {port} --token {token}"
 #: ``--relays`` names → relay command templates.

@@ -1,4 +1,4 @@
-"""Hello-less TLS flood against an exposed relay (issue 21 row 1, spec §5.7 rule 8).
+"""Hello-less TLS flood against an exposed relay (spec §5.7 rule 8).
 
 Run: ``.venv/bin/python benchmarks/tls_flood_bench.py [--flood 4000] [--nofile 1100]
 [--legit 10] [--json PATH]``.
@@ -9,7 +9,7 @@ connections from 127.0.0.2 that never send a TLS ClientHello and holds them; mea
 ``--legit`` :class:`~posewire.consumers.subscriber.Subscriber` clients from 127.0.0.1
 connect one after the other (each may retry for up to 5 s). Reported: the relay's RSS
 before and with the flood, the legitimate connects that succeeded, the relay's log size
-and the tracebacks in it, the relay's status counters. Before issue 21 (TLS handshakes
+and the tracebacks in it, the relay's status counters. Before the handshake deadline of §5.7 rule 8 (TLS handshakes
 not counted at admission, up to 1,024 accepts per loop pass) the relay grew from
 ≈ 50 MiB to ≈ 400 MiB with 4,000 such connections and wrote 23.6 MB of log (46,617
 tracebacks) in seconds; the target is under 200 MB and 10 of 10 connects.

@@ -121,19 +121,33 @@ def normalize_shares(shares: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np
     """The viseme mix with sum ≤ 1 (spec §4.7).
 
     ``shares (..., 15)``: a mix whose sum exceeds 1 is divided by its sum (then sums
-    to 1) and reported; other mixes are returned unchanged. Returns
+    to 1) and reported; other mixes are returned unchanged. The sum is §1.5's, left to
+    right; where it overflows binary64 the shares are first multiplied by ``2⁻ᵉ`` (``e``
+    the exponent of the largest, exact as §1.5 scales a length), then summed and divided,
+    so a finite mix is never returned empty. Returns
     ``(shares (..., 15), normalized (...,) bool)``. Negative or non-finite shares raise
     (:func:`as_shares`).
     """
     arr = as_shares(shares)
-    total = ordered_sum(arr)  # spec §1.5: left to right, the sum the rule decides on
-    normalized = total > 1.0
+    with np.errstate(over="ignore"):
+        total = ordered_sum(arr)  # spec §1.5: left to right, the sum the rule decides on
+    overflow = np.isinf(total)
+    if overflow.any():  # spec §1.5: a sum beyond binary64 is taken of the shares times 2⁻ᵉ
+        exponent = np.where(overflow, np.frexp(arr.max(axis=-1))[1], 0)
+        arr = np.where(overflow[..., None], np.ldexp(arr, -exponent[..., None]), arr)
+        total = ordered_sum(arr)
+    normalized = (total > 1.0) | overflow
     divisor = np.where(normalized, total, 1.0)[..., None]
     return arr / divisor, normalized
 
 
 def _checked_mix(shares: ArrayLike) -> NDArray[np.float64]:
     arr = as_shares(shares)
+    if (arr > 1.0).any():  # spec §3.4.1: each share in [0, 1], as conditions and wire check it
+        where = tuple(np.argwhere(arr > 1.0)[0])
+        viseme = VISEMES[int(where[-1])]
+        raise UsageError("usage.out_of_range", f"share of {viseme} = {float(arr[where])!r} is above 1",
+                         path=f"mouthing.{viseme}")
     total = ordered_sum(arr)  # spec §1.5, §3.4.1: left to right from +0.0, never pairwise
     if (total > 1.0 + SHARE_SUM_TOLERANCE).any():
         worst = float(total.max())

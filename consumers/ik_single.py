@@ -5,7 +5,7 @@ The same formulas as :mod:`posewire.consumers.ik`'s ``_pole`` / ``_solve`` /
 ``_min_rotation`` on 3-tuples, in the same order of operations (the scalar kernels of
 :mod:`posewire.codec.quaternion` and :mod:`posewire.codec.elbow`); only sin/cos come from
 libm instead of numpy (they agree to a few ulp). A typed float kernel: ``setup.py`` compiles
-it with mypyc where it can (:mod:`posewire.native`, issue 22); the pure module is the
+it with mypyc where it can (:mod:`posewire.native`, spec §1.5: the same IEEE results); the pure module is the
 reference, and the compiled one is pinned to it (tests/test_native.py).
 """
 

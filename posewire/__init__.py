@@ -23,7 +23,7 @@ __all__ = ["__version__"]
 
 __version__ = "0.1.0"
 
-# the live encoder's float kernels: compiled or pure Python, decided before they load (issue 22)
+# the live encoder's float kernels: compiled or pure Python, decided before they load (posewire.native)
 from posewire import native as _native
 
 _native.install()

@@ -1,4 +1,4 @@
-"""Reprojection fidelity: what the camera saw, rebuilt from what was sent (issue 18).
+"""Reprojection fidelity: what the camera saw, rebuilt from what was sent (spec §7.3).
 
 A camera's landmarks are encoded (:func:`posewire.producers.landmarks.landmarks_to_vectors`),
 the vectors are decoded onto ``helix-humanoid@1`` and posed by FK

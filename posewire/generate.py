@@ -317,7 +317,7 @@ def state_table_md() -> str | None:
 def demo_recording_jsonl() -> str | None:
     """``posewire/data/holistic_signer.jsonl``: the demo's default recording, the committed
     signer capture (``tests/data/holistic_signer.pose``, MIT) converted to a posewire
-    recording, so that an installed ``posewire demo`` needs no ``.pose`` reader (issue 20,
+    recording, so that an installed ``posewire demo`` needs no ``.pose`` reader (an installed wheel,
     deliverable 1), with the face and mouth of MediaPipe's blendshape model run on the
     capture's own face mesh (``tests/data/holistic_signer_blendshapes.json``, made by
     ``tools/face_blendshapes.py``) and the viseme mix estimated from that mouth (spec §4.7).

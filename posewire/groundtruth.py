@@ -1,5 +1,5 @@
 """Ground truth for the encoder: known vectors rendered through the decoder into the
-landmark layouts the producers read (issue 7; spec §2.2, §4.1–§4.5).
+landmark layouts the producers read (spec §2.2, §4.1–§4.5).
 
 ``render(vectors)`` decodes ``(B, N)`` vectors on ``helix-humanoid@1``
 (:func:`posewire.consumers.pose.decode_pose` + :func:`posewire.consumers.skeleton.fk`),

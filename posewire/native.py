@@ -1,4 +1,4 @@
-"""Which build of the live encoder's float kernels runs: compiled (mypyc) or pure Python (issue 22).
+"""Which build of the live encoder's float kernels runs: compiled (mypyc) or pure Python (the same results, spec §1.5).
 
 ``setup.py`` compiles :data:`NATIVE` with mypyc where it can (mypyc, a C compiler, the
 Python headers) and records the sha256 of each compiled source in ``_native.json`` beside

@@ -225,7 +225,7 @@ class NeutralFace:
 
 
 # ---------------------------------------------------------------------------- one frame
-# The live encoder's B = 1 path (issue 8 point 5): the same formulas in Python floats (or
+# The live encoder's B = 1 path (one frame at a time, spec §7): the same formulas in Python floats (or
 # one numpy call where numpy is cheaper), pinned to the batch functions above to 1e-9 by
 # tests/test_face_single_frame.py.
 

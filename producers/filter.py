@@ -1,4 +1,4 @@
-"""Temporal filtering of pose vectors: a per-dim One-Euro filter (issue 7; spec §3.1).
+"""Temporal filtering of pose vectors: a per-dim One-Euro filter (spec §3.1, §7).
 
 The One-Euro filter (Casiez, Roussel, Vogel, CHI 2012) is a low-pass filter whose cutoff
 rises with speed: steady values are smoothed hard (little jitter), fast moves pass with

@@ -550,7 +550,7 @@ def depth_gain_spread(ratios: F64) -> F64 | None:
     the squared second difference ``(r₋ − 2r + r₊)²`` (0 without such a run); the measure
     is the mean over bones of ``sqrt(max(v − w/6, 0)) / m``. Noise independent from frame
     to frame adds ``s²`` to ``v`` and ``6s²`` to ``w``, so ``v − w/6`` keeps the bones'
-    change with the pose and drops the noise (issue 18: the plain variance read a true gain
+    change with the pose and drops the noise (spec §4.3 depth gain: the plain variance read a true gain
     of 2 as 1.3 at 6 mm of depth noise). Each gain's value depends only on its own column
     (the live calibration sums its terms as frames come and go); None with fewer than
     :data:`DEPTH_GAIN_MIN_FRAMES` usable frames."""

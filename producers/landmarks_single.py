@@ -2,7 +2,7 @@
 
 :func:`posewire.producers.landmarks.landmarks_to_vectors` calls :func:`encode1` for a batch
 of one frame: a live source encodes one frame at a time, and there numpy's per-call
-overhead on tiny arrays, not arithmetic, is the cost (issue 8: ≤ 100 µs per frame). It
+overhead on tiny arrays, not arithmetic, is the cost (the live budget: ≤ 100 µs per frame, benchmarks/README.md). It
 is the batch path of :mod:`posewire.producers.landmarks` on 3-tuples: the same steps, the
 same formulas in the same order, the same tables and thresholds (imported from there and
 from the codec's scalar kernels, never restated), the same report, notes and tracking

@@ -128,7 +128,7 @@ def _close(a: F64, b: F64, tolerance: float) -> bool:
 class LiveCalibration:
     """The running robust estimate of the performer's calibration (module docstring).
 
-    Incremental and spread, so that no frame pays for a whole estimate (issue 22): each
+    Incremental and spread, so that no frame pays for a whole estimate (spec §4.1 live calibration): each
     frame's measurements (:func:`~posewire.producers.landmarks_single.samples1`: body-frame
     shoulders, trunk, arm and hand lengths, the single-frame path of
     :func:`~posewire.producers.landmarks.calibration_samples`) are taken as it arrives and
@@ -153,7 +153,7 @@ class LiveCalibration:
     first usable row) so that no cancellation occurs, and with them the count and sum of
     the squared second differences, each kept on the last row of its run of three; an
     estimate adds the rows that entered the window and removes those that left (about
-    ``every`` each), instead of reducing the whole window again (issue 22: that reduction,
+    ``every`` each), instead of reducing the whole window again (benchmarks/README.md: that reduction,
     2 × 81 × 20 values over 150 frames per estimate, was most of the live encoder's time),
     and leaves out the runs of the window's first two rows (they reach before it). The
     variance is ``Σd²/n − (Σd/n)²``, equal to the window's two-pass value to round-off, so
@@ -276,7 +276,7 @@ class LiveCalibration:
         # None (the default): the bones spread evenly over the job's frames between (step k
         # takes rows ⌊k·n/s⌋ … ⌊(k+1)·n/s⌋ − 1 of the n to measure, s = min(n, every − 2)
         # steps), so every frame carries about the same work and the medians' and the gains'
-        # frames no other (issue 22: no spike); 3: fewer, larger steps (a lower median, a
+        # frames no other (no spike in the per-frame time); 3: fewer, larger steps (a lower median, a
         # higher p99: one frame a call costs ~60 % of three; benchmarks/README.md)
         samples = CalibrationSamples(self._shoulders[rows], self._valid[rows], self._trunk[rows], self._arm[rows],
                                      self._hand[rows], self._bones[:0])

@@ -25,7 +25,17 @@ one rule:
   (§5.7 rule 5; without the fault such a relay requires ``token``);
 * ``oversize_after_welcome`` — right after each welcome the relay sends a message of
   1 MiB + 1 byte, over every client's limit, so each link dies at once (§5.8, §5.10);
-* ``close_after_welcome`` — right after each welcome the relay closes the link (1011).
+* ``close_after_welcome`` — right after each welcome the relay closes the link (1011);
+* ``no_reset`` — every frame behind the newest ``s`` is dropped as stale, however far behind:
+  a producer's reset (more than 1024 behind, §5.10) never gets through;
+* ``no_wrap`` — sequence numbers are compared as plain integers, not mod 2³² (§5.4, §5.10):
+  a duplicate of 2³²−1 after the wrap to 0 reads as ahead and is forwarded;
+* ``reencode`` — data messages are forwarded re-encoded canonically, not as the producer's
+  bytes (§5.7 rule 2);
+* ``any_map_keys`` — a map key that is not a str is dropped before validation instead of
+  refusing the message (§5.2), and the message is forwarded;
+* ``cond_newest_ts`` — a late joiner's ``cond`` carries the newest frame's ``ts``, not that of
+  the frame whose ``c`` set the state (§5.7 rule 3).
 
 ``welcomes``: a list the relay appends the loop time of each welcome to.
 
@@ -43,6 +53,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 
+import msgpack
 import numpy as np
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
@@ -92,6 +103,8 @@ async def broken_relay(*, ignore_hash: bool = False, stored_late_join: bool = Fa
                        data_before_hello: bool = False, frameless_start_frame: bool = False,
                        no_auth: bool = False, oversize_after_welcome: bool = False,
                        close_after_welcome: bool = False, welcomes: list[float] | None = None,
+                       no_reset: bool = False, no_wrap: bool = False,
+                       reencode: bool = False, any_map_keys: bool = False, cond_newest_ts: bool = False,
                        host: str = "127.0.0.1",
                        token: str | None = None) -> AsyncIterator[str]:
     streams: dict[str, _Stream] = {}
@@ -143,6 +156,9 @@ async def broken_relay(*, ignore_hash: bool = False, stored_late_join: bool = Fa
                                 (conn.peer_hello is None and data_before_hello)
                                 or (role == "consumer" and consumer_data)):
                             continue  # the fault: data ignored instead of refused (§5.10)
+                received = data
+                if any_map_keys:  # the fault: non-str keys dropped, the rest judged (§5.2)
+                    data = _without_foreign_keys(data)
                 for ev in conn.receive_data(data, now=None if no_rate_limit else time.monotonic()):
                     if isinstance(ev, ProtocolFailure):
                         await fail(ws, ev)
@@ -179,7 +195,7 @@ async def broken_relay(*, ignore_hash: bool = False, stored_late_join: bool = Fa
                         else:
                             stream.consumers.add(ws)
                             await _late_join(ws, stream, stored=stored_late_join,
-                                             frameless=frameless_start_frame)
+                                             frameless=frameless_start_frame, cond_newest_ts=cond_newest_ts)
                         continue
                     if stream is None or role != "producer":
                         continue
@@ -188,7 +204,11 @@ async def broken_relay(*, ignore_hash: bool = False, stored_late_join: bool = Fa
                     elif isinstance(msg, ConditionsMessage):
                         stream.cond = msg
                     elif isinstance(msg, Frame):
-                        behind = stream.has_frame and 0 < (stream.seq - msg.seq) % 2**32 <= 1024
+                        if no_wrap:  # the fault: plain integers, no wrap (§5.4)
+                            behind = stream.has_frame and 0 < stream.seq - msg.seq <= 1024
+                        else:  # spec §5.10: mod 2³²; the fault no_reset: no 1024 window
+                            behind = stream.has_frame and 0 < (stream.seq - msg.seq) % 2**32 <= (
+                                2**31 if no_reset else 1024)
                         if (behind or (stream.has_frame and msg.seq == stream.seq)) and not (
                                 forward_stale or stream.restart):
                             continue  # spec §5.7 rule 2: dropped, neither sent nor kept
@@ -203,9 +223,10 @@ async def broken_relay(*, ignore_hash: bool = False, stored_late_join: bool = Fa
                         stream.seq, stream.ts = msg.seq, msg.timestamp_us
                         if msg.conditions is not None:
                             stream.cond = ConditionsMessage(msg.conditions, msg.timestamp_us)
+                    out = encode(msg) if reencode else received  # spec §5.7 rule 2: the same bytes
                     for c in list(stream.consumers):
                         with contextlib.suppress(ConnectionClosed):
-                            await c.send(data)
+                            await c.send(out)
                 if conn.close_code is not None:  # a bye: orderly close
                     await ws.close(1000)
                     return
@@ -228,12 +249,29 @@ async def broken_relay(*, ignore_hash: bool = False, stored_late_join: bool = Fa
         yield f"ws://{host}:{port}"
 
 
+def _without_foreign_keys(data: bytes) -> bytes:
+    """``data`` with every map key that is not a str left out, at any depth (the fault
+    ``any_map_keys``); bytes that are not msgpack are returned as they are."""
+    def strip(obj: object) -> object:
+        if isinstance(obj, dict):
+            return {k: strip(v) for k, v in obj.items() if isinstance(k, str)}
+        if isinstance(obj, list):
+            return [strip(v) for v in obj]
+        return obj
+
+    try:
+        obj = msgpack.unpackb(data, strict_map_key=False, raw=False)
+    except (ValueError, msgpack.UnpackException):
+        return data
+    return msgpack.packb(strip(obj), use_bin_type=True)  # type: ignore[no-any-return]
+
+
 async def _late_join(ws: ServerConnection, stream: _Stream, *, stored: bool,
-                     frameless: bool = False) -> None:
+                     frameless: bool = False, cond_newest_ts: bool = False) -> None:
     if stream.cal is not None:
         await ws.send(stream.cal)
-    if stream.cond is not None:
-        await ws.send(encode(stream.cond))
+    if stream.cond is not None:  # the fault cond_newest_ts: the newest frame's ts instead
+        await ws.send(encode(replace(stream.cond, timestamp_us=stream.ts) if cond_newest_ts else stream.cond))
     if stream.last_frame is None:
         if frameless and stream.cal is not None:  # the fault: a start frame for a stream
             # that has calibration but no frame (consumers that come first see no change)

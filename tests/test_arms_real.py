@@ -1,9 +1,9 @@
-"""Arms as seen on real MediaPipe recordings (issue 18, spec §4.1 "A camera producer's units").
+"""Arms as seen on real MediaPipe recordings (spec §4.1 "A camera producer's units").
 
 Each recording is encoded with its own calibration, decoded onto ``helix-humanoid@1`` and
 rebuilt by FK (:mod:`posewire.fidelity`); per arm tracked, the median elbow-bend error and the
 reach (shoulder → wrist over upper arm + forearm, median over frames) are held to the targets
-of issue 18: ≤ 8° and within 0.05 of the person's. The committed signer always runs; the
+of spec §4.1 (appendix A, A45): ≤ 8° and within 0.05 of the person's. The committed signer always runs; the
 recordings of ``../shared/data`` (``*.pose``, ``fingerspelling-ase/``: the 26 ASL letters,
 MIT, ZurichNLP; ``reduced-layout/``: pose components reduced by pose-format's tools, MIT,
 ZurichNLP) when that folder exists.
@@ -30,7 +30,7 @@ if DATA.is_dir():
     for folder in (DATA, DATA / "fingerspelling-ase", DATA / "reduced-layout"):
         RECORDINGS |= {f"{folder.name}/{p.name}": p for p in sorted(folder.glob("*.pose"))}
 
-#: Issue 18 "Done when": per arm, elbow-bend error median and |person − avatar| reach.
+#: The arm targets (appendix A, A45): per arm, elbow-bend error median and |person − avatar| reach.
 ELBOW_MAX_DEG = 8.0
 REACH_MAX = 0.05
 

@@ -148,13 +148,13 @@ def test_fidelity_bench_quick_run_prints_every_table(capsys: pytest.CaptureFixtu
     out = capsys.readouterr().out
     assert "| numpy / float (best) |" in out and "| holistic_signer.pose |" in out
     assert "| ground truth, every part present, 2/6 mm noise |" in out and "batch of 2000" in out
-    bench.live_encode_speed(1, 1)  # issue 22: the live encoder beside kalidokit (figures only)
+    bench.live_encode_speed(1, 1)  # the live encoder beside kalidokit (figures only)
     out = capsys.readouterr().out
     assert "| ours / kalidokit (median) |" in out and "One hand" in out
 
 
 def test_fidelity_bench_reprojection_section(capsys: pytest.CaptureFixture[str]) -> None:
-    # issue 18: `--section reprojection` alone, with the per-arm figures (the committed signer at least)
+    # spec §7.3: `--section reprojection` alone, with the per-arm figures (the committed signer at least)
     bench = _load("fidelity_bench")
     bench.SECTIONS["reprojection"](0)
     out = capsys.readouterr().out
@@ -185,7 +185,7 @@ def test_fidelity_bench_reprojection_section(capsys: pytest.CaptureFixture[str])
 
 
 def test_fidelity_bench_gain_by_reprojection_on_the_signer(capsys: pytest.CaptureFixture[str]) -> None:
-    # issue 18: the option measured (a gain chosen by reprojection), on the committed signer: the
+    # spec §4.3 depth gain: the option measured (a gain chosen by reprojection), on the committed signer: the
     # chosen gains are on the grid and their image-plane error is no larger than at gain 1.00
     bench = _load("fidelity_bench")
     signer = Path(__file__).resolve().parent / "data" / "holistic_signer.pose"

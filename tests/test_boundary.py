@@ -1,4 +1,4 @@
-"""A generated boundary set for every op of the kit (issue 19, spec §6.5 rules 1-5).
+"""A generated boundary set for every op of the kit (spec §6.5 rules 1-5).
 
 Every conformance vector is a seed: each number in its input (at any depth) is replaced,
 one at a time, by each boundary value below, and in pairs (combined faults); every leaf is
@@ -30,7 +30,7 @@ from posewire.conformance.inputs import INPUTS
 OPS = operations()
 VECTORS = Path(__file__).resolve().parent.parent / "spec" / "conformance"
 
-#: The boundary numbers of issue 19: NaN, ±inf, 1e±300, the smallest subnormal, the
+#: The boundary numbers of spec §6.5: NaN, ±inf, 1e±300, the smallest subnormal, the
 #: largest finite, 10^400 written as digits, signed zeros.
 BOUNDARY: tuple[Any, ...] = (math.nan, math.inf, -math.inf, 1e300, -1e300, 1e-300, -1e-300,
                              5e-324, -5e-324, 1.7976931348623157e308, -1.7976931348623157e308,
@@ -131,7 +131,7 @@ def test_boundary_inputs_get_a_result_or_a_code_never_a_crash_or_a_non_finite_nu
 
 
 def test_combined_faults_of_the_issue_are_answered_with_codes() -> None:
-    """The named cases of issue 19 (each was a crash or a silent NaN before)."""
+    """Named cases of spec §6.5 rules 1-5 (each was a crash or a silent NaN before)."""
     expect = [
         ("conditions.mirror", {"conditions": {"mouthing": [10**400] + [0] * 14}}, "usage.not_finite"),
         ("wire.encode", {"message": {"type": "cal", "hand_length": 10**400}}, "usage.not_finite"),

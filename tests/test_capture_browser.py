@@ -1,4 +1,4 @@
-"""The capture page in a real capture loop (issue 23 deliverable 4).
+"""The capture page in a real capture loop (spec §7.5: the browser producer).
 
 Headless Chromium (Debian ``chromium`` via npm ``playwright-core``) with a fake camera fed
 from an ``.mjpeg`` made of a committed photo opens the capture page of the viewer server;

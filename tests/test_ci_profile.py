@@ -1,4 +1,4 @@
-"""Issue 17: a landing run is deterministic and never passes by not running. The project's
+"""Spec §1.5 and the landing rules: a landing run is deterministic and never passes by not running. The project's
 ``tests/conftest.py`` is copied beside a small test file and pytest runs it in a subprocess,
 with and without ``CI``."""
 

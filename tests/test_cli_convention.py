@@ -1,4 +1,4 @@
-"""One command-line convention across the subcommands (issue 20, deliverable 5;
+"""One command-line convention across the subcommands (posewire.cli.conventions;
 posewire/cli/conventions.py): stream, frames, speed, mirror, TLS and ping options, defaults
 in --help, plain help text, plain-language errors with the stable code last."""
 

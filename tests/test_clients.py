@@ -89,7 +89,7 @@ async def test_publish_subscribe_masked_frames_conditions_and_merge() -> None:
 
 
 async def test_conditions_ride_only_when_they_change_and_late_joiners_get_them() -> None:
-    # spec §5.5 (issue 22): a steady condition state is sent once; a change is sent; a
+    # spec §5.5: a steady condition state is sent once; a change is sent; a
     # subscriber joining later gets the current state at once
     lost = Conditions(tracking={"hand_l": "lost"})
     async with Relay("127.0.0.1", port=0) as relay, Publisher(relay.url, "a") as pub, \

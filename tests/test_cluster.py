@@ -417,7 +417,7 @@ async def test_three_relays_every_frame_in_order_and_failover(three_relays: list
 
 async def test_broker_messages_never_override_a_local_producer_and_are_checked_like_clients(
         cluster: list[Relay], nats_server: object) -> None:
-    """Issue 21 row 2 (spec §5.7.1 rule 6), on an open broker: a frame forged on the
+    """Spec §5.7.1 rule 6, on an open broker: a frame forged on the
     subject of a stream whose producer relay A holds, numbered 500 ahead (and a forged
     60 Hz stream, with a forged new-producer header) never reaches A's consumers nor
     silences the real producer there; on relay B, a broker message over B's size limit is
@@ -485,7 +485,7 @@ def authorized_nats(tmp_path: Path) -> Iterator[object]:
 
 async def test_only_relay_credentials_publish_on_posewire_subjects_or_touch_the_lease(
         authorized_nats: object, tmp_path: Path) -> None:
-    """Issue 21 rows 2 and 4 with the documented broker configuration (spec §5.7.1 rule 7):
+    """Forged broker input and broker access, with the documented broker configuration (spec §5.7.1 rule 7):
     relays with the relay credentials (in the URL, or in a --broker-creds file) share a
     stream, its lease and its stored state; a client without credentials is refused; the
     read-only user and a user of another account can neither publish on a posewire
@@ -631,7 +631,7 @@ async def test_relays_reach_a_tls_broker_that_their_ca_vouches_for(tmp_path: Pat
 
 async def test_a_broker_flood_on_one_stream_costs_another_stream_no_frame(
         cluster: list[Relay], nats_server: object) -> None:
-    """Issue 21 row 5 (spec §5.7.1 rule 6), on an open broker: while a client floods one
+    """Spec §5.7.1 rule 6, on an open broker: while a client floods one
     stream's subject with 20,000 frames, a 60 Hz stream from relay A's producer reaches
     relay B's consumer complete and in order; the flood is held to the producer rate."""
     a, b = cluster
@@ -713,7 +713,7 @@ async def _start_frame(url: str, stream: str) -> bytes:
 
 async def test_late_join_on_another_relay_while_masked_frames_flow_gives_the_same_start_frame(
         cluster: list[Relay]) -> None:
-    """Spec §5.7.1 rule 3 (issue 19, contradiction 3): the stored start frame is merged
+    """Spec §5.7.1 rule 3 (the stored frame under the live ones): the stored start frame is merged
     *under* the frames that arrived live before it was read, so a relay without the stream
     gives the merged start frame a single relay gives: every dim ever sent, newest values,
     the newest s/ts. Before: the stored frame was dropped once any live frame had come,
@@ -757,7 +757,7 @@ async def test_late_join_on_another_relay_while_masked_frames_flow_gives_the_sam
 
 async def test_start_frame_after_a_producer_change_holds_only_the_new_producers_dims(
         cluster: list[Relay]) -> None:
-    """Spec §5.7 rule 3 and rule 7 (issue 19, contradiction 4): the merged snapshot holds
+    """Spec §5.7 rule 3 and rule 7 (one producer's snapshot): the merged snapshot holds
     the dims carried since the *current* producer's hello; a new producer's first frame
     starts it afresh, on the producer's relay and on the others alike. Before: the old
     producer's dims were sent under the new producer's s."""

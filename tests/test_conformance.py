@@ -104,7 +104,7 @@ def test_kit_reports_what_failed_and_why() -> None:
 
 
 def test_a_silent_implementation_fails_every_case_and_the_reports_are_written(tmp_path: Path) -> None:
-    # spec §6.4 (issue 19): the kit never dies; the hung implementation is stopped once, then
+    # spec §6.4: the kit never dies; the hung implementation is stopped once, then
     # every case is a FAILED verdict naming why, and both reports are written
     report = tmp_path / "report.json"
     done = subprocess.run(
@@ -167,7 +167,7 @@ def test_malformed_case_input_fails_the_case_without_a_traceback() -> None:
 
 
 def test_closing_an_executor_whose_implementation_is_gone_never_raises() -> None:
-    # spec §6.4 (issue 19): closing flushes into the dead implementation's pipe; the
+    # spec §6.4: closing flushes into the dead implementation's pipe; the
     # BrokenPipeError used to end `posewire conformance --exec` silently with status 0 and
     # no verdicts (tests above saw it about one run in three)
     execute = ProcessExecutor([sys.executable, "-c", "pass"])

@@ -69,7 +69,7 @@ _vec = st.tuples(_coord, _coord, _coord)
 def test_arm1_equals_the_array_path(offset: tuple[float, float, float], spread: float,
                                     upper: tuple[float, float, float], a_len: float, b_len: float,
                                     side: int) -> None:
-    # issue 22: the decoder's fused one-arm solve against the batch path, any arm and target
+    # spec §4.10: the decoder's fused one-arm solve against the batch path, any arm and target
     norm = float(np.linalg.norm(upper))
     up = tuple((np.array(upper) / norm).tolist()) if norm > 1e-6 else (1.0, 0.0, 0.0)
     target = (_SHOULDER[0] + offset[0], _SHOULDER[1] + offset[1], _SHOULDER[2] + offset[2])

@@ -121,7 +121,7 @@ def test_face_weights_equals_reference(capability: str) -> None:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_one_frame_face_kernel_is_bit_equal(seed: int) -> None:
-    # issue 22: the single-frame face kernel in Python floats gives the batch kernel's bits
+    # the single-frame face kernel in Python floats gives the batch kernel's bits
     rng = np.random.default_rng(seed)
     vec, _ = validate(_vectors(seed, 200), policy="clamp")
     vec[rng.random(vec.shape) < 0.2] = 0.0
@@ -146,7 +146,7 @@ def test_one_frame_face_kernel_is_bit_equal(seed: int) -> None:
 
 @pytest.mark.parametrize("capability", ["viseme15", "vowel5", "jaw", "none"])
 def test_decode_frame_is_decode_pose_and_face_weights(capability: str) -> None:
-    # issue 22: one validation for both, the same results as the two calls
+    # one validation for both, the same results as the two calls
     skel = helix_humanoid()
     rng = np.random.default_rng(5)
     for vec in (_vectors(3, 1), _vectors(4, 7), _vectors(5, 1)[0]):
@@ -166,7 +166,7 @@ def test_decode_frame_is_decode_pose_and_face_weights(capability: str) -> None:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_one_frame_mix_is_normalize_shares_bit_for_bit(seed: int) -> None:
-    # issue 22: the single-frame mix sums in numpy's order (pairwise, 15 shares)
+    # spec §1.5: the single-frame mix sums left to right, as the batch (15 shares)
     rng = np.random.default_rng(seed)
     for _ in range(2000):
         raw = rng.random(len(VISEMES)) * 10.0 ** rng.uniform(-12, 1.5, size=len(VISEMES))
@@ -183,7 +183,7 @@ def test_one_frame_mix_is_normalize_shares_bit_for_bit(seed: int) -> None:
 
 @pytest.mark.parametrize("capability", ["viseme15", "vowel5", "jaw", "none"])
 def test_one_frame_face_weights_equal_the_batch_path(capability: str) -> None:
-    # issue 22: face_weights of one frame (Python floats) = row 0 of a batch of 2, bit for bit
+    # face_weights of one frame (Python floats) = row 0 of a batch of 2, bit for bit
     rng = np.random.default_rng(11)
     for vec in _vectors(6, 60):
         mix = rng.random(len(VISEMES)) * rng.choice([0.0, 0.05, 0.3])
@@ -198,7 +198,7 @@ def test_one_frame_face_weights_equal_the_batch_path(capability: str) -> None:
 
 
 def test_one_frame_side_mappings_are_read_only_and_built_once() -> None:
-    # issue 22: one frame's targets / IK / palm flags are l/r mappings whose arrays are made
+    # one frame's targets / IK / palm flags are l/r mappings whose arrays are made
     # on first access; the values equal the batch path's (above), here the mapping itself
     skel = helix_humanoid()
     vec = _vectors(9, 1)
@@ -221,7 +221,7 @@ def test_one_frame_side_mappings_are_read_only_and_built_once() -> None:
 
 @pytest.mark.parametrize("capability", ["viseme15", "vowel5", "jaw", "none"])
 def test_face_report_names_the_changed_dims_when_read(capability: str) -> None:
-    # issue 22: the face report is built on first access; it equals the eager one: the dims
+    # the face report is built on first access; it equals the eager one: the dims
     # validate() clamped or replaced (the non-empty lists), then the notes
     rng = np.random.default_rng(8)
     for vec in (_vectors(6, 1), _vectors(7, 1)[0], _vectors(8, 5), np.zeros((1, N_DIMS))):
@@ -250,7 +250,7 @@ _dim = st.one_of(st.floats(-1.4, 1.4, allow_nan=False), st.sampled_from([np.nan,
        mix=st.none() | mouthings(), capability=st.sampled_from(["viseme15", "vowel5", "jaw", "none"]))
 def test_one_frame_decode_frame_is_the_array_path(values: list[float], which: int, mix: tuple[float, ...] | None,
                                                   capability: str) -> None:
-    # issue 22: the single-frame path (Python-float arms, split row table, lazy side results
+    # the single-frame path (Python-float arms, split row table, lazy side results
     # and report, face kernel in Python floats) equals the batch path — the same frame twice
     skel = _SKELETONS[which]
     vec = np.array(values)[None]

@@ -34,7 +34,7 @@ def test_the_default_recording_is_the_real_signer() -> None:
 
 
 def test_the_default_recording_moves_face_and_mouth_in_every_frame() -> None:
-    # issue 20 deliverable 4: the face panel and the visemes are alive in the demo: MediaPipe's
+    # the face panel and the visemes are alive in the demo: MediaPipe's
     # blendshape model on the signer's own face mesh (tools/face_blendshapes.py), every frame
     from posewire.producers.recording import RecordedFrame
 

@@ -1,7 +1,7 @@
 """The live path encodes one frame at a time: each single-frame call of
 landmarks_to_vectors (the Python-float path, producers.landmarks_single) equals its row of
 the batch call, and the numpy path on the same frame, in every dim, tracking state and
-report entry (issue 8 point 5, spec §2.2, §3.1, §4.1–§4.5)."""
+report entry (spec §2.2, §3.1, §4.1–§4.5)."""
 
 from __future__ import annotations
 

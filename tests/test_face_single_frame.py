@@ -1,5 +1,5 @@
 """The live encoder's one-frame face path and its incremental calibration equal the batch
-functions they stand for (issue 8 point 5): ``rotation_part1``, ``iris_gaze1``,
+functions they stand for (the live encoder's one-frame path, spec §7): ``rotation_part1``, ``iris_gaze1``,
 ``blendshape_dims1`` (``arkit_to_dims1``) against ``rotation_part``, ``iris_gaze``,
 ``blendshape_dims`` (``arkit_to_dims``) to 1e-9 with equal NaN, clip and report entries
 (spec §4.4, §4.6, spec/07-camera.md); the whole :class:`LiveEncoder` against itself on
@@ -278,7 +278,7 @@ def test_live_calibration_is_the_estimate_of_its_window(seed: int, window: int, 
 @settings(max_examples=10, deadline=None)
 @given(st.integers(0, 2**32 - 1))
 def test_samples1_equals_the_batch_rows(seed: int) -> None:
-    # issue 22: the live calibration measures each frame as it arrives, on the single-frame path
+    # spec §4.1: the live calibration measures each frame as it arrives, on the single-frame path
     for frame in _frames(seed, 12):
         got = samples1(prepare1(frame, visibility_threshold=0.5), visibility_threshold=0.5,
                        hand_scale=math.nan if frame.hand_scale is None else float(frame.hand_scale[0]))
@@ -296,7 +296,7 @@ def test_samples1_equals_the_batch_rows(seed: int) -> None:
 @settings(max_examples=8, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.integers(1, 12), st.integers(1, 6))
 def test_spread_job_equals_the_estimate_at_once(seed: int, window: int, every: int) -> None:
-    # issue 22: each step of a running estimate, then its result, against estimate_calibration
+    # spec §4.1: each step of a running estimate, then its result, against estimate_calibration
     # of the window it started on (distances to 1e-9, notes and depth gains equal)
     frames = _frames(seed, 30)
     cal = LiveCalibration(window=window, every=every, bone_frames=2)
@@ -335,7 +335,7 @@ def _same_estimate(got: LandmarkCalibration, expected: LandmarkCalibration) -> N
 @settings(max_examples=10, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.integers(1, 12), st.integers(1, 6), st.one_of(st.none(), st.integers(1, 4)))
 def test_spread_estimates_run_across_frames(seed: int, window: int, every: int, bone_frames: int | None) -> None:
-    # issue 22: a job stepped one frame at a time while new frames arrive (finished early when
+    # spec §4.1: a job stepped one frame at a time while new frames arrive (finished early when
     # the next is due) takes the estimate of the window it started on
     frames = _frames(seed, 40)
     cal = LiveCalibration(window=window, every=every, bone_frames=bone_frames)
@@ -366,7 +366,7 @@ def test_spread_estimates_run_across_frames(seed: int, window: int, every: int, 
 @settings(max_examples=8, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.integers(10, 40), st.integers(1, 12))
 def test_running_depth_gain_sums_equal_the_window_reduction(seed: int, window: int, every: int) -> None:
-    # issue 22: the depth gains' running sums (rows entering and leaving the window, rows
+    # spec §4.3: the depth gains' running sums (rows entering and leaving the window, rows
     # taken again by the ring) give hand.depth_gain_spread of the window to round-off
     frames = _frames(seed, 90)
     cal = LiveCalibration(window=window, every=every, bone_frames=None if seed % 2 else 3)

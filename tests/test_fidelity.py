@@ -1,4 +1,4 @@
-"""Encoder fidelity (issue 7): known vectors -> decoder + FK on helix-humanoid@1 -> MediaPipe
+"""Encoder fidelity (spec §7.3): known vectors -> decoder + FK on helix-humanoid@1 -> MediaPipe
 Holistic / OpenXR landmarks (posewire.groundtruth) -> producers -> the same vectors.
 
 Stated tolerances:
@@ -216,7 +216,7 @@ def test_hand_only_frames_keep_palm_and_fingers() -> None:
     assert any("no frame has a body" in n for n in out.report.notes)
 
 
-# ---------------------------------------------------------------- reprojection (issue 18)
+# ---------------------------------------------------------------- reprojection (spec §7.3)
 
 
 def test_reprojection_of_ground_truth_is_exact() -> None:

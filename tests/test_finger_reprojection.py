@@ -1,4 +1,4 @@
-"""Fingers of real people (issue 18): real MediaPipe recordings encoded, decoded onto
+"""Fingers of real people (spec §4.3, §7.3): real MediaPipe recordings encoded, decoded onto
 helix-humanoid@1 and rebuilt by FK (posewire.fidelity), against what the camera saw.
 
 Fidelity figures, not timings. The bounds are the issue's targets — finger side on its rail

@@ -1,6 +1,6 @@
-"""Real-hand conventions and checks of spec §4.3 (issue 7): the relaxed splay is side 0, a
+"""Real-hand conventions and checks of spec §4.3: the relaxed splay is side 0, a
 depth-flipped camera hand is read mirrored and reported, a finger turned past its side range
-keeps its fold and curl, its side clamped to the rail and counted (issue 18: no finger is
+keeps its fold and curl, its side clamped to the rail and counted (spec §4.3: no finger is
 dropped for its angles). Ground truth from ``posewire.groundtruth`` (decoder + FK on
 ``helix-humanoid@1``), so every expected value is computed, not copied."""
 
@@ -228,7 +228,7 @@ def test_depth_gain_undoes_a_uniform_depth_compression(seed: int, gain: float) -
 
 def test_depth_gain_is_robust_to_noise_and_needs_frames() -> None:
     # spec §4.3 "Hand depth gain": a camera's frames of a moving performer, with noise that is
-    # independent from frame to frame; the measure takes that noise out (issue 18: the plain
+    # independent from frame to frame; the measure takes that noise out (spec §4.3 depth gain: the plain
     # spread read a true 2 as 1.3 at 6 mm of depth noise)
     rng = np.random.default_rng(11)
     gt = render(moving_vectors(rng, 150), view_yaw_deg=np.full(150, rng.uniform(-45, 45))).landmarks
@@ -282,7 +282,7 @@ def test_live_calibration_takes_the_depth_gain() -> None:
 def test_real_signer_hands_are_rigid_with_a_depth_gain() -> None:
     # MediaPipe's hand depth is compressed: on the signer the bones are most constant at a
     # gain of 2.5-3.4 (inside the grid, not on its 5.0 bound), and with it far fewer folds
-    # reach the rail of fold +1 (issues 7, 18)
+    # reach the rail of fold +1 (spec §4.3, §7.3)
     lm = read_pose_file(SIGNER).landmarks
     result = landmarks_to_vectors(lm)
     gains = result.calibration.hand_depth_gain

@@ -158,7 +158,7 @@ def _non_loopback_address() -> str | None:
 
 
 async def test_relay_suite_checks_auth_beyond_loopback() -> None:
-    """Spec §5.7 rule 5 over the wire (issue 19): the reference relay on a non-loopback
+    """Spec §5.7 rule 5 over the wire: the reference relay on a non-loopback
     address refuses a tokenless hello; a relay that accepts it FAILS, naming the rule."""
     address = _non_loopback_address()
     if address is None:
@@ -190,6 +190,11 @@ async def test_relay_suite_checks_auth_beyond_loopback() -> None:
     ("consumer_data", "consumer-data", "§5.10"),
     ("data_before_hello", "data-before-hello", "§5.10"),
     ("frameless_start_frame", "late-join-no-frames", "§5.7.3"),
+    ("no_reset", "producer-reset", "§5.10"),
+    ("no_wrap", "sequence-wrap", "§5.4"),
+    ("reencode", "same-bytes-non-canonical", "§5.7.2"),
+    ("any_map_keys", "map-key-types", "§5.2"),
+    ("cond_newest_ts", "late-join-cond-timestamp", "§5.7.3"),
 ])
 async def test_relay_suite_fails_a_broken_relay_naming_the_rule(
         fault: str, check: str, section: str) -> None:
@@ -202,7 +207,9 @@ async def test_relay_suite_fails_a_broken_relay_naming_the_rule(
     others = {k: v for k, v in verdicts.items()
               if k not in (check, "auth", "auth-beyond-loopback")
               # a relay that drops a new producer's frame 0 also loses its start frame
-              and not (fault == "keep_sequence" and k == "late-join-new-producer")}
+              and not (fault == "keep_sequence" and k == "late-join-new-producer")
+              # a relay that forwards stale frames forwards the duplicate across the wrap too
+              and not (fault == "forward_stale" and k == "sequence-wrap")}
     assert set(others.values()) == {"OK"}, others
     assert verdicts["auth"] == "UNIMPLEMENTED"  # no token given: the check cannot run
     assert verdicts["auth-beyond-loopback"] == "UNIMPLEMENTED"  # a loopback URL

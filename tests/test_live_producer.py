@@ -239,7 +239,7 @@ def test_face_tracking_conditions_and_unobservable_dims(seen: dict[str, Observat
 
 
 def test_neutral_face_calibration_recentres_the_performer(seen: dict[str, Observation]) -> None:
-    # issue 18, spec §7.3: a performer's relaxed face becomes the avatar's neutral; another
+    # spec §7.3: a performer's relaxed face becomes the avatar's neutral; another
     # expression keeps its direction; gaze and the tongue are untouched
     from posewire.producers.face import NEUTRAL_DIM_INDICES
 
@@ -257,7 +257,7 @@ def test_neutral_face_calibration_recentres_the_performer(seen: dict[str, Observ
 
 
 def test_gaze_pitch_comes_from_the_blendshapes(seen: dict[str, Observation]) -> None:
-    # issue 18, spec §7.3: the iris's vertical reference is the lids; the blendshapes' gaze
+    # spec §7.3: the iris's vertical reference is the lids; the blendshapes' gaze
     # follows the eyes, so the pitch is theirs and the iris gives the yaw
     from posewire.producers.face import EYE_MESH_INDEX, blendshape_dims1, iris_gaze1, rotation_part1
 
@@ -316,7 +316,7 @@ def test_selfie_mirror_is_undone_before_inference() -> None:
 
 
 def test_a_lone_hand_and_its_mirror_image_are_opposite_hands() -> None:
-    # issue 18: the model's label named both images the same hand; the hands' own 3-D shape
+    # spec §4.3 hands swapped: the model's label named both images the same hand; the hands' own 3-D shape
     # tells them apart (spec §7.1 "Hand-only photos")
     from posewire.producers.hand import CHIRALITY_MIN, hand_chirality
 
@@ -490,7 +490,7 @@ def test_produce_images_record(tmp_path: Path) -> None:
 
 def test_a_bad_image_is_skipped_named_and_the_recording_written(tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    # issue 20: one unreadable image no longer aborts the run; the summary names the file
+    # one unreadable image no longer aborts the run; the summary names the file
     # of each note, and the exit status says some images were skipped
     import shutil
 

@@ -1,5 +1,5 @@
 """The compiled float kernels (mypyc, :mod:`posewire.native`) against the pure-Python
-modules they are built from, bit for bit (issue 22).
+modules they are built from, bit for bit (spec §1.5).
 
 The pure modules are the reference and are always installed; ``setup.py`` compiles them
 where it can. Here: the live encoder (landmarks, both hands, the face transform and mesh,

@@ -1,4 +1,4 @@
-"""``posewire produce --webcam URL`` (issue 23 deliverable 3): a network camera end to end.
+"""``posewire produce --webcam URL``: a network camera end to end.
 
 A local MJPEG camera (a few lines of ``http.server``: ``multipart/x-mixed-replace`` JPEG
 parts, as phone webcam apps serve them) plays a committed photo; ``posewire produce --webcam

@@ -204,7 +204,7 @@ def test_wheel_carries_the_conformance_vectors(wheel: Path) -> None:
 
 
 def test_wheel_carries_the_viewer_its_pinned_libraries_and_the_demo_recording(wheel: Path) -> None:
-    # issue 20 deliverable 1: view and demo work from the wheel alone
+    # view and demo work from the wheel alone
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
         vendored = json.loads(archive.read("posewire/web/VENDORED.json"))
@@ -261,7 +261,7 @@ def test_installed_wheel_imports_outside_the_repository(wheel: Path, tmp_path: P
     assert Path(web).resolve() == (target / "posewire" / "web").resolve() and recording == "True"
 
 
-# ---------------------------------------------------------------- one install (issue 20)
+# ---------------------------------------------------------------- one install
 
 
 def _metadata(wheel: Path) -> tuple[list[str], dict[str, list[str]], str]:

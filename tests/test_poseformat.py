@@ -64,7 +64,7 @@ def test_values_in_bounds_and_lost_parts_nan(name: str) -> None:
     for dim in REGISTRY.dimensions:
         states = out.tracking[dim.part]
         tracked = vec[states == "tracked", dim.index]
-        # spec §4.3 (issue 18): no finger is dropped for its angles; every tracked dim is sent
+        # spec §4.3: no finger is dropped for its angles; every tracked dim is sent
         assert np.isfinite(tracked).all(), dim.id
         if dim.row.group == "fingers" and dim.id.startswith("g_") and "_side_" in dim.id \
                 and not dim.id.startswith("g_thumb"):
@@ -183,7 +183,7 @@ FINGER_COLUMNS = [d.index for d in REGISTRY.dimensions if d.row.group == "finger
 
 
 def test_any_subset_of_pose_points_is_read(tmp_path: Path) -> None:
-    # issue 18: the 8 upper-body pose points and 128 face points of pose-format's reduced
+    # the 8 upper-body pose points and 128 face points of pose-format's reduced
     # layout, no world landmarks: arms from what is there, hands as from the full file
     pose_points = ["LEFT_SHOULDER", "RIGHT_SHOULDER", "LEFT_ELBOW", "RIGHT_ELBOW", "LEFT_WRIST", "RIGHT_WRIST",
                    "LEFT_HIP", "RIGHT_HIP"]
@@ -305,7 +305,7 @@ def test_pose_depth_scale_undoes_an_exaggerated_image_depth() -> None:
 @needs_shared
 @pytest.mark.parametrize("name", ["sgg-essen.pose", "sgg-pizza.pose"])
 def test_reduced_layout_arms_are_rebuilt(name: str) -> None:
-    # issue 18: the elbow bend rebuilt on the avatar matches what the camera saw (was 40-46°
+    # spec §4.1: the elbow bend rebuilt on the avatar matches what the camera saw (was 40-46°
     # with the image depth as given)
     from posewire.fidelity import reprojection
 
@@ -319,7 +319,7 @@ def test_reduced_layout_arms_are_rebuilt(name: str) -> None:
 @pytest.mark.parametrize("keep", [10, 3000, 0.5, -1], ids=["header", "early", "half", "last-byte"])
 def test_a_truncated_pose_file_says_so_without_internals(keep: float, tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    # issue 20: a truncated .pose file reported the reader's struct internals
+    # a truncated .pose file reported the reader's struct internals
     from posewire.cli.command import main
     from posewire.codec.errors import UsageError
 
@@ -339,7 +339,7 @@ def test_a_truncated_pose_file_says_so_without_internals(keep: float, tmp_path: 
 
 
 def test_blendshapes_give_a_recording_its_face_as_the_live_producer_encodes_it(tmp_path: Path) -> None:
-    # the demo's recording (issue 20 deliverable 4): ARKit weights per frame (here MediaPipe's
+    # the demo's recording (posewire demo): ARKit weights per frame (here MediaPipe's
     # blendshape model on the capture's face mesh) encoded by blendshape_dims (spec §4.6);
     # a NaN row keeps that frame's face as the landmarks gave it (not estimated)
     import json

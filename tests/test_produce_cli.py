@@ -27,7 +27,7 @@ def test_exactly_one_source_is_required(capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_missing_sources_give_a_stable_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # plain language first, the stable code last (issue 20 deliverable 5)
+    # plain language first, the stable code last (posewire.cli.conventions)
     assert main(["produce", "--images", str(tmp_path / "none"), "--record", str(tmp_path / "o.jsonl")]) == 2
     assert capsys.readouterr().err == f"posewire produce: no image folder {tmp_path / 'none'} (usage.no_source)\n"
     assert main(["produce", "--video", str(tmp_path / "none.mp4"), "--record", str(tmp_path / "o.jsonl")]) == 2
@@ -59,7 +59,7 @@ def test_pose_file_to_a_recording(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "t_us" in first
 
 
-# ---------------------------------------------------------------- progress in a log (issue 20)
+# ---------------------------------------------------------------- progress in a log
 
 
 def _ticks(times: list[float]) -> Callable[[], float]:

@@ -209,7 +209,7 @@ async def _behind(header: Header, legit: Callable[[int], Awaitable[list[bool]]],
 
 
 async def test_behind_a_proxy_protocol_balancer_one_abusive_client_locks_out_no_one() -> None:
-    """Issue 21 row 8: 12 hello-less connections from one client through the balancer,
+    """Spec §5.7 rule 12: 12 hello-less connections from one client through the balancer,
     then 12 clients from 12 other addresses. With PROXY headers (v1 and v2 mixed) the
     abusive client gets its 4 (per-address cap) and all 12 others get in; through the
     same balancer without the PROXY protocol every client shares the balancer's address

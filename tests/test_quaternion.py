@@ -121,7 +121,7 @@ def test_errors() -> None:
 
 
 def test_zero_is_scale_free_for_given_vectors_and_relative_for_derived_ones() -> None:
-    """Spec §6.5 rule 4 (issue 19): a given vector is zero only when exactly 0, so tiny
+    """Spec §6.5 rule 4: a given vector is zero only when exactly 0, so tiny
     ones normalize; a derived one is degenerate relative to the vector it came from."""
     np.testing.assert_array_equal(qn.normalize([5e-324, 0.0, 0.0, 0.0]), [1.0, 0.0, 0.0, 0.0])
     np.testing.assert_array_equal(qn.normalize([0.0, 1e-300, 0.0, 0.0]), [0.0, 1.0, 0.0, 0.0])
@@ -229,7 +229,7 @@ def test_palm_round_trip_below_clamp(q: np.ndarray, side: str) -> None:
 
 
 @given(raw_quats, sides)
-# ties on the hemisphere plane x + z = 0 that BLAS kernels decided differently (issue 17)
+# ties on the hemisphere plane x + z = 0 that BLAS kernels decided differently (spec §1.5)
 @example(np.array([0.0, 0.1875, 0.1875, 0.1875]), "l")
 @example(np.array([0.0, 0.75, 0.75, 0.75]), "l")
 @example(np.array([0.0, 0.75, 0.75, -0.75]), "r")

@@ -100,7 +100,7 @@ def test_non_loopback_host_needs_a_token_and_no_auth_is_refused_there() -> None:
         Relay("0.0.0.0", 0)
     assert err.value.code == "usage.bad_option"
     Relay("0.0.0.0", 0, token=STRONG_TOKEN, insecure=True)  # constructing does not bind
-    # spec §5.7 rule 5 (issue 19): no opt-out from the token beyond loopback
+    # spec §5.7 rule 5: no opt-out from the token beyond loopback
     for host in ("0.0.0.0", "10.0.0.1", ""):
         with pytest.raises(UsageError) as err:
             Relay(host, 0, no_auth=True, insecure=True)
@@ -373,7 +373,7 @@ async def test_fan_out_and_publish_hooks_are_the_broker_hook_points() -> None:
 
 
 def test_cli_refuses_no_auth_beyond_loopback_with_one_line() -> None:
-    """`posewire serve --host <non-loopback> --no-auth --insecure` (issue 19): refused at
+    """`posewire serve --host <non-loopback> --no-auth --insecure` (spec §5.7 rule 5): refused at
     start with one clear line naming spec §5.7 rule 5, exit status 2, nothing served."""
     import subprocess
     import sys

@@ -729,7 +729,7 @@ async def frozen_consumer(port: int, stream: str) -> socket.socket:
 
 @pytest.mark.parametrize("size", [400, 4000])
 async def test_a_consumer_that_stops_reading_is_closed_within_the_ping_timeout(size: int) -> None:
-    """Spec §5.7 rule 11, issue 21 row 7: a frozen consumer is closed by the keepalive
+    """Spec §5.7 rule 11: a frozen consumer is closed by the keepalive
     whatever the size of the frames filling its buffers (≈ 4 KB ones included)."""
     interval, timeout = 0.5, 1.0
     async with Relay("127.0.0.1", port=0, ping_interval=interval, ping_timeout=timeout,
@@ -741,7 +741,7 @@ async def test_a_consumer_that_stops_reading_is_closed_within_the_ping_timeout(s
             began = time.monotonic()
             seq = 0
             # at most two intervals plus the timeout (spec §5.7 rule 11) and slack for a
-            # loaded machine; the relay before issue 21 kept it open (45 s and more)
+            # loaded machine; a relay whose liveness waited on its buffers kept it open (45 s and more)
             async with asyncio.timeout(2 * interval + timeout + 6.0):
                 while relay.streams.get("s") != (1, 0):
                     await pub.ws.send(padded_frame(seq, (seq % 100) / 100, size))
@@ -758,7 +758,7 @@ async def test_a_consumer_that_stops_reading_is_closed_within_the_ping_timeout(s
 
 async def test_pending_tls_handshakes_count_against_the_caps_until_the_deadline(
         tls_files: tuple[Path, Path], caplog: pytest.LogCaptureFixture) -> None:
-    """Issue 21 row 1 (spec §5.7 rule 8): TCP connections that never send a TLS
+    """Spec §5.7 rule 8: TCP connections that never send a TLS
     ClientHello count against the per-address cap from accept: a further client from that
     address is refused at once; at the hello deadline they are closed and a legitimate
     client gets in. A TLS handshake that fails is counted and logged, no traceback."""
@@ -823,7 +823,7 @@ async def test_an_accept_out_of_descriptors_is_counted_and_logged_without_traceb
         loop.set_exception_handler(None)
 
 
-# ---------------------------------------------------------------- low items (issue 21 row 9)
+# ---------------------------------------------------------------- hello flood and logs (spec §5.7 rule 8)
 
 
 async def test_two_origin_headers_get_one_400_without_a_traceback(
@@ -889,7 +889,7 @@ async def test_certificate_hostname_checks_use_the_subject_alt_name_only(
 
 async def test_connections_per_address_beyond_twice_the_hello_rate_are_refused_at_accept(
         ) -> None:
-    """Issue 21 row 9 (hello flood CPU; spec §5.7 rule 8): connections from one address
+    """Hello flood CPU (spec §5.7 rule 8): connections from one address
     beyond twice the hello rate (here 10/s, burst 20) are closed at accept, before any
     byte is read or any handshake is done, counted as refused and rate limited; the hello
     rate itself still answers decode.rate; another address is unaffected. Benchmark:

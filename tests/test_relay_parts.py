@@ -1,4 +1,4 @@
-"""The relay's modules one by one (posewire/relay/, issue 21 deliverable 8): each concern
+"""The relay's modules one by one (posewire/relay/, spec §5.7): each concern
 tested on its own, without sockets where it has no I/O. End-to-end tests of the same
 concerns: tests/test_relay.py (fan-out, latest wins, send window, late join),
 tests/test_relay_exposure.py (admission, origin, TLS, liveness),

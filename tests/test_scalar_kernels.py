@@ -86,7 +86,7 @@ def test_from_matrix_every_branch(q: qn.Quat) -> None:
 
 
 @given(quat | quat_special, sides, st.sampled_from([qn.PALM_CLAMP, 0.5, 1.0]))
-# hemisphere ties (x + z = 0 after the mirror) decided alike by both paths (issue 17)
+# hemisphere ties (x + z = 0 after the mirror) decided alike by both paths (spec §1.5, §3.3)
 @example((0.0, 0.1875, 0.1875, 0.1875), "l", qn.PALM_CLAMP)
 @example((0.0, 0.75, 0.75, 0.75), "l", qn.PALM_CLAMP)
 def test_palm_encode(q: qn.Quat, side: str, limit: float) -> None:

@@ -1,4 +1,4 @@
-"""Every MUST and SHOULD of the spec names what pins it (issue 19; convention in spec §6.9).
+"""Every MUST and SHOULD of the spec names what pins it (convention in spec §6.9).
 
 The spec's Markdown is cut into blocks — a paragraph, a list item (with its continuation
 lines), a table row; an indented or fenced code block belongs to the block after it. A

@@ -57,7 +57,7 @@ def test_view_command_serves_the_page_and_refuses_paths_outside_its_roots() -> N
             _, err = proc.communicate()
             raise AssertionError(f"posewire view did not stop on SIGINT; stderr: {err[-2000:]}") from None
     assert proc.returncode == 0, err[-2000:]
-    # before serving, it said where it connects and why it waits (issue 20 deliverables 2, 5)
+    # before serving, it said where it connects and why it waits (the one CLI convention, posewire.cli.conventions)
     lines = err.splitlines()
     assert lines[0] == "posewire view: connecting to ws://127.0.0.1:9999, stream 'alice'"
     assert lines[1].startswith("posewire view: relay ws://127.0.0.1:9999 refused, retrying in ")
@@ -88,7 +88,7 @@ def test_only_get(method: str) -> None:
 
 
 def test_view_capture_serves_the_capture_page_and_its_pinned_assets() -> None:
-    """Issue 23: ``posewire view --capture`` names the capture page; the page, the MediaPipe
+    """Spec §7.5 capture page: ``posewire view --capture`` names the capture page; the page, the MediaPipe
     wasm and graph (js/node_modules, pinned by js/package-lock.json) and the Tasks model (the
     sha256-checked cache) all come from the viewer server itself."""
     import hashlib

@@ -1,4 +1,4 @@
-"""Clients say what they wait for (issue 20): where they connect, why they wait, --timeout;
+"""Clients say what they wait for: where they connect, why they wait, --timeout;
 ``conformance --relay`` against a relay that is down; the demo's relay port."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def _timed_lines(args: list[str]) -> tuple[list[tuple[float, str]], int, str, fl
     return lines, status, out, time.monotonic() - started
 
 
-# no --stream: every client's default stream is the demo's (issue 20 deliverable 5)
+# no --stream: every client's default stream is the demo's (posewire.cli.conventions)
 @pytest.mark.parametrize("command", [["consume"], ["produce", "--replay", str(WAVE)], ["vmc"]],
                          ids=["consume", "produce", "vmc"])
 def test_a_client_at_a_closed_port_says_why_it_waits_and_gives_up(command: list[str], closed_port: int) -> None:

@@ -1,4 +1,4 @@
-// posewire capture page: a webcam in a browser tab is a producer (issue 23).
+// posewire capture page: a webcam in a browser tab is a producer (spec §7.5).
 //
 // camera (getUserMedia) -> the frame, un-mirrored when the camera sends mirrored frames
 // (spec §2.2) -> MediaPipe in the page: Holistic (pose 33 + world landmarks, both hands,

@@ -795,8 +795,14 @@ function mouthingNormalize({ shares }) {
   s.forEach((x, i) => {
     if (x < 0) throw usage('out_of_range', VISEMES[i]);
   });
-  const sum = s.reduce((a, b) => a + b, 0);
-  const normalized = sum > 1;
+  let sum = s.reduce((a, b) => a + b, 0);
+  const overflow = sum === Infinity;
+  if (overflow) { // §1.5: a sum beyond binary64 is taken of the shares times 2^-e (exact)
+    const e = Math.floor(Math.log2(Math.max(...s))) + 1;
+    s.forEach((x, i) => { s[i] = ldexp(x, -e); });
+    sum = s.reduce((a, b) => a + b, 0);
+  }
+  const normalized = sum > 1 || overflow;
   const out = {};
   s.forEach((x, i) => {
     const y = normalized ? x / sum : x; // "non-zero only" on the divided share (5e-324/2 is 0)
@@ -1328,8 +1334,12 @@ function decodeConditions(m, path = 'c') {
     if (s.reduce((x, y) => x + y, 0) > 1 + MIX_EPS) throw decodeErr('out_of_range', p);
     out.mouthing = s;
   }
-  if (on('tracking')) out.tracking = decodeEnumMap(f.raw('tracking'), `${path}.tracking`, TRACK_PARTS, TRACK_STATES);
-  if (on('contact')) out.contact = decodeEnumMap(f.raw('contact'), `${path}.contact`, CONTACT_HANDS, CONTACT_SITES);
+  // §3.4: an empty tracking or contact map is the channel left out (the JSON form leaves it out)
+  const nonEmpty = (m) => (Object.keys(m).length ? m : undefined);
+  if (on('tracking')) out.tracking = nonEmpty(decodeEnumMap(f.raw('tracking'), `${path}.tracking`, TRACK_PARTS, TRACK_STATES));
+  if (on('contact')) out.contact = nonEmpty(decodeEnumMap(f.raw('contact'), `${path}.contact`, CONTACT_HANDS, CONTACT_SITES));
+  if (out.tracking === undefined) delete out.tracking;
+  if (out.contact === undefined) delete out.contact;
   if (on('affect')) {
     const a = new Fields(f.map('affect'), `${path}.affect`);
     // §3.4 order of checks: the three fields present first, then label, intensity, mode

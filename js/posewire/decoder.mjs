@@ -471,8 +471,14 @@ const BASELINE = VISEMES.map((v) => (REGISTRY.mouthing_seed_table.find((r) => r.
 export function faceWeights(values, visemes = null) {
   const { vec: v } = validateClamp(values);
   let shares = visemes ? Array.from(visemes) : new Array(VISEMES.length).fill(0);
-  const total = shares.reduce((a, b) => a + b, 0);
-  const normalized = total > 1;
+  let total = shares.reduce((a, b) => a + b, 0);
+  const overflow = total === Infinity;
+  if (overflow) { // §1.5: a sum beyond binary64 is taken of the shares times 2^-e (exact)
+    const e = Math.floor(Math.log2(Math.max(...shares))) + 1;
+    shares = shares.map((x) => x * 2 ** -1000 * 2 ** (1000 - e)); // e > 1020 here: two normal factors
+    total = shares.reduce((a, b) => a + b, 0);
+  }
+  const normalized = total > 1 || overflow;
   if (normalized) shares = shares.map((x) => x / total);
   const base = new Float64Array(N);
   shares.forEach((x, k) => { if (x !== 0) for (const [i, value] of BASELINE[k]) base[i] += x * value; });

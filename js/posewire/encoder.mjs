@@ -223,7 +223,7 @@ function pymod(a, m) {
  * missing (null) or has a non-finite coordinate is NaN. */
 function points(arr, xSign) {
   return arr.map((p) => {
-    if (p == null) return NAN3;
+    if (p == null || p.includes(null)) return NAN3; // a missing coordinate: a missing point (§6.10)
     const [x, y, z = 0] = p;
     return x * 0.0 + y * 0.0 + z * 0.0 === 0.0 ? [xSign * (x + 0.0), -y + 0.0, -z + 0.0] : NAN3;
   });
@@ -835,18 +835,26 @@ function blendshapeDims(weights, row) {
 const usage = (kind, path) => new CodecError(`usage.${kind}`, path);
 const FRAME_KEYS = new Set(['pose_world', 'pose_visibility', 'pose_image', 'pose_in_frame', 'left_hand', 'right_hand',
   'face', 'blendshapes']);
+// spec §6.5 rules 1 and 4: not an array is a wrong JSON type (bad_option), another length shape
+function checkArray(raw, counts, path) {
+  if (!Array.isArray(raw)) throw usage('bad_option', path);
+  if (!counts.includes(raw.length)) throw usage('shape', path);
+}
 function checkPoints(raw, counts, path, widths = [3]) {
-  if (!Array.isArray(raw) || !counts.includes(raw.length)) throw usage('shape', path);
+  checkArray(raw, counts, path);
   raw.forEach((p, i) => {
     if (p === null) return;
-    if (!Array.isArray(p) || !widths.includes(p.length)) throw usage('shape', `${path}[${i}]`);
-    p.forEach((x, k) => { if (typeof x !== 'number') throw usage('bad_option', `${path}[${i}][${k}]`); });
+    if (!Array.isArray(p)) throw usage('bad_option', `${path}[${i}]`);
+    if (!widths.includes(p.length)) throw usage('shape', `${path}[${i}]`);
+    // a null coordinate makes the point missing (spec §6.10)
+    p.forEach((x, k) => { if (x !== null && typeof x !== 'number') throw usage('bad_option', `${path}[${i}][${k}]`); });
   });
 }
 
 /** The conformance op `encoder.landmarks` (spec §6.10). */
 export function encoderLandmarks({ frames, calibration = null, mirrored = 'report', visibility_threshold: vt = 0.5 }) {
-  if (!Array.isArray(frames) || frames.length === 0) throw usage('shape', 'frames');
+  if (!Array.isArray(frames)) throw usage('bad_option', 'frames');
+  if (frames.length === 0) throw usage('shape', 'frames');
   if (mirrored !== 'report' && mirrored !== 'flip') throw usage('bad_option', 'mirrored');
   const cal = makeCalibration(calibration);
   const outFrames = [];
@@ -858,13 +866,15 @@ export function encoderLandmarks({ frames, calibration = null, mirrored = 'repor
     for (const k of Object.keys(f)) if (!FRAME_KEYS.has(k)) throw usage('bad_option', `${at}.${k}`);
     for (const k of ['pose_world', 'pose_visibility', 'left_hand', 'right_hand']) if (!(k in f)) throw usage('bad_option', `${at}.${k}`);
     checkPoints(f.pose_world, [33], `${at}.pose_world`);
-    if (!Array.isArray(f.pose_visibility) || f.pose_visibility.length !== 33) throw usage('shape', `${at}.pose_visibility`);
+    checkArray(f.pose_visibility, [33], `${at}.pose_visibility`);
     f.pose_visibility.forEach((v, k) => { if (v !== null && typeof v !== 'number') throw usage('bad_option', `${at}.pose_visibility[${k}]`); });
     for (const k of ['left_hand', 'right_hand']) if (f[k] !== null) checkPoints(f[k], [21], `${at}.${k}`);
     if (f.face != null) checkPoints(f.face, [468, 478], `${at}.face`);
     if (f.pose_image != null) checkPoints(f.pose_image, [33], `${at}.pose_image`, [2, 3]);
-    if (f.pose_in_frame != null && (!Array.isArray(f.pose_in_frame) || f.pose_in_frame.length !== 33
-        || !f.pose_in_frame.every((b) => typeof b === 'boolean'))) throw usage('shape', `${at}.pose_in_frame`);
+    if (f.pose_in_frame != null) {
+      checkArray(f.pose_in_frame, [33], `${at}.pose_in_frame`);
+      f.pose_in_frame.forEach((b, k) => { if (typeof b !== 'boolean') throw usage('bad_option', `${at}.pose_in_frame[${k}]`); });
+    }
     if ('blendshapes' in f && f.blendshapes !== null) {
       if (typeof f.blendshapes !== 'object' || Array.isArray(f.blendshapes)) throw usage('bad_option', `${at}.blendshapes`);
       for (const [k, v] of Object.entries(f.blendshapes)) {

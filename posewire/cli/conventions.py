@@ -1,4 +1,4 @@
-"""The one command-line convention of every ``posewire`` subcommand (issue 20, deliverable 5).
+"""The one command-line convention of every ``posewire`` subcommand (docs/cli.md).
 
 * the stream: ``--stream NAME``, default :data:`DEFAULT_STREAM` (``demo``) everywhere, so
   ``posewire produce --webcam`` then ``posewire view`` show the same stream as ``posewire

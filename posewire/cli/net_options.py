@@ -58,7 +58,7 @@ def add_serve_options(p: argparse.ArgumentParser) -> None:
 
 
 def add_client_options(p: argparse.ArgumentParser, *, check: bool = False) -> None:
-    """``--ca-file``, ``--ping-interval``, ``--ping-timeout`` (every client, issue 20
+    """``--ca-file``, ``--ping-interval``, ``--ping-timeout`` (every client, spec §5.7 rules 10-11
     deliverable 5); ``check``: for ``view``, whose page is the real client (the browser
     verifies TLS with its own trust store), the options govern its relay check."""
     which = " (the relay check; the browser must trust it too)" if check else ""

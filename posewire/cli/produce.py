@@ -178,7 +178,7 @@ def _open_live(args: argparse.Namespace) -> tuple[FrameSource, MediaPipeEstimato
     elif args.video is not None:
         source = VideoSource(args.video)
     else:
-        # issue 23: a URL is a network camera (MJPEG over HTTP, RTSP), paced to drop stale frames
+        # a URL is a network camera (MJPEG over HTTP, RTSP), paced to drop stale frames
         source = WebcamSource(args.webcam) if isinstance(args.webcam, int) else NetworkCameraSource(args.webcam)
     try:
         estimator = MediaPipeEstimator(mode="image" if args.images is not None else "video", mirrored=args.mirrored,

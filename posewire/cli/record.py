@@ -79,7 +79,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
                    help="pose wrist visibility below which an arm counts as lost")
     p.add_argument("--filter", action="store_true",
                    help="smooth with the per-dim One-Euro filter (posewire.producers.filter) and report jitter")
-    # a flag, as in produce (issue 20 deliverable 5); without it a mirrored input is only reported
+    # a flag, as in produce (posewire.cli.conventions); without it a mirrored input is only reported
     p.add_argument("--mirrored", action="store_const", const="flip", default="report",
                    help="the input is mirrored (selfie): un-mirror it (spec §2.2); without it, "
                         "a mirrored input is reported, not changed")

@@ -53,21 +53,36 @@ def _shape(message: str, path: str) -> UsageError:
     return UsageError("usage.shape", message, path=path)
 
 
+def _array(raw: Any, counts: tuple[int, ...], path: str, what: str) -> list[Any]:
+    """``raw`` as a list of one of ``counts`` entries: not an array is a wrong JSON type,
+    ``usage.bad_option`` (spec §6.5 rule 1); an array of another length ``usage.shape``
+    (rule 4, §6.10)."""
+    if not isinstance(raw, list):
+        raise UsageError("usage.bad_option", f"expected an array of {what}", path=path)
+    if len(raw) not in counts:
+        raise _shape(f"expected an array of {' or '.join(map(str, counts))} {what}", path)
+    return raw
+
+
 def _points(raw: Any, counts: tuple[int, ...], path: str, width: tuple[int, ...] = (3,)) -> np.ndarray:
-    """An array ``(K, 3)`` of points (null = missing = NaN); ``usage.shape`` when ``K`` is not
-    one of ``counts`` or a point has the wrong length (spec §6.5)."""
-    if not isinstance(raw, list) or len(raw) not in counts:
-        raise _shape(f"expected an array of {' or '.join(map(str, counts))} points", path)
-    out = np.full((len(raw), 3), np.nan)
+    """An array ``(K, 3)`` of points (null, or a point with a null coordinate = missing = NaN,
+    spec §6.10); a point that is not an array (nor null) or a coordinate that is not a number
+    (nor null) ``usage.bad_option``, ``K`` not one of ``counts`` or a point of the wrong length
+    ``usage.shape`` (spec §6.5 rules 1 and 4)."""
+    out = np.full((len(_array(raw, counts, path, "points")), 3), np.nan)
     for i, p in enumerate(raw):
         if p is None:
             continue
-        if not isinstance(p, list) or len(p) not in width:
+        if not isinstance(p, list):
+            raise UsageError("usage.bad_option", "a point is an array of numbers or null", path=f"{path}[{i}]")
+        if len(p) not in width:
             raise _shape(f"a point is an array of {' or '.join(map(str, width))} numbers or null", f"{path}[{i}]")
         for k, x in enumerate(p):
-            if isinstance(x, bool) or not isinstance(x, int | float):
-                raise UsageError("usage.bad_option", "expected a number", path=f"{path}[{i}][{k}]")
-            out[i, k] = float(x)
+            if x is not None and (isinstance(x, bool) or not isinstance(x, int | float)):
+                raise UsageError("usage.bad_option", "expected a number or null", path=f"{path}[{i}][{k}]")
+        if any(x is None for x in p):  # spec §6.10: a point with a missing coordinate is missing
+            continue
+        out[i, :len(p)] = [float(x) for x in p]
         if len(p) == 2:
             out[i, 2] = 0.0
     return out
@@ -100,7 +115,9 @@ def _calibration(raw: dict[str, Any] | None) -> LandmarkCalibration:
 def encode_frames(inp: dict[str, Any]) -> dict[str, Any]:
     """The op (module docstring)."""
     frames = inp["frames"]
-    if not isinstance(frames, list) or not frames:
+    if not isinstance(frames, list):
+        raise UsageError("usage.bad_option", "frames is an array of frame objects", path="frames")
+    if not frames:
         raise _shape("frames must be a non-empty array of frame objects", "frames")
     mirrored: Literal["report", "flip"] = inp.get("mirrored", "report")
     if mirrored not in ("report", "flip"):
@@ -121,9 +138,7 @@ def encode_frames(inp: dict[str, Any]) -> dict[str, Any]:
             if key not in frame:
                 raise UsageError("usage.bad_option", f"{key!r} is required", path=f"{at}.{key}")
         pose = _points(frame["pose_world"], (33,), f"{at}.pose_world")
-        vis_raw = frame["pose_visibility"]
-        if not isinstance(vis_raw, list) or len(vis_raw) != 33:
-            raise _shape("expected 33 visibilities", f"{at}.pose_visibility")
+        vis_raw = _array(frame["pose_visibility"], (33,), f"{at}.pose_visibility", "visibilities")
         for i, v in enumerate(vis_raw):
             if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)):
                 raise UsageError("usage.bad_option", "expected a number or null", path=f"{at}.pose_visibility[{i}]")
@@ -131,9 +146,10 @@ def encode_frames(inp: dict[str, Any]) -> dict[str, Any]:
         image = frame.get("pose_image")
         face = frame.get("face")
         in_frame = frame.get("pose_in_frame")
-        if in_frame is not None and (not isinstance(in_frame, list) or len(in_frame) != 33
-                                     or not all(isinstance(b, bool) for b in in_frame)):
-            raise _shape("expected 33 booleans", f"{at}.pose_in_frame")
+        if in_frame is not None:  # spec §6.5: a wrong JSON type bad_option, a wrong length shape
+            for i, b in enumerate(_array(in_frame, (33,), f"{at}.pose_in_frame", "booleans")):
+                if not isinstance(b, bool):
+                    raise UsageError("usage.bad_option", "expected a boolean", path=f"{at}.pose_in_frame[{i}]")
         lm = HolisticLandmarks(
             pose[None], vis[None], _hand(frame["left_hand"], f"{at}.left_hand")[None],
             _hand(frame["right_hand"], f"{at}.right_hand")[None],

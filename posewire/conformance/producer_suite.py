@@ -20,6 +20,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.typing import Subprotocol
 
 from posewire.codec.errors import DecodeError, UsageError
+from posewire.codec.ieee import ordered_norm1
 from posewire.codec.quaternion import PALM_CLAMP
 from posewire.codec.registry import REGISTRY
 from posewire.codec.wire import (
@@ -86,7 +87,9 @@ def _palm_ok(frame: Frame) -> bool:
     for side in "lr":
         idx = [REGISTRY.index(f"w_q{a}_{side}") for a in "xyz"]
         v = frame.values[idx]
-        if not np.isnan(v).any() and float(np.linalg.norm(v)) > PALM_CLAMP + 1e-12:
+        # spec §5.4, §1.5: |q / 32767| as sqrt((a·a + b·b) + c·c), no slack (the encoder
+        # decided on the same arithmetic; np.linalg.norm's order is the BLAS kernel's)
+        if not np.isnan(v).any() and ordered_norm1(tuple(v.tolist())) > PALM_CLAMP:
             return False
     return True
 

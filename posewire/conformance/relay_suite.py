@@ -2,8 +2,9 @@
 
 ``posewire conformance --relay ws://host:port`` connects real websocket clients to any
 relay and runs the checks of :data:`CHECKS`: the handshake, ordering and same bytes, the
-late join snapshot, version, registry hash, auth, size, text messages, a second producer,
-close codes, isolation of a bad client, and the rate limit. Each check is a
+late join snapshot, a producer's sequence reset and the 2³² wrap, non-canonical messages
+forwarded as their bytes, map-key types, version, registry hash, auth, size, text messages, a
+second producer, close codes, isolation of a bad client, and the rate limit. Each check is a
 :class:`~posewire.conformance.CaseResult` (file ``relay``) with the rule it pins and a
 verdict. Every check uses its own random stream name, so checks never see each other.
 """
@@ -290,6 +291,22 @@ async def _late_join_full_bytes(ctx: _Ctx) -> None:
                     "is that frame's bytes unchanged")
 
 
+async def _late_join_cond_timestamp(ctx: _Ctx) -> None:
+    stream = ctx.stream("condts")
+    p = await _open(ctx, "producer", stream)
+    for frame in (Frame(1, 100, _partial({"h_yaw": 0.25}), _COND), Frame(2, 200, _partial({"h_yaw": 0.5}))):
+        await p.send(encode(frame))
+        await asyncio.sleep(0.02)
+    await asyncio.sleep(0.1)
+    c = await _open(ctx, "consumer", stream)
+    got = decode(await c.recv_bytes())
+    if not isinstance(got, ConditionsMessage) or got.conditions != _COND:
+        raise _RuleError(f"§5.7.3 a late joiner first gets the condition state as a cond message, got {got!r}")
+    if got.timestamp_us != 100:
+        raise _RuleError("§5.7.3 the late joiner's cond carries the ts of the frame whose c set the state (100), "
+                         f"not a later frame's: got ts {got.timestamp_us}")
+
+
 async def _late_join_new_producer(ctx: _Ctx) -> None:
     stream = ctx.stream("newprod")
     holder = await _open(ctx, "consumer", stream)  # the stream lives on between producers
@@ -358,6 +375,123 @@ async def _new_producer_numbers_afresh(ctx: _Ctx) -> None:
         raise _RuleError("§5.7.7 a new producer numbers from its own start: its frames are not "
                          "checked against the previous producer's (sent s 300–302, then a new "
                          f"producer's 0–2), got {got}")
+
+
+async def _frames_of(client: _Client, count: int) -> list[int]:
+    """The ``s`` of the frames ``client`` receives, until ``count`` came or none for 0.5 s."""
+    got: list[int] = []
+    with contextlib.suppress(TimeoutError):
+        while len(got) < count:
+            msg = decode(await client.recv_bytes(timeout=0.5))
+            if isinstance(msg, Frame):
+                got.append(msg.seq)
+    return got
+
+
+async def _start_frame_seq(ctx: _Ctx, stream: str) -> int | None:
+    late = await _open(ctx, "consumer", stream)
+    start = decode(await late.recv_bytes())
+    return start.seq if isinstance(start, Frame) else None
+
+
+async def _producer_reset(ctx: _Ctx) -> None:
+    stream = ctx.stream("reset")
+    c = await _open(ctx, "consumer", stream)
+    p = await _open(ctx, "producer", stream)
+    sent = [5000, 5001, 5002, 10, 11]  # 10 is 4992 behind 5002: more than 1024, a reset
+    for s in sent:
+        await p.send(encode(Frame(s, 100 + s, _partial({"h_yaw": s / 10000}))))
+        await asyncio.sleep(0.02)
+    got = await _frames_of(c, len(sent))
+    if got != sent:
+        raise _RuleError("§5.10 a frame more than 1024 behind the newest is a reset of the producer's "
+                         f"numbers: it and those after it are forwarded (sent s {sent}, got {got})")
+    if (start := await _start_frame_seq(ctx, stream)) != 11:
+        raise _RuleError(f"§5.10 after a reset the numbers go on from the reset: the start frame has s {start}, "
+                         "not 11")
+
+
+async def _sequence_wrap(ctx: _Ctx) -> None:
+    stream = ctx.stream("wrap")
+    c = await _open(ctx, "consumer", stream)
+    p = await _open(ctx, "producer", stream)
+    top = 2**32 - 1
+    # s wraps 2³²−1 → 0 (§5.4); the second 2³²−1 is then one behind 0 (mod 2³²): a duplicate
+    for s in (top - 1, top, 0, top, 1):
+        await p.send(encode(Frame(s, 7, _partial({"m_jaw": 0.25}))))
+        await asyncio.sleep(0.02)
+    got = await _frames_of(c, 5)
+    if got != [top - 1, top, 0, 1]:
+        raise _RuleError("§5.4/§5.10 sequence numbers wrap 2³²−1 → 0 and are compared mod 2³²: sent s "
+                         f"2³²−2, 2³²−1, 0, 2³²−1 (a duplicate), 1, got {got}")
+    if (start := await _start_frame_seq(ctx, stream)) != 1:
+        raise _RuleError(f"§5.10 after the wrap the newest frame is s 1: the start frame has s {start}")
+
+
+def _raw_map(*pairs: tuple[object, bytes]) -> bytes:
+    """A msgpack map of ``(key, packed value)`` pairs in the given order (values packed by the
+    caller, so a value can take a form the canonical encoding never writes)."""
+    assert len(pairs) < 16
+    return bytes([0x80 | len(pairs)]) + b"".join(msgpack.packb(k) + v for k, v in pairs)
+
+
+def _pk(value: Any, *, single: bool = False) -> bytes:
+    return msgpack.packb(value, use_bin_type=True, use_single_float=single)  # type: ignore[no-any-return]
+
+
+def _non_canonical() -> list[bytes]:
+    """Valid producer messages that are not their canonical encoding (§5.2): keys out of order,
+    an unknown key, integers in longer forms, float 32 reals, a mask with a trailing zero byte."""
+    m, v = (msgpack.unpackb(encode(Frame(1, 1, _partial({"h_yaw": 0.5, "m_jaw": -0.25}))))[k] for k in "mv")
+    share = [0.25, *([0] * 13), 0.5]
+    cal = _raw_map(("t", _pk("cal")), ("sw", _pk(0.36, single=True)), ("hl", _pk(0.19, single=True)),
+                   ("al", _pk(0.56)), ("tl", _pk(None)))
+    cond = _raw_map(("ts", b"\xcf" + (9).to_bytes(8, "big")), ("t", _pk("cond")),
+                    ("c", _raw_map(("tracking", _pk({"hand_l": "lost"})),
+                                   ("mouthing", bytes([0x90 | 15]) + b"".join(_pk(x, single=True) for x in share)))))
+    frame = _raw_map(("t", _pk("f")), ("ts", b"\xcf" + (100).to_bytes(8, "big")),
+                     ("s", b"\xce" + (1).to_bytes(4, "big")), ("v", _pk(v)), ("m", _pk(m)), ("kit", _pk("x")))
+    padded = _raw_map(("t", _pk("f")), ("s", _pk(2)), ("ts", _pk(200)), ("m", _pk(m + b"\x00")), ("v", _pk(v)))
+    messages = [cal, cond, frame, padded]
+    for data in messages:  # each decodes and is not what the canonical encoder writes
+        assert encode(decode(data)) != data
+    return messages
+
+
+async def _same_bytes_non_canonical(ctx: _Ctx) -> None:
+    stream = ctx.stream("noncanonical")
+    c = await _open(ctx, "consumer", stream)
+    p = await _open(ctx, "producer", stream)
+    sent = _non_canonical()
+    for data in sent:
+        await p.send(data)
+        await asyncio.sleep(0.01)
+    for i, data in enumerate(sent):
+        got = await c.recv_bytes()
+        if got != data:
+            raise _RuleError(f"§5.7.2 a relay forwards the producer's own bytes, never re-encoded: message {i + 1} "
+                             f"({decode(data).TYPE}, valid but not canonical) arrived as {len(got)} other bytes "
+                             f"instead of its {len(data)}")
+
+
+async def _map_key_types(ctx: _Ctx) -> None:
+    stream = ctx.stream("mapkeys")
+    c = await _open(ctx, "consumer", stream)
+    m, v = (msgpack.unpackb(encode(Frame(1, 1, _partial({"h_yaw": 0.5}))))[k] for k in "mv")
+    bad = (msgpack.packb({"t": "f", "s": 1, "ts": 1, "m": m, "v": v, 7: 1}, use_bin_type=True),
+           msgpack.packb({"t": "cond", "ts": 0, "c": {"tracking": {b"hand_l": "lost"}}}, use_bin_type=True))
+    for data, where in zip(bad, ("an integer key at the top", "a bin key inside c"), strict=True):
+        p = await _open(ctx, "producer", stream)
+        await p.send(data)
+        rule = f"§5.2 a map key that is not a str ({where})"
+        try:
+            await _expect_refusal(p, "decode.malformed", rule)
+        except TimeoutError as exc:
+            raise _RuleError(f"{rule} was accepted: no err decode.malformed, no close 4001") from exc
+    with contextlib.suppress(TimeoutError):
+        got = await c.recv_bytes(timeout=0.3)
+        raise _RuleError(f"§5.2 a message with a non-str map key is refused, never forwarded: the consumer got "
+                         f"{len(got)} bytes")
 
 
 async def _late_join_no_frames(ctx: _Ctx) -> None:
@@ -645,10 +779,21 @@ CHECKS: tuple[Check, ...] = (
           "(newest s/ts, newest value per dim, c added)", _late_join_snapshot),
     Check("late-join-full-bytes", "§5.7.3 a full newest frame with c is sent as its bytes",
           _late_join_full_bytes),
+    Check("late-join-cond-timestamp", "§5.7.3 the late joiner's cond carries the ts of the message that "
+          "set the state (a frame's c: that frame's ts)", _late_join_cond_timestamp),
     Check("late-join-new-producer", "§5.7.3/§5.7.7 after a producer change the start frame "
           "holds only the new producer's dims", _late_join_new_producer),
     Check("new-producer-numbers-afresh", "§5.7.7/§5.10 a new producer's frames numbered "
           "from 0, behind its predecessor's last s, are forwarded", _new_producer_numbers_afresh),
+    Check("producer-reset", "§5.10 a frame more than 1024 behind the newest is the producer's reset: "
+          "forwarded, and the numbers go on from it", _producer_reset),
+    Check("sequence-wrap", "§5.4/§5.10 s wraps 2³²−1 → 0 and is compared mod 2³²: the frames after the "
+          "wrap are forwarded, a duplicate across it is dropped", _sequence_wrap),
+    Check("same-bytes-non-canonical", "§5.7.2 valid messages that are not canonical (key order, unknown "
+          "key, longer integers, float 32, a padded mask) reach consumers as the producer's bytes",
+          _same_bytes_non_canonical),
+    Check("map-key-types", "§5.2 a map key that is not a str (an integer, a bin inside c) is "
+          "decode.malformed, close 4001, never forwarded", _map_key_types),
     Check("late-join-no-frames", "§5.7.3 a stream without frames sends no start frame; the "
           "first frame is the producer's next", _late_join_no_frames),
     Check("stale-frames", "§5.7.2 a frame behind the newest (reorder, duplicate) is neither "

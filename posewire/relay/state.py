@@ -84,6 +84,8 @@ class Stream:
         self.calibration: Item | None = None
         self.conditions: Conditions | None = None
         self._conditions_item: Item | None = None
+        #: spec §5.7 rule 3: the ts of the frame whose c set the condition state
+        self._conditions_ts = 0
         #: the merged values up to the frames in ``_pending`` (NaN = never sent)
         self._values: NDArray[np.float64] = np.full(N_DIMS, np.nan)
         #: frames not merged into ``_values`` yet, oldest first, as (dims present, the
@@ -154,6 +156,7 @@ class Stream:
         self.seq, self.timestamp_us = frame.seq, frame.timestamp_us
         if frame.conditions is not None:
             self.conditions = frame.conditions
+            self._conditions_ts = frame.timestamp_us
             self._conditions_item = None  # built lazily from the state
         held: Frame | bytes
         if isinstance(frame, RawFrame):
@@ -209,7 +212,9 @@ class Stream:
             yield "cal", self.calibration
         if self.conditions is not None:
             if self._conditions_item is None:
-                msg = ConditionsMessage(self.conditions, self.timestamp_us)
+                # spec §5.7 rule 3: the ts of the frame that set the state, never a later
+                # frame's, so every relay of a cluster sends a late joiner the same bytes
+                msg = ConditionsMessage(self.conditions, self._conditions_ts)
                 self._conditions_item = (msg, encode(msg))
             yield "cond", self._conditions_item
         if self.has_frame:

@@ -1,5 +1,5 @@
 """The files ``posewire view`` and ``posewire demo`` serve and play, in a checkout and in
-an installed wheel (issue 20, deliverable 1).
+an installed wheel (``pip install posewire``, no checkout).
 
 In the wheel they lie under ``posewire/web/`` (the page, the JavaScript client, the
 registry export and the npm libraries the page imports, at the versions pinned by

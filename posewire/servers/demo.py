@@ -173,7 +173,7 @@ async def run_demo(recording: Path, *, frames: int = 0, speed: float = 1.0, port
                         summary.frames_sent = sent
 
             async def publish_webcam() -> None:
-                # issue 8's live producer, as its own process (inference off this event loop)
+                # the live producer (spec §7), as its own process (inference off this event loop)
                 proc = await asyncio.create_subprocess_exec(
                     sys.executable, "-m", "posewire.cli", "produce", "--webcam", str(webcam), "--url", relay.url,
                     "--stream", stream, "--frames", str(max(frames, 0)))

@@ -20,7 +20,7 @@ Routes (GET only; anything else is 404/405):
 * ``/config.json`` — relay URL, stream, registry version and hash for the hello;
 * ``/relay-check.json`` — whether the relay takes this page (its origin and token) and, if
   not, why (:mod:`posewire.servers.relay_check`): a page whose link closes with 1006 asks;
-* ``/capture`` — the capture page (``js/capture/``, issue 23): the browser's webcam through
+* ``/capture`` — the capture page (``js/capture/``, spec §7.5 capture page): the browser's webcam through
   MediaPipe (``@mediapipe/holistic`` in a hidden frame, ``@mediapipe/tasks-vision``
   FaceLandmarker) and ``js/posewire/encoder.mjs`` to the relay as a producer;
   ``/node_modules/@mediapipe/...`` their wasm, graphs and pose models (pinned by
@@ -202,7 +202,7 @@ class _Server(ThreadingHTTPServer):
     def resolve(self, path: str) -> tuple[bytes, str] | None:
         if path in ("/", "/index.html"):
             return self._file(JS_ROOT / "viewer", "index.html")
-        if path in ("/capture", "/capture.html"):  # issue 23: the browser producer
+        if path in ("/capture", "/capture.html"):  # spec §7.5: the browser producer
             return self._file(JS_ROOT / "capture", "index.html")
         if path in _MODELS:
             from posewire.producers.model_files import model_path
@@ -369,7 +369,7 @@ def _cmd_view(args: argparse.Namespace) -> int:
         return 1
     print(f"viewer for stream {args.stream!r} of {args.url}: {server.url}", flush=True)
     page = server.url
-    if getattr(args, "capture", False):  # issue 23: the browser producer publishes to the same stream
+    if getattr(args, "capture", False):  # spec §7.5: the browser producer publishes to the same stream
         page = server.url + "capture"
         print(f"capture page (webcam -> MediaPipe -> encoder -> {args.url}): {page}", flush=True)
     print("the relay must accept this page's origin: posewire serve "

@@ -327,8 +327,21 @@ case("input-point-length", R_IN + ": a point of 4 numbers is usage.shape",
      {"frames": [{**good, "right_hand": [[0, 0, 0, 0]] * 21}]}, error="usage.shape")
 case("input-pose-in-frame-count", R_IN + ": pose_in_frame is 33 booleans (32 is usage.shape)",
      {"frames": [{**good, "pose_in_frame": [True] * 32}]}, error="usage.shape")
-case("input-pose-in-frame-number", R_IN + ": pose_in_frame is 33 booleans (a number among them is usage.shape)",
-     {"frames": [{**good, "pose_in_frame": [True] * 32 + [1]}]}, error="usage.shape")
+R_TYPE = "§6.5 rule 1, §6.10: a value of the wrong JSON type is usage.bad_option (usage.shape only for a wrong length)"
+case("input-pose-in-frame-number", R_TYPE + ": a number among pose_in_frame's booleans",
+     {"frames": [{**good, "pose_in_frame": [True] * 32 + [1]}]}, error="usage.bad_option")
+case("input-frames-not-array", R_TYPE + ": frames that is an object", {"frames": {"0": good}}, error="usage.bad_option")
+case("input-visibility-not-array", R_TYPE + ": pose_visibility that is a number",
+     {"frames": [{**good, "pose_visibility": 1}]}, error="usage.bad_option")
+case("input-point-not-array", R_TYPE + ": a pose point that is a number",
+     {"frames": [{**good, "pose_world": [*good["pose_world"][:32], 0.5]}]}, error="usage.bad_option")
+elbow = P["elbow_l"]
+half_null = [list(p) for p in good["pose_world"]]
+half_null[elbow] = [half_null[elbow][0], None, half_null[elbow][2]]
+case("input-point-null-coordinate-is-missing", "§6.10: a point with a missing (null) coordinate is a missing point, "
+     "as if it were null", {"frames": [{**good, "pose_world": half_null}]})
+assert cases[-1]["expect"] == encode_frames(json.loads(json.dumps(
+    {"frames": [{**good, "pose_world": [None if i == elbow else p for i, p in enumerate(good["pose_world"])]}]})))
 case("input-no-frames", R_IN + ": no frames is usage.shape", {"frames": []}, error="usage.shape")
 case("input-unknown-frame-key", R_IN + ": an unknown frame key is usage.bad_option",
      {"frames": [{**good, "hands": None}]}, error="usage.bad_option")

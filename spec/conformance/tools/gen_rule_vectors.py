@@ -89,6 +89,24 @@ case(wire, "decode-cond-c-nil", "wire.decode", R_CNIL,
 case(wire, "decode-frame-c-nil", "wire.decode", R_CNIL,
      {"hex": hx({"t": "f", "s": 1, "ts": 2, "m": b"", "v": b"", "c": None})},
      {"type": "f", "seq": 1, "timestamp_us": 2, "values": {}, "unknown_dims": 0})
+R_FNULL = ("§5.5, §6.5 a frame's conditions: null in the JSON form is the same as conditions left out: "
+           "no c is written (in a cond message conditions is required and null is usage.bad_option)")
+case(wire, "encode-frame-conditions-null", "wire.encode", R_FNULL,
+     {"message": {"type": "f", "seq": 1, "timestamp_us": 2, "values": {}, "conditions": None}},
+     {"hex": hx({"t": "f", "s": 1, "ts": 2, "m": b"", "v": b""})})
+case(wire, "encode-cond-conditions-null", "wire.encode", R_FNULL,
+     {"message": {"type": "cond", "timestamp_us": 2, "conditions": None}}, error="usage.bad_option")
+R_EMPTY = ("§3.4, §5.5 an empty tracking or contact map is the channel left out (every part tracked, no "
+           "contact): accepted, left out of the JSON form, never written by the canonical encoder")
+case(wire, "decode-empty-channel-maps", "wire.decode", R_EMPTY,
+     {"hex": hx({"t": "cond", "ts": 3, "c": {"tracking": {}, "contact": {}}})},
+     {"type": "cond", "timestamp_us": 3, "conditions": {}})
+case(wire, "encode-empty-channel-maps", "wire.encode", R_EMPTY,
+     {"message": {"type": "cond", "timestamp_us": 3, "conditions": {"tracking": {}, "contact": {}}}},
+     {"hex": hx({"t": "cond", "ts": 3, "c": {}})})
+case(wire, "encode-frame-empty-channel-map", "wire.encode", R_EMPTY,
+     {"message": {"type": "f", "seq": 1, "timestamp_us": 2, "values": {}, "conditions": {"contact": {}}}},
+     {"hex": hx({"t": "f", "s": 1, "ts": 2, "m": b"", "v": b"", "c": {}})})
 
 R_ERR = "§5.8 err: n and co are required; pa and msg are optional on decode (default \"\"), an encoder always writes them"
 case(wire, "decode-err-minimal", "wire.decode", R_ERR,
@@ -301,7 +319,7 @@ case(palm, "hemisphere-outside-band-unchanged", "palm.encode",
      {"v": [-0.6, 0.0, -math.sqrt(1 - 0.09 - 0.36)], "clamped": False})
 
 
-# -- issue 19: one reading for every condition object (spec §3.4, the one place) ----------
+# -- one reading for every condition object (spec §3.4, the one place) ----------
 AFF = {"label": "happy", "intensity": 0.5, "mode": "add"}
 R_CH = "§3.4 an unknown condition channel is ignored, from a peer and a caller alike (§5.9 rule 4)"
 case(wire, "decode-unknown-channel-ignored", "wire.decode", R_CH,
@@ -342,7 +360,7 @@ for id_, c, code in (
     case(inputs, f"mirror-order-{id_}", "conditions.mirror", R_ORD, {"conditions": c},
          error=f"usage.{ucode}")
 
-# -- issue 19: a number's JSON spelling never matters (spec §6.5 rule 1) --------------------
+# -- a number's JSON spelling never matters (spec §6.5 rule 1) --------------------
 R_SPELL = ("§6.5 a number's JSON spelling never matters, only its value: 4096.0 is the integer "
            "4096, 1 is the real number 1.0 (msgpack types on the wire are another matter, §5.2)")
 case(inputs, "spelling-integer-as-float", "wire.decode", R_SPELL,
@@ -362,7 +380,7 @@ case(wire, "encode-cal-spelled-integer", "wire.encode", R_SPELL + " (a real numb
                   "shoulder_width": None}},
      {"hex": hx({"t": "cal", "hl": 1.0, "tl": None, "al": None, "sw": None})})
 
-# -- issue 19: which recomputed dims morph.arkit_to_dims lists (spec §4.6, §6.5) -----------
+# -- which recomputed dims morph.arkit_to_dims lists (spec §4.6, §6.5) -----------
 R_SOLVE = ("§4.6/§6.5 values lists a recomputed dim when n = p − m is not exactly 0; p and m at "
            "or below 1e-12 are 0 (the §4.6 rounding), so a weight of 1e-13 lists nothing and "
            "one of 2e-12 lists its dim")
@@ -370,7 +388,7 @@ case(inputs, "solve-below-rounding-lists-nothing", "morph.arkit_to_dims", R_SOLV
      {"weights": {"jawOpen": 1e-13}},
      {"values": {}, "clamped": [], "replaced": [], "dims_clipped": []})
 
-# -- issue 19: an all-zero mix is inactive (spec §3.4.1, glossary) --------------------------
+# -- an all-zero mix is inactive (spec §3.4.1, glossary) --------------------------
 R_ZERO = ("§3.4.1 a mix whose shares are all 0 is mouthing inactive, like an absent one: b = 0, "
           "so Δ = e = a and the mouth dims drive their ARKit channels directly (§4.6)")
 case(inputs, "mouthing-all-zero-inactive", "mouthing.apply", R_ZERO,
@@ -379,7 +397,7 @@ case(inputs, "mouthing-all-zero-inactive", "mouthing.apply", R_ZERO,
       "arkit": {"jawOpen": 0.4, "mouthLowerDownLeft": 0.3 * 0.4, "mouthLowerDownRight": 0.3 * 0.4,
                 "mouthFunnel": 0.2 * 0.4}, "visemes": {}, "clipped": []})
 
-# -- issue 19: underflow and overflow (spec §1.5, §6.5 rules 4 and 5) ----------------------
+# -- underflow and overflow (spec §1.5, §6.5 rules 4 and 5) ----------------------
 R_TINY = ("§6.5 rule 4: a quaternion or direction the caller gives is zero only when every "
           "component is exactly 0; any other finite vector, however short, is normalized by its "
           "§1.5 length (scale-free)")
@@ -428,12 +446,12 @@ case(inputs, "huge-finite-palm-directions", "palm.directions", R_BIG,
      {"q": [0, 0, 0, 1e300], "side": "r"},
      {"fingers": [0.0, -1.0, 0.0], "palm_normal": [0.0, 0.0, 1.0], "thumb": [-1.0, 0.0, 0.0]})
 
-# -- issue 19: palm.reconstruct clamp 0 (spec §6.5 rule 3: [0, 1]) ---------------------------
+# -- palm.reconstruct clamp 0 (spec §6.5 rule 3: [0, 1]) ---------------------------
 case(inputs, "palm-clamp-zero", "palm.reconstruct",
      R_RANGE + "; palm.reconstruct clamp is in [0, 1]: 0 clamps every v to 0 (reported)",
      {"v": [0.5, 0, 0], "clamp": 0}, {"q": [1.0, 0.0, 0.0, 0.0], "changed": True})
 
-# -- issue 19: mouthing.apply checks every dim and never clips silently (spec §3.5, §6.5) ----
+# -- mouthing.apply checks every dim and never clips silently (spec §3.5, §6.5) ----
 R_MAPPLY = ("§6.5 mouthing.apply: values is a pose in bounds — every dim, face and others too "
             "(usage.out_of_range), checked before the shares; §3.5 a weight clipped to [0, 1] is "
             "reported in clipped (ARKit order), never silent")
@@ -453,7 +471,7 @@ case(inputs, "mouthing-clip-reported", "mouthing.apply", R_MAPPLY + " (§4.6 wor
                 "mouthStretchRight": 0.3 + 0.2},
       "visemes": {}, "clipped": ["mouthLowerDownLeft", "mouthLowerDownRight"]})
 
-# -- issue 19: the order of rules 1-4 (spec §6.5) --------------------------------------------
+# -- the order of rules 1-4 (spec §6.5) --------------------------------------------
 R_ORDER = ("§6.5 order: unknown keys, then the row's keys in the row's order, each completely "
            "(rule 1 type, rule 2 finite, rule 3 range), then rule 2 at any depth, then rule 4 (the "
            "op's own checks, in the order its row states)")
@@ -470,7 +488,7 @@ case(inputs, "order-rule-2-deep-before-rule-4", "wire.encode", R_ORDER,
 case(inputs, "order-ids-before-bounds", "vector.validate", R_ORDER + "; values: every id known, then bounds",
      {"values": {"h_yaw": 7, "nope": 0}}, error="usage.unknown_id")
 
-# -- issue 19: wire.encode check order (spec §6.5), the three cases found -------------------
+# -- wire.encode check order (spec §6.5), a case for each step that decides -------------------
 R_WORD = ("§6.5 wire.encode order, each step over the whole message: type; keys and JSON types "
           "(table order); frame values finite; protocol 1; dim ids, role, conditions (§3.4); ranges")
 FR = {"type": "f", "seq": 1, "timestamp_us": 1}
@@ -487,7 +505,11 @@ case(wire, "encode-order-unknown-dim-before-range", "wire.encode", R_WORD,
 case(wire, "encode-order-conditions-before-range", "wire.encode", R_WORD,
      {"message": {**FR, "seq": -1, "values": {}, "conditions": {"tracking": {"tail": "lost"}}}},
      error="usage.unknown_id")
-# -- issue 19: found by running the generated boundary set through the JS kit -------------
+case(wire, "encode-order-not-finite-value-before-every-step", "wire.encode",
+     "§6.5 wire.encode step 3 never decides: a frame value too large for binary64 is rule 2's usage.not_finite, "
+     "met at any depth before step 1 (here before the mistyped seq of step 2)",
+     {"message": {**FR, "seq": "x", "values": {"h_yaw": 10**400}}}, error="usage.not_finite")
+# -- spec §6.5: found by running the generated boundary set through the JS kit -------------
 R_SIGN = ("§4.7/§1.5 the direction of the delta law is decided on the signs of a and b, never on "
           "the rounded product a·b (0.5 · −5e−324 underflows to −0): opposite, Δ = a·|b| = 0")
 case(inputs, "subnormal-delta-signs-not-product", "mouthing.delta", R_SIGN,
@@ -647,6 +669,46 @@ case(wire, "mouthing-sum-order-encode-rejected", "wire.encode", R_SUM,
 case(wire, "mouthing-sum-order-encode-accepted", "wire.encode", R_SUM,
      {"message": {"type": "cond", "timestamp_us": 5, "conditions": {"mouthing": ACCEPT}}},
      {"hex": hx({"t": "cond", "ts": 5, "c": {"mouthing": ACCEPT}})})
+case(inputs, "mirror-empty-channel-maps", "conditions.mirror",
+     "§3.4 an empty tracking or contact map is the channel left out: accepted, nothing to mirror",
+     {"conditions": {"tracking": {}, "contact": {}}}, {"conditions": {}})
+# both directions in every op: mouthing.apply accepts ACCEPT (the baseline of §4.7 summed in
+# viseme order, PP before aa) and mouthing.normalize divides REJECT by its left-to-right sum
+PP, AA = ACCEPT[VIS.index("PP")], ACCEPT[VIS.index("aa")]
+case(inputs, "mouthing-sum-order-apply-accepted", "mouthing.apply", R_SUM,
+     {"values": {}, "shares": ACCEPT},
+     {"baseline": {"m_jaw": (0.0 + PP * -0.7) + AA * 0.7, "m_press": 0.0 + PP * 0.7}, "delta": {},
+      "effective": {"m_jaw": (0.0 + PP * -0.7) + AA * 0.7, "m_press": 0.0 + PP * 0.7}, "arkit": {},
+      "visemes": dict(zip(VIS, ACCEPT, strict=True)), "clipped": []})
+inputs[-1]["tolerance"] = 0
+total = left_to_right(REJECT)
+case(inputs, "mouthing-sum-order-normalize-rejected-divided", "mouthing.normalize",
+     R_SUM + "; a mix over the limit is divided by that sum",
+     {"shares": REJECT}, {"shares": {k: x / total for k, x in zip(VIS, REJECT, strict=True)},
+                          "normalized": True})
+inputs[-1]["tolerance"] = 0
+R_SHARE = ("§3.4.1, §6.5 each share is in [0, 1] in every op that takes a mix to play: a share of "
+           "1.000001 is usage.out_of_range although the sum is within 1 + 1e−6")
+case(inputs, "mouthing-share-over-one-apply-rejected", "mouthing.apply", R_SHARE,
+     {"values": {}, "shares": {"sil": 1.000001}}, error="usage.out_of_range")
+case(inputs, "mouthing-share-over-one-mirror-rejected", "conditions.mirror", R_SHARE,
+     {"conditions": {"mouthing": [1.000001] + [0] * 14}}, error="usage.out_of_range")
+case(inputs, "mouthing-share-over-one-normalize-divided", "mouthing.normalize",
+     "§6.5 mouthing.normalize takes a share above 1 (the raw mix of a producer) and divides by the sum",
+     {"shares": {"sil": 1.000001}}, {"shares": {"sil": 1.0}, "normalized": True})
+inputs[-1]["tolerance"] = 0
+R_OVER = ("§1.5, §6.5 a mix whose left-to-right sum overflows binary64 is summed as the shares times "
+          "2⁻ᵉ (e the exponent of the largest share, exact) and divided by that: never an empty mix")
+case(inputs, "mouthing-normalize-overflow-equal", "mouthing.normalize", R_OVER,
+     {"shares": {"PP": 1.7e308, "aa": 1.7e308}}, {"shares": {"PP": 0.5, "aa": 0.5}, "normalized": True})
+inputs[-1]["tolerance"] = 0
+# 1.5e308 = 0.8151…·2¹⁰²⁴, 1e308 = 0.5434…·2¹⁰²⁴: both scaled exactly; 1e−300·2⁻¹⁰²⁴ underflows to 0
+O_AA, O_PP = 1.5e308 * 2.0**-1000 * 2.0**-24, 1e308 * 2.0**-1000 * 2.0**-24
+O_SUM = ((0.0 + 0.0) + O_PP) + O_AA
+case(inputs, "mouthing-normalize-overflow-scaled", "mouthing.normalize", R_OVER,
+     {"shares": {"sil": 1e-300, "PP": 1e308, "aa": 1.5e308}},
+     {"shares": {"PP": O_PP / O_SUM, "aa": O_AA / O_SUM}, "normalized": True})
+inputs[-1]["tolerance"] = 0
 
 
 for name, lst, section, title in (
