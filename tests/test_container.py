@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import conditions_strategy
 
 from posewire.codec import container, wire
 from posewire.codec.conditions import Conditions
 from posewire.codec.errors import DecodeError, PosewireError, RecordingError, UsageError
 from posewire.codec.registry import REGISTRY
 from posewire.codec.vector import N_DIMS
-from tests.strategies import conditions_strategy
 
 # dims present or absent, values on the wire grid (so they survive quantization exactly)
 _VALUES = st.lists(st.one_of(st.none(), st.integers(0, 127)), min_size=N_DIMS, max_size=N_DIMS)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from netutil import TIMEOUT, wait_for
 
 from posewire.cli import produce
 from posewire.cli.command import _consume, build_parser, main
@@ -26,7 +27,6 @@ from posewire.producers.recording import (
     write_recording,
 )
 from posewire.relay import Relay
-from tests.netutil import TIMEOUT, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 WAVE = ROOT / "tests" / "data" / "wave.jsonl"
