@@ -1,5 +1,5 @@
-"""What a client sends cannot buy it more than the rules give (issue 30 rows tokens,
-Subscriber, Origin, pings that pile up, window acks, frame length; spec §5.7 rules 4, 5, 9,
+"""What a client sends cannot buy it more than the rules give (wrong tokens, a Subscriber's
+backoff, IDN origins, pings that pile up, window acks, frame length; spec §5.7 rules 4, 5, 9,
 11, §5.10): each row re-run against a real ``posewire serve`` process on loopback.
 
 Run: ``.venv/bin/python benchmarks/abuse_bench.py [--only tokens,pings,forged,length,origin,backoff]

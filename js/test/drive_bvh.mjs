@@ -7,8 +7,7 @@
 //   positions: {k: {name: [x, y, z]}}, page_errors, origins}
 // The page, three.js and the file are served from a loopback server this script starts.
 
-import { launchChromium } from './chromium.mjs';
-import { servePage } from './static_page.mjs';
+import { runPage } from './static_page.mjs';
 
 const [bvhPath, optionsText] = process.argv.slice(2);
 const options = JSON.parse(optionsText);
@@ -61,28 +60,14 @@ window.bvh = {
 window.bvhReady = true;
 </script></body></html>`;
 
-const server = await servePage({ page: PAGE, files: { '/take.bvh': bvhPath }, packages: ['three'] });
-const base = server.base;
-
-const { context, close } = await launchChromium({ viewport: { width: 640, height: 720 } });
-const page = context.pages()[0] ?? (await context.newPage());
-const errors = [];
-const origins = new Set();
-page.on('pageerror', (e) => errors.push(String(e)));
-page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-page.on('request', (r) => { if (!r.url().startsWith('data:')) origins.add(new URL(r.url()).origin); });
-let answer;
-try {
-  await page.goto(base + '/');
-  await page.waitForFunction(() => window.bvhReady === true, null, { timeout: 60000 });
-  const info = await page.evaluate(() => ({ frames: window.bvh.frames, frame_time: window.bvh.frameTime, bones: window.bvh.names }));
-  const positions = {};
-  for (const k of options.frames) positions[k] = await page.evaluate(([f, n]) => window.bvh.pose(f, n), [k, options.joints]);
-  if (options.screenshot) await page.screenshot({ path: options.screenshot });
-  answer = { ...info, positions, page_errors: errors, origins: [...origins] };
-} catch (e) {
-  answer = { error: String(e), page_errors: errors };
-}
-process.stdout.write(JSON.stringify(answer) + '\n');
-await close();
-server.close();
+await runPage({
+  serve: { page: PAGE, files: { '/take.bvh': bvhPath }, packages: ['three'] },
+  readyFlag: 'bvhReady',
+  async work(page) {
+    const info = await page.evaluate(() => ({ frames: window.bvh.frames, frame_time: window.bvh.frameTime, bones: window.bvh.names }));
+    const positions = {};
+    for (const k of options.frames) positions[k] = await page.evaluate(([f, n]) => window.bvh.pose(f, n), [k, options.joints]);
+    if (options.screenshot) await page.screenshot({ path: options.screenshot });
+    return { ...info, positions };
+  },
+});

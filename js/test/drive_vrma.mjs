@@ -8,8 +8,7 @@
 //   loader read), look_at_track, poses: [{bones: {bone: [w, x, y, z]}, look: [yaw, pitch] degrees,
 //   expressions: {name: weight}} per time], page_errors, origins}
 
-import { launchChromium } from './chromium.mjs';
-import { servePage } from './static_page.mjs';
+import { runPage } from './static_page.mjs';
 
 const [avatarPath, takePath, optionsText] = process.argv.slice(2);
 const options = JSON.parse(optionsText);
@@ -83,28 +82,16 @@ window.vrma = {
 window.vrmaReady = true;
 </script></body></html>`;
 
-const server = await servePage({ page: PAGE, files: { '/avatar.vrm': avatarPath, '/take.vrma': takePath },
-  packages: ['three', '@pixiv/three-vrm', '@pixiv/three-vrm-animation'] });
-const { context, close } = await launchChromium({ viewport: { width: 640, height: 720 } });
-const page = context.pages()[0] ?? (await context.newPage());
-const errors = [];
-const origins = new Set();
-page.on('pageerror', (e) => errors.push(String(e)));
-page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-page.on('request', (r) => { if (!r.url().startsWith('data:') && !r.url().startsWith('blob:')) origins.add(new URL(r.url()).origin); });
-let answer;
-try {
-  await page.goto(server.base + '/');
-  await page.waitForFunction(() => window.vrmaReady === true, null, { timeout: 90000 });
-  const info = await page.evaluate(() => ({ duration: window.vrma.duration, tracks: window.vrma.tracks,
-    humanoid: window.vrma.humanoidTracks, expressions: window.vrma.expressionTracks, look_at_track: window.vrma.lookAtTrack }));
-  const poses = [];
-  for (const t of options.times) poses.push(await page.evaluate(([s, b]) => window.vrma.pose(s, b), [t, options.bones]));
-  if (options.screenshot) await page.screenshot({ path: options.screenshot });
-  answer = { ...info, poses, page_errors: errors, origins: [...origins] };
-} catch (e) {
-  answer = { error: String(e), page_errors: errors };
-}
-process.stdout.write(JSON.stringify(answer) + '\n');
-await close();
-server.close();
+await runPage({
+  serve: { page: PAGE, files: { '/avatar.vrm': avatarPath, '/take.vrma': takePath },
+    packages: ['three', '@pixiv/three-vrm', '@pixiv/three-vrm-animation'] },
+  readyFlag: 'vrmaReady',
+  async work(page) {
+    const info = await page.evaluate(() => ({ duration: window.vrma.duration, tracks: window.vrma.tracks,
+      humanoid: window.vrma.humanoidTracks, expressions: window.vrma.expressionTracks, look_at_track: window.vrma.lookAtTrack }));
+    const poses = [];
+    for (const t of options.times) poses.push(await page.evaluate(([s, b]) => window.vrma.pose(s, b), [t, options.bones]));
+    if (options.screenshot) await page.screenshot({ path: options.screenshot });
+    return { ...info, poses };
+  },
+});

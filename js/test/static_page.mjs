@@ -32,3 +32,29 @@ export async function servePage({ page, files = {}, packages = [] }) {
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
   return { base: `http://127.0.0.1:${server.address().port}`, close: () => server.close() };
 }
+
+// Serves `page` (servePage's options), opens it in headless Chromium, waits for
+// window[readyFlag], runs `work(page)` and prints one JSON line: its answer with the page's
+// errors and every origin it fetched from, or {error, page_errors}.
+export async function runPage({ serve, readyFlag, work, viewport = { width: 640, height: 720 } }) {
+  const { launchChromium } = await import('./chromium.mjs');
+  const server = await servePage(serve);
+  const { context, close } = await launchChromium({ viewport });
+  const page = context.pages()[0] ?? (await context.newPage());
+  const errors = [];
+  const origins = new Set();
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('request', (r) => { if (!r.url().startsWith('data:') && !r.url().startsWith('blob:')) origins.add(new URL(r.url()).origin); });
+  let answer;
+  try {
+    await page.goto(server.base + '/');
+    await page.waitForFunction((flag) => window[flag] === true, readyFlag, { timeout: 90000 });
+    answer = { ...(await work(page)), page_errors: errors, origins: [...origins] };
+  } catch (e) {
+    answer = { error: String(e), page_errors: errors };
+  }
+  process.stdout.write(JSON.stringify(answer) + '\n');
+  await close();
+  server.close();
+}
