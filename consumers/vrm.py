@@ -56,7 +56,7 @@ import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -71,6 +71,9 @@ from posewire.codec.quaternion import (
 from posewire.codec.vector import N_DIMS
 
 from .skeleton import FINGERS, REQUIRED_JOINTS, Skeleton, fk, helix_humanoid
+
+if TYPE_CHECKING:
+    from .gltf import ExportSummary
 
 __all__ = [
     "VRM0_HUMAN_BONES",
@@ -378,7 +381,7 @@ def avatar_rotations(avatar: VrmAvatar, local_rotations: ArrayLike) -> tuple[F64
 
 
 def export_avatar_glb(vectors: ArrayLike, timestamps_us: ArrayLike, avatar: str | Path | bytes,
-                      path: str | Path) -> Any:
+                      path: str | Path) -> ExportSummary:
     """Decode pose vectors ``(T, N)`` (normalized, spec §3) stamped ``timestamps_us``
     ``(T,)`` (microseconds, strictly increasing) on the VRM ``avatar`` (a path or the
     file's bytes) and write the model plus one animation to ``path`` (module docstring).

@@ -354,3 +354,52 @@ def test_take_plays_in_three_js(tmp_path: Path, models: dict[str, Path], exports
     keep = os.environ.get("POSEWIRE_SCREENSHOTS")
     if keep:
         shutil.copy(shot, Path(keep) / f"avatar_{key.replace('.', '')}_three.png")
+
+
+def _edited(data: bytes, edit: object) -> bytes:
+    gltf = pygltflib.GLTF2.load_from_bytes(data)
+    edit(gltf)  # type: ignore[operator]
+    return b"".join(gltf.save_to_bytes())
+
+
+def test_matrix_nodes_and_scaled_models(tmp_path: Path, models: dict[str, Path], exports: dict[str, Path],
+                                        demo_vectors: tuple[np.ndarray, list[int]]) -> None:
+    """A bone given by a matrix is rewritten as TRS (glTF 2.0 §3.11) with the same pose; a
+    uniform scale above the skeleton changes no bone's world rotation (the decoder works
+    in the model's own proportions); a non-uniform one is refused."""
+    base = models["0.x"].read_bytes()
+    gltf0, keys0, _ = _read_take(exports["0.x"])
+    _, rot0 = _file_fk(gltf0, keys0, len(demo_vectors[1]))
+    node_of = {n.name: i for i, n in enumerate(gltf0.nodes)}
+
+    def as_matrix(gltf: pygltflib.GLTF2) -> None:
+        for name in ("L_Elbow", "R_Wrist"):
+            node = gltf.nodes[node_of[name]]
+            x, y, z, w = node.rotation
+            m = np.eye(4)
+            m[:3, :3] = to_matrix([w, x, y, z])
+            m[:3, 3] = node.translation
+            node.matrix = [float(v) for v in m.T.reshape(-1)]
+            node.translation = node.rotation = node.scale = None
+
+    def scaled(factor: list[float]) -> object:
+        def edit(gltf: pygltflib.GLTF2) -> None:
+            gltf.nodes.append(pygltflib.Node(name="Armature", scale=factor, children=[node_of["root"]]))
+            scene = gltf.scenes[gltf.scene or 0]
+            scene.nodes = [n for n in scene.nodes if n != node_of["root"]] + [len(gltf.nodes) - 1]
+        return edit
+
+    for label, edit in (("matrix", as_matrix), ("scaled", scaled([2.0, 2.0, 2.0]))):
+        model = tmp_path / f"{label}.vrm"
+        model.write_bytes(_edited(base, edit))
+        out = tmp_path / f"{label}.glb"
+        export_avatar_glb(*demo_vectors, model, out)
+        gltf, keys, _ = _read_take(out)
+        assert all(gltf.nodes[n].matrix is None for n in keys)
+        _, rot = _file_fk(gltf, keys, len(demo_vectors[1]))
+        for n in keys:
+            assert _angle_deg(rot[:, n], rot0[:, n]).max() < 0.001, (label, gltf.nodes[n].name)
+        assert validate_gltf(out)["numErrors"] == 0
+    with pytest.raises(UsageError) as err:
+        read_vrm(_edited(base, scaled([1.0, 2.0, 1.0])))
+    assert err.value.code == "usage.avatar" and "non-uniform scale" in err.value.message
