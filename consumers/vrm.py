@@ -70,7 +70,7 @@ from posewire.codec.quaternion import (
 )
 from posewire.codec.vector import N_DIMS
 
-from .skeleton import FINGERS, REQUIRED_JOINTS, Skeleton, fk, helix_humanoid
+from .skeleton import CANONICAL_JOINTS, FINGERS, REQUIRED_JOINTS, Skeleton, fk, helix_humanoid
 
 if TYPE_CHECKING:
     from .gltf import ExportSummary
@@ -129,6 +129,7 @@ class VrmAvatar:
     the decoder skeleton (canonical names, body frame, metres, rest rotations = the bones'
     bind rotations; module docstring); ``nodes`` canonical joint -> its humanoid node
     index; ``stand_ins`` the zero-length joints added for bones the model lacks;
+    ``skipped`` the canonical joints it lacks and the decoder goes without (seed 001);
     ``facing`` ``F`` ``(4,)``; ``parents`` each node's parent node (``-1`` at a scene
     root); ``rest_local`` ``(N, 4)`` every node's rest rotation; ``chain`` the nodes on a
     humanoid bone's path from the scene root, parents first."""
@@ -137,6 +138,7 @@ class VrmAvatar:
     skeleton: Skeleton
     nodes: Mapping[str, int]
     stand_ins: tuple[str, ...]
+    skipped: tuple[str, ...]
     facing: F64
     parents: tuple[int, ...]
     rest_local: F64
@@ -350,7 +352,9 @@ def read_vrm(data: bytes) -> VrmAvatar:
             sites[f"middle_tip_{s}"] = (d, tip)
     skeleton = Skeleton.from_world(names, parent_idx, pos, rot, sites=sites)
     chain = tuple(i for i in order if i in chain_set)
-    return VrmAvatar(version=version, skeleton=skeleton, nodes=nodes, stand_ins=stand_ins, facing=facing,
+    skipped = tuple(c for c in CANONICAL_JOINTS if c not in index)
+    return VrmAvatar(version=version, skeleton=skeleton, nodes=nodes, stand_ins=stand_ins, skipped=skipped,
+                     facing=facing,
                      parents=tuple(parents), rest_local=rest_local, chain=chain)
 
 
@@ -440,4 +444,4 @@ def export_avatar_glb(vectors: ArrayLike, timestamps_us: ArrayLike, avatar: str 
     duration = float(seconds[-1])
     return ExportSummary(path=out_path, frames=frames, joints_animated=len(vrm.nodes),
                          duration_s=duration if math.isfinite(duration) else 0.0, bytes=len(written),
-                         skipped=tuple(pose.skipped), report=pose.report(), stand_ins=vrm.stand_ins)
+                         skipped=vrm.skipped, report=pose.report(), stand_ins=vrm.stand_ins)

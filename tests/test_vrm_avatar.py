@@ -312,9 +312,9 @@ def test_export_command_on_a_vrm(tmp_path: Path, models: dict[str, Path],
     plain.write_bytes(mannequin_glb())
     assert main(["export", "--recording", str(DEMO), "--out", str(out), "--avatar", str(plain)]) == 1
     assert "(usage.avatar)" in capsys.readouterr().err
-    assert main(["export", "--recording", str(DEMO), "--out", str(tmp_path / "t.bvh"),
+    assert main(["export", "--recording", str(DEMO), "--out", str(tmp_path / "t.vrma"),
                  "--avatar", str(models["1.0"])]) == 1
-    assert "a BVH is written on reference or mannequin" in capsys.readouterr().err
+    assert "plays on any VRM avatar" in capsys.readouterr().err
     assert main(["export", "--recording", str(DEMO), "--out", str(out), "--avatar", "reference"]) == 1
     assert main(["export", "--recording", str(DEMO), "--out", str(out), "--avatar", "mannequin"]) == 0
 
@@ -403,3 +403,47 @@ def test_matrix_nodes_and_scaled_models(tmp_path: Path, models: dict[str, Path],
     with pytest.raises(UsageError) as err:
         read_vrm(_edited(base, scaled([1.0, 2.0, 1.0])))
     assert err.value.code == "usage.avatar" and "non-uniform scale" in err.value.message
+
+
+@pytest.mark.parametrize("key", list(MODELS))
+def test_bvh_on_a_vrm_skeleton(tmp_path: Path, models: dict[str, Path], key: str,
+                               demo_vectors: tuple[np.ndarray, list[int]],
+                               capsys: pytest.CaptureFixture[str]) -> None:
+    """``export --out take.bvh --avatar my.vrm``: the VRM's skeleton (its bone names, its
+    proportions in the body frame), read back with bvhio: each joint's rotation is the
+    decoder's turn of it relative to its parent's, G_parent⁻¹ · G_j, whatever the bind."""
+    import bvhio
+
+    from posewire.cli.command import main
+
+    out = tmp_path / "take.bvh"
+    assert main(["export", "--recording", str(DEMO), "--out", str(out), "--avatar", str(models[key])]) == 0
+    assert f"joints of the VRM {key} avatar" in capsys.readouterr().out
+    container = bvhio.readAsBvh(str(out))
+    joints: list[object] = []
+
+    def walk(joint: object) -> None:
+        joints.append(joint)
+        for child in joint.Children:  # type: ignore[attr-defined]
+            walk(child)
+
+    walk(container.Root)
+    avatar = read_vrm(models[key].read_bytes())
+    names = VRM_HUMAN_BONES if key == "1.0" else VRM0_HUMAN_BONES
+    canonical_of = {v: k for k, v in names.items()} | {"root": "root"}
+    assert sorted(j.Name for j in joints) == sorted(names.get(c, c)  # type: ignore[attr-defined]
+                                                    for c in avatar.skeleton.names)
+    skeleton, worlds = _mannequin_worlds(demo_vectors[0])
+    mannequin_of = dict(MANNEQUIN_RETARGET.bones)
+    worst = 0.0
+    for joint in joints:
+        canonical = canonical_of[joint.Name]  # type: ignore[attr-defined]
+        j = avatar.skeleton.index[canonical]
+        g = worlds[:, skeleton.index[mannequin_of[canonical]]]
+        if j:
+            parent = avatar.skeleton.names[avatar.skeleton.parents[j]]
+            g = multiply(conjugate(worlds[:, skeleton.index[mannequin_of[parent]]]), g)
+        got = np.array([[k.Rotation.w, k.Rotation.x, k.Rotation.y, k.Rotation.z]
+                        for k in joint.Keyframes])  # type: ignore[attr-defined]
+        worst = max(worst, float(_angle_deg(got, g).max()))
+    assert worst < 1e-3, f"worst joint {worst:.5f}°"  # 6 decimals of degrees written

@@ -8,7 +8,8 @@ and what the decoder clamped or replaced (spec §3.5, never silent).
 
 ``--out anim.bvh`` writes a Biovision Hierarchy file instead
 (:func:`posewire.consumers.bvh.write_bvh`), on ``--avatar reference`` (the reference
-avatar, the default) or ``--avatar mannequin``: offsets in that avatar's proportions,
+avatar, the default), ``--avatar mannequin`` or ``--avatar my.vrm`` (a VRM model's
+skeleton): offsets in that avatar's proportions,
 rotations at the recording's rate. ``--out take.vrma`` writes a VRM Animation
 (:func:`posewire.bridges.vrma.export_vrma`): humanoid bones, expressions and gaze that
 play on any VRM avatar. ``--out take.glb --avatar my.vrm`` writes the user's own VRM 0.x
@@ -80,8 +81,6 @@ def _cmd_export(args: argparse.Namespace) -> int:
         if kind == "glb" and avatar == "reference":
             raise UsageError("usage.bad_option",
                              "a GLB is written on the mannequin or on your VRM model (--avatar my.vrm)")
-        if kind == "bvh" and own:
-            raise UsageError("usage.bad_option", f"--avatar {avatar}: a BVH is written on {' or '.join(_BUILT_IN)}")
         if own and not Path(avatar).is_file():
             raise UsageError("usage.bad_option", f"--avatar {avatar}: not {' or '.join(_BUILT_IN)}, nor a VRM file")
         recording = open_recording(args.recording)
@@ -95,7 +94,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
         if kind == "bvh":
             from posewire.consumers.bvh import write_bvh
 
-            text = format_bvh_summary(write_bvh(vectors, stamps, args.out, avatar=avatar))
+            text = format_bvh_summary(write_bvh(vectors, stamps, args.out, avatar=avatar,
+                                                vrm=Path(avatar) if own else None))
         elif kind == "vrma":
             from posewire.bridges.vrma import export_vrma
 
@@ -129,6 +129,6 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--out", type=Path, required=True,
                    help="output file: .glb (skinned mannequin or your VRM), .bvh or .vrma (VRM Animation)")
     p.add_argument("--avatar", default=None, metavar="reference|mannequin|MODEL.vrm",
-                   help="a BVH's skeleton: the reference avatar (default) or the mannequin; a GLB's model: "
-                        "the mannequin (default) or your own VRM 0.x / 1.0 file")
+                   help="a BVH's skeleton: the reference avatar (default), the mannequin or your VRM's; a GLB's "
+                        "model: the mannequin (default) or your own VRM 0.x / 1.0 file")
     p.set_defaults(func=_cmd_export)
