@@ -320,7 +320,7 @@ def test_export_command_on_a_vrm(tmp_path: Path, models: dict[str, Path],
 
 
 @pytest.mark.skipif(
-    NODE is None or not Path(CHROMIUM).exists() or not (JS_ROOT / "node_modules" / "three").is_dir(),
+    NODE is None or not Path(CHROMIUM).exists() or not (JS_ROOT / "node_modules" / "@pixiv" / "three-vrm").is_dir(),
     reason="needs node, /usr/bin/chromium and js/node_modules (make install; .ci/run installs chromium)")
 @pytest.mark.parametrize("key", list(MODELS))
 def test_take_plays_in_three_js(tmp_path: Path, models: dict[str, Path], exports: dict[str, Path], key: str,
@@ -340,6 +340,9 @@ def test_take_plays_in_three_js(tmp_path: Path, models: dict[str, Path], exports
     assert "error" not in answer, (answer, run.stderr[-2000:])
     assert answer["page_errors"] == [] and all(o.startswith("http://127.0.0.1:") for o in answer["origins"])
     assert answer["animations"][-1] == "posewire" and answer["tracks"] == 52 and answer["skinned"] == 1
+    # still a VRM to the consortium's loader (@pixiv/three-vrm), every humanoid bone found
+    assert answer["vrm"]["meta_version"] == ("1" if key == "1.0" else "0")
+    assert set(answer["vrm"]["bones"]) == set(VRM_HUMAN_BONES.values())
     skeleton, worlds = _mannequin_worlds(demo_vectors[0])
     want = _expected_file_worlds(models[key], key, worlds, skeleton)
     node_of = {n.name: i for i, n in enumerate(pygltflib.GLTF2.load_binary(str(exports[key])).nodes)}

@@ -5,7 +5,8 @@
 //
 // usage: node js/test/drive_avatar.mjs TAKE.glb '{"times": [s, ...], "nodes": [name, ...],
 //   "camera_z": 3.0, "screenshot": "out.png"}'
-// Prints one JSON line: {animations: [names], duration, tracks, skinned (skinned meshes),
+// Prints one JSON line: {animations: [names], duration, tracks, skinned (skinned meshes), vrm
+//   ({meta_version, bones} as @pixiv/three-vrm reads the file, or null),
 //   poses: [{node: [w, x, y, z]} per time], page_errors, origins}
 
 import { runPage } from './static_page.mjs';
@@ -15,11 +16,19 @@ const options = JSON.parse(optionsText);
 
 const PAGE = `<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="data:,">
 <script type="importmap">{"imports": {"three": "/node_modules/three/build/three.module.js",
-  "three/addons/": "/node_modules/three/examples/jsm/"}}</script></head>
+  "three/addons/": "/node_modules/three/examples/jsm/",
+  "@pixiv/three-vrm": "/node_modules/@pixiv/three-vrm/lib/three-vrm.module.js"}}</script></head>
 <body style="margin:0;background:#202428"><script type="module">
 import * as THREE from 'three';
 import { GLTFLoader } from 'three/addons/loaders/GLTFLoader.js';
+import { VRMLoaderPlugin } from '@pixiv/three-vrm';
 const gltf = await new GLTFLoader().loadAsync('/take.glb');
+// the file is still a VRM: the consortium's loader reads its humanoid
+const vrmLoader = new GLTFLoader();
+vrmLoader.register((parser) => new VRMLoaderPlugin(parser));
+const vrm = (await vrmLoader.loadAsync('/take.glb')).userData.vrm;
+const vrmInfo = vrm ? { meta_version: vrm.meta.metaVersion,
+  bones: Object.keys(vrm.humanoid.humanBones).filter((b) => vrm.humanoid.getRawBoneNode(b)) } : null;
 const model = gltf.scene;
 const scene = new THREE.Scene();
 scene.add(model);
@@ -52,6 +61,7 @@ window.take = {
   duration: clip.duration,
   tracks: clip.tracks.length,
   skinned,
+  vrm: vrmInfo,
   pose(t, names) {
     mixer.setTime(t);
     model.updateMatrixWorld(true);
@@ -68,11 +78,11 @@ window.takeReady = true;
 </script></body></html>`;
 
 await runPage({
-  serve: { page: PAGE, files: { '/take.glb': takePath }, packages: ['three'] },
+  serve: { page: PAGE, files: { '/take.glb': takePath }, packages: ['three', '@pixiv/three-vrm'] },
   readyFlag: 'takeReady',
   async work(page) {
     const info = await page.evaluate(() => ({ animations: window.take.animations, duration: window.take.duration,
-      tracks: window.take.tracks, skinned: window.take.skinned }));
+      tracks: window.take.tracks, skinned: window.take.skinned, vrm: window.take.vrm }));
     const poses = [];
     for (const t of options.times) poses.push(await page.evaluate(([s, n]) => window.take.pose(s, n), [t, options.nodes]));
     if (options.screenshot) await page.screenshot({ path: options.screenshot });
