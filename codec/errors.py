@@ -49,6 +49,8 @@ _CODES: tuple[ErrorCode, ...] = (
     ErrorCode("usage.bad_option", 1006, "usage", "an option or input key is missing, unknown, mistyped or invalid"),
     ErrorCode("usage.calibration", 1007, "usage", "a calibration distance is missing or outside (0, 10] m"),
     ErrorCode("usage.state", 1008, "usage", "the operation is not allowed in the current stream state"),
+    ErrorCode("usage.avatar", 1009, "usage",
+              "an avatar file is not a VRM 0.x or 1.0 model, lacks a required humanoid bone, or cannot be animated"),
     # live producer (numbers from 1101 on): inputs that are missing on this machine
     ErrorCode("usage.model_missing", 1101, "usage",
               "a model file is not in the cache, or its sha256 does not match the pinned one"),

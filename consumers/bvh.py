@@ -9,6 +9,9 @@ writes:
 * **frame and units**: the body frame of spec §2.1 (+Y up, +Z the character's facing,
   +X the character's left), metres — the axes Blender's BVH importer and three.js's
   ``BVHLoader`` read as Y-up;
+* **the avatar**: a built-in one (:data:`AVATARS`) or a VRM 0.x / 1.0 model's humanoid
+  skeleton (:func:`posewire.consumers.vrm.read_vrm`: turned into the body frame, its
+  bones' bind rotations as rest rotations, joints named by their VRM bones);
 * **offsets** in the avatar's proportions: ``OFFSET`` of joint ``j`` = its rest world
   position minus its parent's (for the root, its rest world position), so the file's
   rest pose is the avatar's rest pose (the A-pose of the reference avatar, the T-pose of
@@ -278,22 +281,37 @@ def avatar_skeleton(avatar: str) -> tuple[Skeleton, RetargetMap]:
 
 
 def write_bvh(vectors: ArrayLike, timestamps_us: ArrayLike, path: str | Path, *,
-              avatar: Literal["reference", "mannequin"] | str = "reference") -> BvhSummary:
+              avatar: Literal["reference", "mannequin"] | str = "reference",
+              vrm: str | Path | bytes | None = None) -> BvhSummary:
     """Decode pose vectors ``(T, N)`` (normalized, spec §3) stamped ``timestamps_us``
-    ``(T,)`` (microseconds, strictly increasing) on ``avatar`` (:data:`AVATARS`) and write
-    a BVH file to ``path`` (module docstring). Raises ``usage.shape``,
+    ``(T,)`` (microseconds, strictly increasing) on ``avatar`` (:data:`AVATARS`) — or, with
+    ``vrm`` (a VRM 0.x / 1.0 file's path or bytes), on that model's humanoid skeleton
+    (:func:`posewire.consumers.vrm.read_vrm`: the body frame, its proportions and bind
+    rotations, joints named by their VRM bones; stand-in joints keep canonical names) —
+    and write a BVH file to ``path`` (module docstring). Raises ``usage.shape``,
     ``usage.not_finite`` (NaN timestamp), ``usage.bad_option`` (times not increasing, an
-    unknown avatar)."""
-    skeleton, retarget = avatar_skeleton(avatar)
+    unknown avatar), ``usage.avatar`` (a bad VRM)."""
     vec = np.asarray(vectors, dtype=np.float64)
     if vec.ndim != 2 or vec.shape[1] != N_DIMS or vec.shape[0] < 1:
         raise UsageError("usage.shape", f"vectors must be (T, {N_DIMS}) with T >= 1, got {vec.shape}")
-    canon = retarget.apply(skeleton)  # skips and reports the canonical joints it lacks
-    pose = decode_pose(vec, canon.skeleton)  # spec §3.5: NaN -> default, reported
+    if vrm is None:
+        skeleton, retarget = avatar_skeleton(avatar)
+        canon = retarget.apply(skeleton)  # skips and reports the canonical joints it lacks
+        model, names, skipped = canon.skeleton, canon.avatar_names, canon.skipped
+    else:
+        from .vrm import VRM0_HUMAN_BONES, VRM_HUMAN_BONES, read_vrm
+
+        read = read_vrm(vrm if isinstance(vrm, bytes) else Path(vrm).read_bytes())
+        bone_names = VRM_HUMAN_BONES if read.version == "1.0" else VRM0_HUMAN_BONES
+        model = read.skeleton
+        names = tuple(bone_names[n] if n in read.nodes else n for n in model.names)
+        avatar = f"VRM {read.version}"
+        skipped = read.skipped
+    pose = decode_pose(vec, model)  # spec §3.5: NaN -> default, reported
     frame_time, local = resample_rotations(pose.local_rotations, timestamps_us)
-    text = bvh_text(canon.skeleton, frame_time, local, names=canon.avatar_names)
+    text = bvh_text(model, frame_time, local, names=names)
     out = Path(path)
     data = text.encode("ascii")
     out.write_bytes(data)
-    return BvhSummary(path=out, frames=local.shape[0], frame_time_s=frame_time, joints=len(skeleton),
-                      bytes=len(data), avatar=avatar, skipped=canon.skipped, report=pose.report())
+    return BvhSummary(path=out, frames=local.shape[0], frame_time_s=frame_time, joints=len(model),
+                      bytes=len(data), avatar=avatar, skipped=skipped, report=pose.report())

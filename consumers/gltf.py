@@ -186,7 +186,9 @@ class ExportSummary:
     """What :func:`export_glb` wrote: ``frames`` keyframes, ``joints_animated`` rotation
     channels, ``duration_s`` seconds, ``bytes`` of the GLB file, ``skipped`` the
     canonical joints the avatar lacks (seed 001), ``report`` the decode report
-    (:meth:`posewire.consumers.pose.PoseResult.report`: NaN / clamped dims, unreachable targets)."""
+    (:meth:`posewire.consumers.pose.PoseResult.report`: NaN / clamped dims, unreachable targets),
+    ``stand_ins`` the zero-length joints the decoder was given for bones a VRM avatar lacks
+    (:func:`posewire.consumers.vrm.export_avatar_glb`; none on the mannequin)."""
 
     path: Path
     frames: int
@@ -195,6 +197,7 @@ class ExportSummary:
     bytes: int
     skipped: tuple[str, ...]
     report: dict[str, object]
+    stand_ins: tuple[str, ...] = ()
 
 
 def animation_times(timestamps_us: ArrayLike, frames: int) -> NDArray[np.float32]:

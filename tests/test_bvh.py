@@ -233,7 +233,7 @@ def test_export_command_writes_bvh(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "(usage.bad_option)" in capsys.readouterr().err
     assert main(["export", "--recording", str(DEMO), "--out", str(tmp_path / "t.glb"),
                  "--avatar", "reference"]) == 1
-    assert "mannequin only" in capsys.readouterr().err
+    assert "on the mannequin or on your VRM model" in capsys.readouterr().err
 
 
 JS_ROOT = Path(__file__).resolve().parents[1] / "js"

@@ -8,10 +8,13 @@ and what the decoder clamped or replaced (spec §3.5, never silent).
 
 ``--out anim.bvh`` writes a Biovision Hierarchy file instead
 (:func:`posewire.consumers.bvh.write_bvh`), on ``--avatar reference`` (the reference
-avatar, the default) or ``--avatar mannequin``: offsets in that avatar's proportions,
+avatar, the default), ``--avatar mannequin`` or ``--avatar my.vrm`` (a VRM model's
+skeleton): offsets in that avatar's proportions,
 rotations at the recording's rate. ``--out take.vrma`` writes a VRM Animation
 (:func:`posewire.bridges.vrma.export_vrma`): humanoid bones, expressions and gaze that
-play on any VRM avatar.
+play on any VRM avatar. ``--out take.glb --avatar my.vrm`` writes the user's own VRM 0.x
+or 1.0 model with the take as one glTF animation on its humanoid bones
+(:func:`posewire.consumers.vrm.export_avatar_glb`).
 """
 
 from __future__ import annotations
@@ -33,12 +36,15 @@ __all__ = ["add_parser", "format_bvh_summary", "format_summary"]
 def format_summary(summary: ExportSummary) -> str:
     """The human-readable summary of a :class:`posewire.consumers.gltf.ExportSummary`."""
     changed = {k: v for k, v in summary.report.items() if v and k != "skipped_joints"}
-    return "\n".join([
+    lines = [
         f"wrote {summary.path}: {summary.frames} frames, {summary.duration_s:.3f} s, "
         f"{summary.joints_animated} joints animated, {summary.bytes} bytes",
         "skipped (avatar lacks): " + (", ".join(summary.skipped) or "none"),
         "decoder changes: " + (", ".join(f"{k} {v}" for k, v in changed.items()) or "none"),
-    ])
+    ]
+    if summary.stand_ins:
+        lines.insert(2, "stand-ins (zero-length joints for bones the avatar lacks): " + ", ".join(summary.stand_ins))
+    return "\n".join(lines)
 
 
 def format_bvh_summary(summary: BvhSummary) -> str:
@@ -54,6 +60,8 @@ def format_bvh_summary(summary: BvhSummary) -> str:
 
 #: Output formats by file extension.
 _FORMATS = {".glb": "glb", ".bvh": "bvh", ".vrma": "vrma"}
+#: The built-in avatars ``--avatar`` names; anything else is a VRM file's path.
+_BUILT_IN = ("reference", "mannequin")
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
@@ -67,10 +75,14 @@ def _cmd_export(args: argparse.Namespace) -> int:
             raise UsageError("usage.bad_option",
                              f"--out {args.out}: the extension names the format, one of {sorted(_FORMATS)}")
         avatar = args.avatar or ("mannequin" if kind == "glb" else "reference")
-        if kind == "glb" and avatar != "mannequin":
-            raise UsageError("usage.bad_option", "a GLB is written on the mannequin only (--avatar mannequin)")
+        own = avatar not in _BUILT_IN
         if kind == "vrma" and args.avatar is not None:
             raise UsageError("usage.bad_option", "a VRM Animation plays on any VRM avatar: leave out --avatar")
+        if kind == "glb" and avatar == "reference":
+            raise UsageError("usage.bad_option",
+                             "a GLB is written on the mannequin or on your VRM model (--avatar my.vrm)")
+        if own and not Path(avatar).is_file():
+            raise UsageError("usage.bad_option", f"--avatar {avatar}: not {' or '.join(_BUILT_IN)}, nor a VRM file")
         recording = open_recording(args.recording)
         frames = recording.frames
         if recording.lost is not None:  # spec §8.6: a cut file, read to its last whole record
@@ -82,13 +94,18 @@ def _cmd_export(args: argparse.Namespace) -> int:
         if kind == "bvh":
             from posewire.consumers.bvh import write_bvh
 
-            text = format_bvh_summary(write_bvh(vectors, stamps, args.out, avatar=avatar))
+            text = format_bvh_summary(write_bvh(vectors, stamps, args.out, avatar=avatar,
+                                                vrm=Path(avatar) if own else None))
         elif kind == "vrma":
             from posewire.bridges.vrma import export_vrma
 
             vrma = export_vrma(frames, args.out)
             text = (f"wrote {vrma.path}: {vrma.frames} frames, {vrma.duration_s:.3f} s, {vrma.bones} humanoid "
                     f"bones, {len(vrma.expressions)} expressions and the gaze, {vrma.bytes} bytes")
+        elif own:
+            from posewire.consumers.vrm import export_avatar_glb
+
+            text = format_summary(export_avatar_glb(vectors, stamps, Path(avatar), args.out))
         else:
             from posewire.consumers.gltf import export_glb
 
@@ -105,11 +122,13 @@ def _cmd_export(args: argparse.Namespace) -> int:
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``posewire export`` to the CLI's subparsers."""
     p = subparsers.add_parser(
-        "export", help="export a recording as an animated glTF (GLB) of a mannequin, as BVH or as VRM Animation")
+        "export", help="export a recording as an animated glTF (GLB) of the mannequin or your VRM, as BVH "
+                       "or as VRM Animation")
     p.add_argument("--recording", type=Path, required=True,
                    help="a recording: posewire (.pwr, spec §8), JSON lines, or a .pose file (the record extra)")
     p.add_argument("--out", type=Path, required=True,
-                   help="output file: .glb (skinned mannequin), .bvh or .vrma (VRM Animation)")
-    p.add_argument("--avatar", choices=("reference", "mannequin"), default=None,
-                   help="skeleton of a BVH: the reference avatar (default) or the mannequin; a GLB is the mannequin")
+                   help="output file: .glb (skinned mannequin or your VRM), .bvh or .vrma (VRM Animation)")
+    p.add_argument("--avatar", default=None, metavar="reference|mannequin|MODEL.vrm",
+                   help="a BVH's skeleton: the reference avatar (default), the mannequin or your VRM's; a GLB's "
+                        "model: the mannequin (default) or your own VRM 0.x / 1.0 file")
     p.set_defaults(func=_cmd_export)
