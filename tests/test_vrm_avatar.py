@@ -18,7 +18,7 @@ import pytest
 from gltfutil import validate_gltf
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from vrmutil import HALF_TURN_Y, mannequin_as_vrm
+from vrmutil import HALF_TURN_Y, mannequin_as_vrm, rotation_angle_deg
 
 from posewire.codec.errors import UsageError
 from posewire.codec.quaternion import conjugate, from_matrix, multiply, to_matrix
@@ -135,16 +135,6 @@ def _file_fk(gltf: pygltflib.GLTF2, keys: dict[int, np.ndarray], frames: int) ->
     return world, rot
 
 
-def _angle_deg(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Angle between unit quaternions ``(..., 4)`` in degrees: ``2·atan2(|v|, |w|)`` of
-    ``a⁻¹ · b`` (well conditioned near 0°, where ``2·acos(|a·b|)`` turns a 1e-8 error of
-    a float32 norm into 0.01°)."""
-    a = a / np.linalg.norm(a, axis=-1, keepdims=True)
-    b = b / np.linalg.norm(b, axis=-1, keepdims=True)
-    rel = multiply(conjugate(a), b)
-    return np.degrees(2 * np.arctan2(np.linalg.norm(rel[..., 1:], axis=-1), np.abs(rel[..., 0])))
-
-
 def _expected_file_worlds(model: Path, key: str, worlds: np.ndarray, skeleton: Skeleton) -> dict[int, np.ndarray]:
     """Per humanoid node: F⁻¹ · G_j · F · R_j (its bind world rotation R_j in the file
     turned by the decoder's G_j, carried into the file's frame): (T, 4)."""
@@ -173,7 +163,7 @@ def test_read_vrm_is_the_mannequin_in_the_body_frame(models: dict[str, Path], ke
         np.testing.assert_allclose(got_pos[avatar.skeleton.index[canonical]], pos[j], atol=2e-6, err_msg=canonical)
         assert node >= 1
     # the 0.x model's bind rotations are not the identity (the bind handling is tested)
-    turned = _angle_deg(got_rot, np.tile(IDENTITY, (len(got_rot), 1)))
+    turned = rotation_angle_deg(got_rot, np.tile(IDENTITY, (len(got_rot), 1)))
     if key == "0.x":
         assert turned[1:].min() > 5.0 and np.median(turned[1:]) > 60.0
     else:
@@ -191,7 +181,7 @@ def test_exported_bones_turn_as_the_decoders(models: dict[str, Path], exports: d
     want = _expected_file_worlds(models[key], key, worlds, skeleton)
     assert set(keys) == set(want)
     world, rot = _file_fk(gltf, keys, len(stamps))
-    worst = max(float(_angle_deg(rot[:, node], w).max()) for node, w in want.items())
+    worst = max(float(rotation_angle_deg(rot[:, node], w).max()) for node, w in want.items())
     assert worst < 0.001, f"worst bone {worst:.5f}°"  # float32 keys against the decoder's float64
     print(f"file FK {key}: worst bone {worst:.5f}°")
     # and the joints stand where the decoder's do: F⁻¹ applied to the mannequin's FK positions
@@ -224,7 +214,7 @@ def test_bind_rotations_do_not_change_the_pose(tmp_path_factory: pytest.TempPath
         _, rot = _file_fk(gltf, keys, len(stamps))
         turns.append({gltf.nodes[n].name: multiply(rot[:, n], conjugate(rest[0, n])) for n in keys})
     for name, turn in turns[0].items():
-        assert _angle_deg(turn, turns[1][name]).max() < 0.01, name
+        assert rotation_angle_deg(turn, turns[1][name]).max() < 0.01, name
 
 
 def test_model_is_kept_and_validates(models: dict[str, Path], exports: dict[str, Path]) -> None:
@@ -267,7 +257,7 @@ def test_missing_optional_bones_get_stand_ins(tmp_path: Path, demo_vectors: tupl
     gltf, keys, _ = _read_take(out)
     world, rot = _file_fk(gltf, keys, len(stamps))
     for canonical, node in avatar.nodes.items():
-        assert _angle_deg(rot[:, node], worlds[:, avatar.skeleton.index[canonical]]).max() < 0.01, canonical
+        assert rotation_angle_deg(rot[:, node], worlds[:, avatar.skeleton.index[canonical]]).max() < 0.01, canonical
     # a stand-in on its only child keeps that child where the decoder puts it
     for canonical in ("head", "upperarm_l", "upperarm_r"):
         np.testing.assert_allclose(world[:, avatar.nodes[canonical], :3, 3],
@@ -349,7 +339,7 @@ def test_take_plays_in_three_js(tmp_path: Path, models: dict[str, Path], exports
     worst = 0.0
     for pose, k in zip(answer["poses"], picks, strict=True):
         for joint in joints:
-            worst = max(worst, float(_angle_deg(np.array(pose[joint]), want[node_of[joint]][k])))
+            worst = max(worst, float(rotation_angle_deg(np.array(pose[joint]), want[node_of[joint]][k])))
     # float32 keys (and three.js's float32 interpolation) against the decoder's float64
     assert worst < 0.001, f"worst bone {worst:.5f}°"
     print(f"three.js {key}: worst bone {worst:.5f}°")
@@ -401,7 +391,7 @@ def test_matrix_nodes_and_scaled_models(tmp_path: Path, models: dict[str, Path],
         assert all(gltf.nodes[n].matrix is None for n in keys)
         _, rot = _file_fk(gltf, keys, len(demo_vectors[1]))
         for n in keys:
-            assert _angle_deg(rot[:, n], rot0[:, n]).max() < 0.001, (label, gltf.nodes[n].name)
+            assert rotation_angle_deg(rot[:, n], rot0[:, n]).max() < 0.001, (label, gltf.nodes[n].name)
         assert validate_gltf(out)["numErrors"] == 0
     with pytest.raises(UsageError) as err:
         read_vrm(_edited(base, scaled([1.0, 2.0, 1.0])))
@@ -448,5 +438,5 @@ def test_bvh_on_a_vrm_skeleton(tmp_path: Path, models: dict[str, Path], key: str
             g = multiply(conjugate(worlds[:, skeleton.index[mannequin_of[parent]]]), g)
         got = np.array([[k.Rotation.w, k.Rotation.x, k.Rotation.y, k.Rotation.z]
                         for k in joint.Keyframes])  # type: ignore[attr-defined]
-        worst = max(worst, float(_angle_deg(got, g).max()))
+        worst = max(worst, float(rotation_angle_deg(got, g).max()))
     assert worst < 1e-3, f"worst joint {worst:.5f}°"  # 6 decimals of degrees written

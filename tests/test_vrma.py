@@ -14,7 +14,7 @@ import numpy as np
 import pygltflib
 import pytest
 from gltfutil import validate_gltf
-from vrmutil import mannequin_as_vrm
+from vrmutil import mannequin_as_vrm, rotation_angle_deg
 
 from posewire.bridges.vmc import EYE_PITCH_DEG, EYE_YAW_DEG, effective_vector, vrm_presets
 from posewire.bridges.vrma import LOOK_AT_OFFSET, VRM_HUMAN_BONES, VRM_PRESETS, export_vrma
@@ -186,7 +186,7 @@ def test_vrma_plays_on_a_vrm_in_three_vrm_animation(tmp_path: Path, demo_vrma: P
         for bone in bones:
             got = np.array(pose["bones"][bone])
             want = local[k, node_of[MANNEQUIN_RETARGET.bones[canonical_of[bone]]]]
-            angle = np.degrees(2 * np.arccos(min(1.0, abs(float(got @ want)))))
+            angle = float(rotation_angle_deg(got, want))
             worst = max(worst, angle)
         for j, name in enumerate(VRM_PRESETS.values()):
             assert pose["expressions"][name] == pytest.approx(min(1.0, max(0.0, presets[k, j])), abs=1e-5)
