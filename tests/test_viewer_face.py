@@ -91,7 +91,8 @@ def check_rig(answer: dict[str, Any], values: np.ndarray, mix: list[float] | Non
     # (the others' lips are in the mouth dims already)
     assert {n for n in seen if n.startswith("viseme_")} == {f"viseme_{v}" for v, b in MOUTHING_SEED_TABLE if b}
     eyes = rig["eyes"]
-    yaw = {"l": arkit["eyeLookOutLeft"] - arkit["eyeLookInLeft"], "r": arkit["eyeLookInRight"] - arkit["eyeLookOutRight"]}
+    yaw = {"l": arkit["eyeLookOutLeft"] - arkit["eyeLookInLeft"],
+           "r": arkit["eyeLookInRight"] - arkit["eyeLookOutRight"]}
     pitch = {s: arkit[f"eyeLookUp{S}"] - arkit[f"eyeLookDown{S}"] for s, S in (("l", "Left"), ("r", "Right"))}
     for s in "lr":
         assert eyes[s]["yaw"] == pytest.approx(GAZE_YAW * yaw[s], abs=1e-6), (s, eyes[s])

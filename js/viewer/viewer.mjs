@@ -157,11 +157,13 @@ async function loadVrm(file) {
     const { skel, nodes, description } = vrmSkeleton(vrm);
     vrmState = { vrm, plan: decodePlan(skel), nodes, description, name: file.name };
     needDecode = true;
-    vrm.scene.position.x = -0.9;
-    mannequin.position.x = 0.6;
+    // both in view (left of the face inset, where it is shown)
+    const cx = insetShown() ? 0.25 : -0.15;
+    vrm.scene.position.x = insetShown() ? -0.7 : -0.9;
+    mannequin.position.x = insetShown() ? 0.4 : 0.6;
     scene.add(vrm.scene);
-    camera.position.set(-0.15, 1.3, 4.9); // both in view
-    controls.target.set(-0.15, 1.05, 0);
+    camera.position.set(cx, 1.3, 4.9);
+    controls.target.set(cx, 1.05, 0);
     controls.update();
     $('drop').textContent = `${file.name}: driven (${nodes.length - 1} humanoid bones)`;
   } catch (e) {
