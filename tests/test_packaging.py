@@ -211,7 +211,8 @@ def test_wheel_carries_the_viewer_its_pinned_libraries_and_the_demo_recording(wh
         shipped_registry = archive.read("posewire/web/schemas/registry.json")
         shipped_page = archive.read("posewire/web/viewer/index.html")
         sizes = {i.filename: i.file_size for i in archive.infolist()}
-    page = {f"posewire/web/{rel}" for rel in ("viewer/index.html", "viewer/viewer.mjs", "posewire/codec.mjs",
+    page = {f"posewire/web/{rel}" for rel in ("viewer/index.html", "viewer/viewer.mjs", "viewer/problems.mjs",
+                                              "viewer/face.mjs", "posewire/codec.mjs",
                                               "posewire/decoder.mjs", "posewire/client.mjs", "posewire/registry.mjs",
                                               "schemas/registry.json")}
     three = "posewire/web/node_modules/three/"

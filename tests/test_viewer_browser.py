@@ -6,8 +6,8 @@ poses the three.js mannequin. For every frame the bone quaternions read back fro
 page's scene graph must equal the Python decoder's (run now on the same quantized
 frame) within 1e-4; the face panel's weights equal :func:`posewire.consumers.face.face_weights`;
 a part reported lost holds its last pose (0.4 s of stream time), then eases to its defaults;
-and two poses render differently where the mannequin stands (and nowhere else), with the
-mannequin visible against the background.
+and two poses render differently where the mannequin stands and in the face inset (and
+nowhere else), with the mannequin visible against the background.
 """
 
 from __future__ import annotations
@@ -204,6 +204,12 @@ async def test_viewer_in_chromium_matches_the_python_decoder(tmp_path: Path) -> 
     ys, xs = np.nonzero(changed)
     assert len(xs) >= 20, "the two poses look the same"
     inside = (xs >= x0) & (xs <= x1) & (ys >= y0) & (ys <= y1)
+    # the face inset (top right) shows the mannequin's head close up: it changes too
+    assert a["inset"] is not None and a["inset"] == b["inset"]
+    i0, j0, i1, j1 = a["inset"]
+    in_inset = (xs >= i0 - 1) & (xs <= i1 + 1) & (ys >= j0 - 1) & (ys <= j1 + 1)
+    assert in_inset.any(), "the face inset did not follow the head"
+    inside |= in_inset
     assert inside.all(), f"{(~inside).sum()} changed cells outside the mannequin's bounds"
     # ... and the mannequin shows: inside its bounds most cells differ from the background
     background = np.median(np.concatenate([lum_b[:, :3].ravel(), lum_b[:3, :].ravel()]))

@@ -4,10 +4,12 @@
 // usage: node js/test/drive_viewer.mjs URL
 // Prints {"ready": true} once the page has loaded, then answers one JSON line per JSON
 // command line on stdin:
-//   {"seq": k, "screenshot": "path.png"?, "delay_ms": t?, "vrm": "file.vrm"?}  -> (drops the
+//   {"seq": k, "screenshot": "path.png"?, "face_shot": "path.png"?, "delay_ms": t?, "vrm": "file.vrm"?}  -> (drops the
 //     .vrm file on the page, then) waits until the page has applied frame k (and t ms more);
 //     answers {seq, bones: {name: [w,x,y,z]}, face, status, box: [x0,y0,x1,y1] (pixels of the
-//     mannequin's projected bounds), grid: {w, h, lum: [...]} (mean luminance per cell)}
+//     mannequin's projected bounds), grid: {w, h, lum: [...]} (mean luminance per cell),
+//     face_rig (morph influences, eye turns), inset: [x0,y0,x1,y1] (grid cells of the face
+//     inset), inset_px (its CSS pixels), inset_lum (its 64 x 64 luminance); face_shot: a screenshot of the face inset alone}
 //   {"quit": true}
 
 import { createInterface } from 'node:readline';
@@ -68,10 +70,30 @@ async function capture(cmd) {
     const b = p.screenBox();
     const sx = W / canvas.clientWidth;
     const sy = H / canvas.clientHeight;
-    return { seq: p.seq, bones: p.readBones(), face: p.face(), vrm: p.vrm(), drop: document.getElementById('drop').textContent, status: document.getElementById('status').textContent,
+    const fi = p.faceInset();
+    const r = canvas.getBoundingClientRect();
+    let insetLum = null; // the face inset at 64 x 64: mean luminance per cell
+    if (fi) {
+      const k = canvas.width / canvas.clientWidth;
+      const c3 = document.createElement('canvas');
+      c3.width = 64;
+      c3.height = 64;
+      const g3 = c3.getContext('2d');
+      g3.drawImage(canvas, fi[0] * k, fi[1] * k, (fi[2] - fi[0]) * k, (fi[3] - fi[1]) * k, 0, 0, 64, 64);
+      const q = g3.getImageData(0, 0, 64, 64).data;
+      insetLum = [];
+      for (let i = 0; i < 64 * 64; i++) insetLum.push(0.2126 * q[4 * i] + 0.7152 * q[4 * i + 1] + 0.0722 * q[4 * i + 2]);
+    }
+    return { face_rig: p.faceRig(), inset: fi && [fi[0] * sx, fi[1] * sy, fi[2] * sx, fi[3] * sy],
+      inset_px: fi && [fi[0] + r.left, fi[1] + r.top, fi[2] + r.left, fi[3] + r.top], inset_lum: insetLum,
+      seq: p.seq, bones: p.readBones(), face: p.face(), vrm: p.vrm(), drop: document.getElementById('drop').textContent, status: document.getElementById('status').textContent,
       box: [b[0] * sx, b[1] * sy, b[2] * sx, b[3] * sy], grid: { w: W, h: H, lum } };
   });
   if (cmd.screenshot) await page.screenshot({ path: cmd.screenshot });
+  if (cmd.face_shot && state.inset_px) {
+    const [x0, y0, x1, y1] = state.inset_px;
+    await page.screenshot({ path: cmd.face_shot, clip: { x: x0, y: y0, width: x1 - x0, height: y1 - y0 } });
+  }
   return { ...state, page_errors: errors, origins: [...origins] };
 }
 

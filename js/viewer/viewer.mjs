@@ -3,8 +3,12 @@
 // mannequin with three.js; a dropped .vrm is decoded on its own skeleton and driven too
 // (@pixiv/three-vrm humanoid bones and expressions). Lost parts ease to their defaults.
 //
-// For tests and tools the page exposes window.posewire: {ready, seq, frames, readBones()}
-// where readBones() reads the bone quaternions back from the three.js scene graph.
+// The mannequin's head carries a procedural face (face.mjs) driven by the same decoded
+// weights as the side panel; a face inset (top right of the stage) shows it close up.
+//
+// For tests and tools the page exposes window.posewire: {ready, seq, frames, readBones(),
+// faceRig(), faceInset()} where readBones() reads the bone quaternions back from the three.js
+// scene graph and faceRig() the face's morph influences and eye turns.
 
 import * as THREE from 'three';
 import { GLTFLoader } from 'three/addons/loaders/GLTFLoader.js';
@@ -14,6 +18,7 @@ import { DIMS, N, VISEMES, ARKIT_ORDER, TRACK_PARTS } from '../posewire/codec.mj
 import { skeletonFromWorld, decodePlan, decodePose, faceWeights, DEFAULTS } from '../posewire/decoder.mjs';
 import { Subscriber } from '../posewire/client.mjs';
 import { watchLink } from './problems.mjs';
+import { buildFace } from './face.mjs';
 
 /** Seconds for a lost part to ease (1 − 1/e of the way) to its defaults. */
 const EASE_TAU = 0.25;
@@ -74,6 +79,11 @@ mannequin.traverse((o) => {
 scene.add(mannequin);
 // joint j of the decoder's skeleton -> three.js bone of the same (avatar) name
 const bones = avatar.avatar_names.map((name) => mannequin.getObjectByName(name) ?? null);
+// the face, laid on the head mesh at its rest pose and bound to the head bone
+let skinnedMesh = null;
+mannequin.traverse((o) => { if (o.isSkinnedMesh && !skinnedMesh) skinnedMesh = o; });
+const headBone = bones[avatar.names.indexOf('head')] ?? null;
+const faceRig = skinnedMesh && headBone ? buildFace(skinnedMesh, headBone) : null;
 
 // ---------------------------------------------------------------- VRM (dropped file)
 const VRM_BONES = { pelvis: 'hips', spine_01: 'spine', spine_03: 'chest', spine_05: 'upperChest',
@@ -147,11 +157,13 @@ async function loadVrm(file) {
     const { skel, nodes, description } = vrmSkeleton(vrm);
     vrmState = { vrm, plan: decodePlan(skel), nodes, description, name: file.name };
     needDecode = true;
-    vrm.scene.position.x = -0.9;
-    mannequin.position.x = 0.6;
+    // both in view (left of the face inset, where it is shown)
+    const cx = insetShown() ? 0.25 : -0.15;
+    vrm.scene.position.x = insetShown() ? -0.7 : -0.9;
+    mannequin.position.x = insetShown() ? 0.4 : 0.6;
     scene.add(vrm.scene);
-    camera.position.set(-0.15, 1.3, 4.9); // both in view
-    controls.target.set(-0.15, 1.05, 0);
+    camera.position.set(cx, 1.3, 4.9);
+    controls.target.set(cx, 1.05, 0);
     controls.update();
     $('drop').textContent = `${file.name}: driven (${nodes.length - 1} humanoid bones)`;
   } catch (e) {
@@ -214,6 +226,10 @@ const state = {
     return out;
   },
   face: () => lastDecode?.face ?? null,
+  /** The face's morph influences {mesh: {target: w}} and eye turns {l|r: {yaw, pitch}} (rad). */
+  faceRig: () => faceRig?.read() ?? null,
+  /** The face inset on the canvas: [x0, y0, x1, y1] in CSS pixels; null when not shown. */
+  faceInset: () => (insetShown() ? insetRect() : null),
   /** The dropped VRM: its humanoid as decoded (canonical names, rest world positions) and
    * the normalized bones' quaternions {canonical name: [w, x, y, z]}; null without one. */
   vrm() {
@@ -308,6 +324,7 @@ function step(dt) {
   decodeUs = 0.8 * decodeUs + 0.2 * (performance.now() - t0) * 1000;
   pose.local.forEach((q, j) => { if (bones[j]) bones[j].quaternion.set(q[1], q[2], q[3], q[0]); });
   if (vrmState) driveVrm(face);
+  faceRig?.apply(face);
   lastDecode = { pose, face, seq: current.seq };
   state.seq = current.seq;
   state.decoded += 1;
@@ -349,22 +366,59 @@ function status() {
 
 // ?focus=hand_l | hand_r: a close-up that follows that hand (its wrist to its middle
 // fingertip) from the front, as the camera sees it; orbit controls still turn it
-const focus = ['hand_l', 'hand_r'].includes(params.get('focus')) ? params.get('focus') : null;
-const focusBone = focus ? bones[avatar.names.indexOf(focus)] ?? null : null;
-const focusTip = focus ? bones[avatar.names.indexOf(`middle_03_${focus.slice(-1)}`)] ?? null : null;
+// ?focus=face: the same from the front of the face
+const focus = ['hand_l', 'hand_r', 'face'].includes(params.get('focus')) ? params.get('focus') : null;
+const focusBone = focus && focus !== 'face' ? bones[avatar.names.indexOf(focus)] ?? null : null;
+const focusTip = focusBone ? bones[avatar.names.indexOf(`middle_03_${focus.slice(-1)}`)] ?? null : null;
 if (focus) $('drop').style.display = 'none'; // a close-up keeps the whole stage
 const focusAt = new THREE.Vector3();
 const focusTo = new THREE.Vector3();
 function follow() {
-  if (!focusBone) return;
+  if (!focusBone && !(focus === 'face' && faceRig)) return;
   mannequin.updateMatrixWorld(true);
-  focusBone.getWorldPosition(focusAt);
+  if (focusBone) focusBone.getWorldPosition(focusAt);
+  else faceRig.centre(focusAt);
   if (focusTip) focusAt.lerp(focusTip.getWorldPosition(focusTo), 0.5);
   const offset = camera.position.clone().sub(controls.target);
-  if (!follow.placed) { offset.set(0, 0.04, 0.55); follow.placed = true; }
+  if (!follow.placed) { offset.set(0, 0.02, focus === 'face' ? 0.5 : 0.55); follow.placed = true; }
   controls.target.copy(focusAt);
   camera.position.copy(focusAt).add(offset);
   controls.update();
+}
+
+// the face inset: the stage's top right corner shows the face close up from the front,
+// following the head (the default framing shows the whole body, too far for the face);
+// ?inset=0 turns it off, and a close-up (?focus=) has no need of it
+const insetCamera = new THREE.PerspectiveCamera(30, 1, 0.02, 20);
+const insetFrame = document.createElement('div');
+insetFrame.id = 'face-inset';
+stage.appendChild(insetFrame);
+const insetShown = () => faceRig !== null && !focus && params.get('inset') !== '0';
+function insetRect() {
+  const w = renderer.domElement.clientWidth;
+  const h = renderer.domElement.clientHeight;
+  const size = Math.round(Math.max(120, Math.min(240, 0.38 * Math.min(w, h))));
+  return [w - size - 10, 10, w - 10, 10 + size];
+}
+const insetAt = new THREE.Vector3();
+function renderInset() {
+  insetFrame.hidden = !insetShown();
+  if (!insetShown()) return;
+  const [x0, y0, x1, y1] = insetRect();
+  const h = renderer.domElement.clientHeight;
+  Object.assign(insetFrame.style, { left: `${x0}px`, top: `${y0}px`, width: `${x1 - x0}px`, height: `${y1 - y0}px` });
+  mannequin.updateMatrixWorld(true);
+  faceRig.centre(insetAt);
+  insetCamera.position.set(insetAt.x, insetAt.y + 0.01, insetAt.z + 0.5);
+  insetCamera.lookAt(insetAt);
+  insetCamera.aspect = 1;
+  insetCamera.updateProjectionMatrix();
+  renderer.setScissorTest(true);
+  renderer.setScissor(x0, h - y1, x1 - x0, y1 - y0);
+  renderer.setViewport(x0, h - y1, x1 - x0, y1 - y0);
+  renderer.render(scene, insetCamera);
+  renderer.setScissorTest(false);
+  renderer.setViewport(0, 0, renderer.domElement.clientWidth, h);
 }
 
 const clock = new THREE.Clock();
@@ -377,5 +431,6 @@ renderer.setAnimationLoop(() => {
   const now = performance.now();
   if (now - lastStatus > 250) { status(); lastStatus = now; }
   renderer.render(scene, camera);
+  renderInset();
 });
 state.ready = true;

@@ -30,8 +30,8 @@ WEB = _PACKAGE / "web"
 #: The demo's default recording (a posewire recording, so that the demo needs no extra).
 DEMO_RECORDING = _PACKAGE / "data" / "holistic_signer.jsonl"
 #: The page and the JavaScript client, relative to ``js/``.
-PAGE_FILES = ("viewer/index.html", "viewer/viewer.mjs", "posewire/client.mjs", "posewire/codec.mjs",
-              "posewire/decoder.mjs", "posewire/registry.mjs")
+PAGE_FILES = ("viewer/index.html", "viewer/viewer.mjs", "viewer/problems.mjs", "viewer/face.mjs",
+              "posewire/client.mjs", "posewire/codec.mjs", "posewire/decoder.mjs", "posewire/registry.mjs")
 #: npm package -> the files the page imports (``js/viewer/index.html`` import map,
 #: ``js/viewer/viewer.mjs``); their relative imports are followed (:func:`npm_closure`).
 NPM_ENTRIES: dict[str, tuple[str, ...]] = {
