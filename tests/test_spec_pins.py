@@ -102,9 +102,10 @@ def blocks(path: Path) -> list[Block]:
     return out
 
 
-def requirement_blocks() -> list[Block]:
+def requirement_blocks(spec: Path = SPEC) -> list[Block]:
+    """The requirement blocks of every normative file of ``spec`` (the spec folder)."""
     found = []
-    for path in sorted(SPEC.glob("*.md")):
+    for path in sorted(spec.glob("*.md")):
         if path.name in INFORMATIVE_FILES:
             continue
         for block in blocks(path):
