@@ -136,6 +136,11 @@ REVIEW_ONLY = {
     ("03-encoding.md", "A consumer SHOULD hold or ease the dims of a `lost` part"),
     ("03-encoding.md", "A producer MUST NOT add a preset into the dims it sends"),
     ("glossary.md", "an implementation passing a posewire quaternion to them MUST reorder it"),
+    ("04-registry.md", "A camera producer therefore SHOULD send the proportions"),
+    ("04-registry.md", "SHOULD be reported where they differ from these by more than 20 %"),
+    ("04-registry.md", "Consumers using two-bone IK SHOULD keep the pole"),
+    ("05-protocol.md", "A client SHOULD read its WebSocket continuously"),
+    ("05-protocol.md", "A relay listening on anything other than a loopback address MUST use TLS"),
 }
 
 

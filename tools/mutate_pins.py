@@ -263,13 +263,19 @@ async def _producer_failures(checks: list[str]) -> list[str]:
     frames = _producer_frames()
     ready = asyncio.Event()
     task = asyncio.create_task(watch_producer("127.0.0.1", port, frames=len(frames), seconds=10.0,
-                                              timeout=20.0, ready=ready))
+                                              timeout=5.0, ready=ready))
     await ready.wait()
-    async with Publisher(f"ws://127.0.0.1:{port}", "mutate", calibration=REFERENCE_CALIBRATION,
-                         reconnect=False) as pub:
-        for values in frames:
-            await pub.send_frame(values)
-            await asyncio.sleep(0.009)
+    try:
+        async with Publisher(f"ws://127.0.0.1:{port}", "mutate",
+                             calibration=REFERENCE_CALIBRATION, reconnect=False) as pub:
+            for values in frames:
+                await pub.send_frame(values)
+                await asyncio.sleep(0.009)
+    except Exception as exc:  # the kit refused the producer (e.g. no subprotocol): a failure
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return [f"producer:{c}: the kit refused the producer ({exc})" for c in checks]
     results = await task
     return [f"producer:{r.id}: {r.why}" for r in results if r.id in checks and not r.passed]
 
