@@ -34,22 +34,22 @@ import os
 
 os.environ.setdefault("POSEWIRE_PURE_PYTHON", "1")  # the .py sources are what is mutated
 
-import argparse  # noqa: E402
-import ast  # noqa: E402
-import asyncio  # noqa: E402
-import contextlib  # noqa: E402
-import importlib  # noqa: E402
-import inspect  # noqa: E402
-import json  # noqa: E402
-import sys  # noqa: E402
-import textwrap  # noqa: E402
-import time  # noqa: E402
-import tomllib  # noqa: E402
-from collections.abc import Callable, Iterator  # noqa: E402
-from dataclasses import dataclass, field  # noqa: E402
-from pathlib import Path  # noqa: E402
-from types import FunctionType  # noqa: E402
-from typing import Any  # noqa: E402
+import argparse
+import ast
+import asyncio
+import contextlib
+import importlib
+import inspect
+import json
+import sys
+import textwrap
+import time
+import tomllib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FunctionType
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -142,7 +142,7 @@ def applied(mutant: Mutant) -> Iterator[None]:
         tree.body = [outer]
     ast.fix_missing_locations(tree)
     namespace = dict(func.__globals__)
-    exec(compile(tree, f"<mutant {mutant.id}>", "exec"), namespace)  # noqa: S102
+    exec(compile(tree, f"<mutant {mutant.id}>", "exec"), namespace)
     made = namespace["__outer__"]() if func.__code__.co_freevars else namespace[node.name]
     new_code = made.__code__.replace(co_name=func.__code__.co_name,
                                      co_qualname=func.__code__.co_qualname)
@@ -341,7 +341,7 @@ def run(spec: Path, mutants: list[Mutant], *, only: str = "",
                                  f"(only tests of the reference: {req.refs})")
             continue
         if not req.mutants:
-            report.errors.append(f"{head}\n    has no mutant in {MUTANTS.name}")
+            report.errors.append(f"{head}\n    has no mutant in the mutants file")
             continue
         broken = failures(req.third_party)
         if broken:

@@ -730,7 +730,7 @@ def _hemisphere_split(seed):
             w = 0.01
             y = math.sqrt(1.0 - w * w - x * x - z * z)
             q = [w, x, y, z]
-            _, v, clamped = palm_encode_exact(q, "r")
+            _, _, clamped = palm_encode_exact(q, "r")
             n4 = math.sqrt(((q[0] * q[0] + q[1] * q[1]) + q[2] * q[2]) + q[3] * q[3])
             u = [c / n4 for c in q][1:]
             exact, rounded = u[0] + u[2] < 0.0, u[0] * C_H + u[2] * C_H < 0.0
