@@ -340,6 +340,11 @@ def run(spec: Path, mutants: list[Mutant], *, only: str = "",
             report.errors.append(f"{head}\n    names no pin a third party can run "
                                  f"(only tests of the reference: {req.refs})")
             continue
+        empty = [r for r in req.third_party
+                 if not r.startswith(("relay:", "producer:")) and not vector_cases([r])]
+        if empty:
+            report.errors.append(f"{head}\n    names pins that hold no vector: {empty}")
+            continue
         if not req.mutants:
             report.errors.append(f"{head}\n    has no mutant in the mutants file")
             continue
