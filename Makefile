@@ -3,7 +3,7 @@ NPM ?= npm
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install system-deps run test fuzz lint generate bench clean
+.PHONY: install system-deps run test fuzz lint mutate generate bench clean
 
 # the editable install also compiles the live encoder's float kernels with mypyc where a C
 # compiler and the Python headers are there (setup.py; pure Python where not, never a failure)
@@ -48,6 +48,11 @@ lint: install
 
 test: install lint
 	$(BIN)/pytest -q
+
+# spec §6.9: every MUST and SHOULD broken in the reference (tools/mutants.toml) fails a pin the
+# spec names for it, a vector or kit check (tests/test_mutate_pins.py runs it under make test)
+mutate: install
+	$(BIN)/python tools/mutate_pins.py
 
 # the property tests with random seeds and many examples (FUZZ_EXAMPLES, default 1000, for
 # the tests that do not pin their own count), FUZZ_ROUNDS times with fresh seeds; each

@@ -711,6 +711,79 @@ case(inputs, "mouthing-normalize-overflow-scaled", "mouthing.normalize", R_OVER,
 inputs[-1]["tolerance"] = 0
 
 
+# -- pins that must be able to fail (tools/mutate_pins.py, spec §6.9) -----------------------
+# §3.3: v·h < 0 is decided as x + z < 0, one IEEE addition. A palm in the band where the
+# rounded dot product x·c + z·c (c = 1/√2 rounded) has the other sign than x + z: an encoder
+# deciding the hemisphere with it sends the opposite v.
+C_H = 1.0 / math.sqrt(2.0)
+
+
+def _hemisphere_split(seed):
+    """A unit quaternion in the clamp band whose normalized v has sign(x + z) != sign of the
+    rounded dot product (deterministic search from ``seed``)."""
+    state = seed
+    while True:
+        state = (state * 6364136223846793005 + 1442695040888963407) % 2**64
+        x = -(0.3 + 0.3 * (state >> 11) / 2**53)
+        for k in (-3, -2, -1, 1, 2, 3):
+            z = -x + k * math.ulp(x)
+            w = 0.01
+            y = math.sqrt(1.0 - w * w - x * x - z * z)
+            q = [w, x, y, z]
+            _, _, clamped = palm_encode_exact(q, "r")
+            n4 = math.sqrt(((q[0] * q[0] + q[1] * q[1]) + q[2] * q[2]) + q[3] * q[3])
+            u = [c / n4 for c in q][1:]
+            exact, rounded = u[0] + u[2] < 0.0, u[0] * C_H + u[2] * C_H < 0.0
+            if clamped and exact != rounded:
+                return q
+
+
+R_HDOT = (R_HEMI + "; v·h < 0 is decided as x + z < 0 in binary64 (§1.5), never as a rounded "
+          "dot product with (1, 0, 1)/√2, whose sign differs here (tolerance 0)")
+for name, seed in (("hemisphere-sum-not-dot-1", 1), ("hemisphere-sum-not-dot-2", 7)):
+    q = _hemisphere_split(seed)
+    v, _, clamped = palm_encode_exact(q, "r")
+    case(palm, name, "palm.encode", R_HDOT, {"q": q, "side": "r"}, {"v": v, "clamped": clamped})
+    palm[-1]["tolerance"] = 0
+
+
+def _order_split(seed):
+    """A unit quaternion in the clamp band whose |v| summed (x·x + y·y) + z·z differs from
+    x·x + (y·y + z·z) (another summation order)."""
+    state = seed
+    while True:
+        state = (state * 6364136223846793005 + 1442695040888963407) % 2**64
+        w = 0.02 + 0.15 * (state >> 11) / 2**53
+        state = (state * 6364136223846793005 + 1442695040888963407) % 2**64
+        a = 2.0 * math.pi * (state >> 11) / 2**53
+        r = math.sqrt(1.0 - w * w)
+        q = [w, r * math.cos(a) * 0.6, r * math.sin(a), r * math.cos(a) * 0.8]
+        n4 = math.sqrt(((q[0] * q[0] + q[1] * q[1]) + q[2] * q[2]) + q[3] * q[3])
+        x, y, z = (c / n4 for c in q[1:])
+        if (x * x + y * y) + z * z != x * x + (y * y + z * z):
+            return q
+
+
+R_ORDER = ("§1.5 the length a clamp decides on is sqrt((x·x + y·y) + z·z) in that order; another "
+           "order (a BLAS kernel's) gives another n, hence another s = T / n (tolerance 0)")
+for name, seed in (("clamp-exact-encode-order-1", 3), ("clamp-exact-encode-order-2", 11)):
+    q = _order_split(seed)
+    v, _, clamped = palm_encode_exact(q, "r")
+    assert clamped
+    case(palm, name, "palm.encode", R_ORDER, {"q": q, "side": "r"}, {"v": v, "clamped": True})
+    palm[-1]["tolerance"] = 0
+
+# §5.4: v longer than the mask says is decode.length, as a shorter one is (err-length)
+case(wire, "err-length-long", "wire.decode",
+     "§5.4 the length of v MUST equal the mask's dims' bytes: one byte more is decode.length",
+     {"hex": hx({"t": "f", "s": 1, "ts": 2, "m": bytes([1]), "v": b"\x00\x10\x00"})},
+     error="decode.length")
+# §5.2: an unknown value of every enumeration is decode.unknown_id (a tracking state here)
+case(wire, "decode-tracking-state-unknown", "wire.decode",
+     "§5.2 an unknown enumeration value (a tracking state) is decode.unknown_id",
+     {"hex": hx({"t": "cond", "ts": 1, "c": {"tracking": {"hand_l": "asleep"}}})},
+     error="decode.unknown_id")
+
 for name, lst, section, title in (
     ("palm-rules.json", palm, "§3.3, §4.2", "Palm encoding near w = 0: the hemisphere rule and the clamp arithmetic"),
     ("wire-rules.json", wire, "§5.2–5.8, §6.5",
