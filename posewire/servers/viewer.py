@@ -410,11 +410,15 @@ def _view_capture_tls(args: argparse.Namespace, token: str | None) -> int:
     from .demo import run_demo
     from .lan import tls_files
 
-    try:
+    try:  # caller misuse: status 2, as argparse's
         if args.url is not None:
             raise UsageError("usage.bad_option", "with --tls, view --capture serves its own relay with the page's "
                              "certificate: drop --url (its address is printed)", path="url")
         files = tls_files(cert=args.tls_cert, key=args.tls_key, bind=args.host)
+    except UsageError as exc:
+        print(f"posewire view: {describe_error(exc)}", file=sys.stderr)
+        return 2
+    try:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(run_demo(Path(), capture=True, port=args.port, relay_port=args.relay_port,
                                  browser=not args.no_browser, stream=args.stream, host=args.host, tls=files,
