@@ -66,15 +66,15 @@ def add_client_options(p: argparse.ArgumentParser, *, check: bool = False) -> No
     _add_liveness(p, check=check)
 
 
-def add_page_tls_options(p: argparse.ArgumentParser, *, what: str) -> None:
+def add_page_tls_options(p: argparse.ArgumentParser, *, binds: str, serves: str) -> None:
     """``--host``, ``--tls``, ``--tls-cert``, ``--tls-key`` of the commands that serve a page
-    and its relay (``view --capture``, ``demo``; posewire.servers.lan): ``what`` names what
-    they serve."""
+    and its relay (``view --capture``, ``demo``; posewire.servers.lan): ``binds`` names what
+    ``--host`` binds, ``serves`` what ``--tls`` serves."""
     p.add_argument("--host", default="127.0.0.1",
-                   help=f"address {what} bind to (0.0.0.0: every interface, e.g. for a phone on the LAN; beyond "
+                   help=f"address {binds} bind to (0.0.0.0: every interface, e.g. for a phone on the LAN; beyond "
                         "loopback they need --tls, and the relay a token, made when none is given)")
     p.add_argument("--tls", action="store_true",
-                   help=f"serve {what} over https:// and wss:// (browsers give the camera only to secure pages): "
+                   help=f"serve {serves} over https:// and wss:// (browsers give the camera only to secure pages): "
                         "with --tls-cert/--tls-key, else a self-signed certificate made here and kept in "
                         "~/.config/posewire/tls (its SHA-256 fingerprint is printed, to check on the phone)")
     p.add_argument("--tls-cert", metavar="PEM", help="certificate chain to serve with (implies --tls)")

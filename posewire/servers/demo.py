@@ -352,5 +352,5 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     source.add_argument("--capture", action="store_true",
                         help="the capture page instead of the recording: this browser's webcam through MediaPipe "
                              "in the page (as posewire view --capture); --frames counts the frames it sends")
-    add_page_tls_options(p, what="the pages and the relay")
+    add_page_tls_options(p, binds="the pages and the relay", serves="the pages and the relay")
     p.set_defaults(func=_cmd_demo)

@@ -511,7 +511,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--capture", action="store_true",
                    help="open the capture page (/capture): this browser's webcam is the producer of --stream "
                         "(MediaPipe and the encoder run in the page)")
-    add_page_tls_options(p, what="the page (and with --tls its relay)")
+    add_page_tls_options(p, binds="the page (and with --tls its own relay)",
+                         serves="the capture page (--capture) and a relay of its own")
     p.add_argument("--relay-port", type=int, default=8765,
                    help="with --tls: the port of the page's own relay on --host (0: any free port)")
     p.set_defaults(func=_cmd_view)
