@@ -110,7 +110,7 @@ async def test_demo_capture_from_the_wheel_alone_streams_a_fake_camera(tmp_path:
     run = tmp_path / "elsewhere"  # not the checkout: nothing of js/ is found from here
     run.mkdir()
     # the Tasks models as `models fetch` leaves them (sha256-checked again there); their
-    # download is the Tasks models' own route, tested in tests/test_model_files.py
+    # download is the Tasks models' own route, tested in tests/test_live_producer.py
     (tmp_path / "models").mkdir()
     for name in ("face_landmarker", "hand_landmarker"):
         shutil.copy(model_path(name), tmp_path / "models")
