@@ -12,11 +12,14 @@ frames from the relay.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import signal
+import ssl
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +34,11 @@ FRAMES = 8
 
 def _view(*args: str, config: Path) -> list[str]:
     return [sys.executable, "-m", "posewire", "view", *args]
+
+
+def _get_json(url: str, context: ssl.SSLContext) -> Any:
+    with urllib.request.urlopen(url, context=context, timeout=30) as response:
+        return json.loads(response.read())
 
 
 def _env(config: Path) -> dict[str, str]:
@@ -112,13 +120,22 @@ async def test_the_self_signed_capture_page_streams_over_wss(tmp_path: Path) -> 
         assert cert == tmp_path / "posewire" / "tls" / "capture-cert.pem"
         assert printed.group(1) == lan.fingerprint(cert)
 
+        # the page's own check of its relay (what it asks when its link fails) verifies the
+        # wss relay with the same certificate
+        trusted = ssl.create_default_context(cafile=str(cert))
+        check = await asyncio.to_thread(_get_json, url.rsplit("/", 1)[0] + "/relay-check.json", trusted)
+        assert (check["ok"], check["relay"]) == (True, relay_url), check
+        clip = camera_clip("soccer_player.jpg", tmp_path)
+        # a browser that does not trust the certificate gets no page (the TLS is real)
+        refused = await drive_capture(url, clip, 1, timeout=120)
+        assert "ERR_CERT" in refused.get("error", ""), refused
         async with Subscriber(relay_url, "phone", token=token, ca_file=cert, merge=True) as sub:
             async def record() -> None:
                 async for frame in sub:
                     received.append(frame)
 
             task = asyncio.create_task(record())
-            report = await drive_capture(url + "?autostart=1", camera_clip("soccer_player.jpg", tmp_path), FRAMES,
+            report = await drive_capture(url + "?autostart=1", clip, FRAMES,
                                          tmp_path / "capture_tls.png", trust_spki=lan.spki_sha256(cert))
             await asyncio.sleep(0.5)
             task.cancel()
