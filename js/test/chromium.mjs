@@ -1,6 +1,8 @@
 // Headless Chromium for the page drivers (Debian chromium through npm playwright-core): one
 // set of flags, a throwaway profile, and `close()` that removes it. `fakeVideo`: a clip or
-// photo the fake camera plays (the capture page's getUserMedia).
+// photo the fake camera plays (the capture page's getUserMedia). `trustSpki`: the base64
+// SHA-256 of a certificate's public key that Chromium then accepts (a self-signed https page
+// and its wss relay, as a phone does once its user accepted the fingerprint).
 
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,12 +13,13 @@ const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', 
   '--disable-background-networking', '--disable-component-update', '--disable-sync', '--use-gl=angle',
   '--use-angle=swiftshader', '--enable-unsafe-swiftshader'];
 
-export async function launchChromium({ viewport, fakeVideo = null }) {
+export async function launchChromium({ viewport, fakeVideo = null, trustSpki = null }) {
   const profile = mkdtempSync(join(tmpdir(), 'posewire-chromium-'));
   const camera = fakeVideo === null ? [] : ['--use-fake-ui-for-media-stream', '--use-fake-device-for-media-stream',
     `--use-file-for-fake-video-capture=${fakeVideo}`];
+  const trust = trustSpki ? [`--ignore-certificate-errors-spki-list=${trustSpki}`] : [];
   const context = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', headless: true, args: [...FLAGS, ...camera], viewport,
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', headless: true, args: [...FLAGS, ...camera, ...trust], viewport,
   });
   const close = async () => {
     await context.close();

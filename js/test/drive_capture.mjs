@@ -4,12 +4,14 @@
 // usage: node js/test/drive_capture.mjs URL CLIP FRAMES SCREENSHOT
 // Opens URL (the capture page, autostarted), waits until the page has encoded FRAMES frames
 // (or 240 s), takes a screenshot, and prints one JSON line: {frames, published, stats, last,
-// calibration, status, page_errors, origins}.
+// calibration, status, page_errors, origins, sockets}. $CAPTURE_TRUST_SPKI: the public key
+// hash of the page's self-signed certificate, trusted (chromium.mjs).
 
 import { launchChromium } from './chromium.mjs';
 
 const [url, clip, frames, screenshot] = process.argv.slice(2);
-const { context, close } = await launchChromium({ viewport: { width: 1280, height: 560 }, fakeVideo: clip });
+const { context, close } = await launchChromium({ viewport: { width: 1280, height: 560 }, fakeVideo: clip,
+  trustSpki: process.env.CAPTURE_TRUST_SPKI ?? null });
 const page = context.pages()[0] ?? (await context.newPage());
 const errors = [];
 page.on('pageerror', (e) => errors.push(String(e)));
@@ -19,7 +21,8 @@ page.on('console', (m) => {
 });
 const origins = new Set();
 page.on('request', (r) => { if (!r.url().startsWith('blob:') && !r.url().startsWith('data:')) origins.add(new URL(r.url()).origin); });
-page.on('websocket', (ws) => origins.add(new URL(ws.url()).origin));
+const sockets = [];
+page.on('websocket', (ws) => { origins.add(new URL(ws.url()).origin); sockets.push(ws.url()); });
 let result;
 try {
   await page.goto(url);
@@ -41,5 +44,6 @@ try {
 }
 result.page_errors = errors;
 result.origins = [...origins];
+result.sockets = sockets;
 process.stdout.write(JSON.stringify(result) + '\n');
 await close();

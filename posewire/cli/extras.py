@@ -13,6 +13,8 @@ vmc        python-osc           ``vmc``
 cluster    nats-py              ``serve --broker``
 record     pose-format          ``.pose`` files: ``record --from-pose``, ``convert``,
                                 ``produce --pose-file``, ``demo --recording X.pose``
+tls        cryptography         a self-signed certificate: ``view --capture --tls``,
+                                ``demo --tls`` without ``--tls-cert``
 =========  ===================  =============================================================
 
 :func:`missing_extra` checks, before a command starts, that the packages it needs import;
@@ -51,6 +53,7 @@ OPTIONAL: dict[str, Optional] = {o.module: o for o in (
     Optional("pythonosc", "python-osc", "vmc", "VMC output"),
     Optional("nats", "nats-py", "cluster", "a relay cluster (--broker)"),
     Optional("pose_format", "pose-format", "record", "reading .pose files"),
+    Optional("cryptography", "cryptography", "tls", "a self-signed certificate (--tls without --tls-cert)"),
 )}
 
 
@@ -76,9 +79,12 @@ def needed(args: argparse.Namespace) -> tuple[str, ...]:
     command = getattr(args, "command", None)
     live = ("mediapipe", "cv2")
     pose = ("pose_format",) if _is_pose(getattr(args, "recording", None)) else ()
+    tls = ("cryptography",) if getattr(args, "tls", False) and getattr(args, "tls_cert", None) is None else ()
     if command == "vmc":
         return ("pythonosc", *pose)
-    if command in ("view", "export"):
+    if command == "view":
+        return (*pose, *tls)
+    if command == "export":
         return pose
     if command == "serve":
         return ("nats",) if getattr(args, "broker", None) else ()
@@ -90,10 +96,10 @@ def needed(args: argparse.Namespace) -> tuple[str, ...]:
         return () if args.replay is not None else live
     if command == "demo":
         if args.webcam is not None:
-            return live
+            return (*live, *tls)
         from posewire.servers.demo import DEFAULT_RECORDING
 
-        return ("pose_format",) if _is_pose(args.recording or DEFAULT_RECORDING) else ()
+        return (*(("pose_format",) if _is_pose(args.recording or DEFAULT_RECORDING) else ()), *tls)
     return ()
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-__all__ = ["add_client_options", "add_serve_options", "client_options", "serve_options"]
+__all__ = ["add_client_options", "add_page_tls_options", "add_serve_options", "client_options", "serve_options"]
 
 
 def serve_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -64,3 +64,18 @@ def add_client_options(p: argparse.ArgumentParser, *, check: bool = False) -> No
     which = " (the relay check; the browser must trust it too)" if check else ""
     p.add_argument("--ca-file", metavar="PEM", help=f"verify a wss:// relay with this CA bundle{which}")
     _add_liveness(p, check=check)
+
+
+def add_page_tls_options(p: argparse.ArgumentParser, *, binds: str, serves: str) -> None:
+    """``--host``, ``--tls``, ``--tls-cert``, ``--tls-key`` of the commands that serve a page
+    and its relay (``view --capture``, ``demo``; posewire.servers.lan): ``binds`` names what
+    ``--host`` binds, ``serves`` what ``--tls`` serves."""
+    p.add_argument("--host", default="127.0.0.1",
+                   help=f"address {binds} bind to (0.0.0.0: every interface, e.g. for a phone on the LAN; beyond "
+                        "loopback they need --tls, and the relay a token, made when none is given)")
+    p.add_argument("--tls", action="store_true",
+                   help=f"serve {serves} over https:// and wss:// (browsers give the camera only to secure pages): "
+                        "with --tls-cert/--tls-key, else a self-signed certificate made here and kept in "
+                        "~/.config/posewire/tls (its SHA-256 fingerprint is printed, to check on the phone)")
+    p.add_argument("--tls-cert", metavar="PEM", help="certificate chain to serve with (implies --tls)")
+    p.add_argument("--tls-key", metavar="PEM", help="private key of --tls-cert")

@@ -574,24 +574,33 @@ def _cmd_produce(args: argparse.Namespace) -> int:
 
 def _cmd_models(args: argparse.Namespace) -> int:
     from posewire.producers.model_files import MODELS, fetch_model, model_status
+    from posewire.servers import web_packages
+    from posewire.servers.assets import fetched_pins
 
-    names = list(MODELS) if not args.names else args.names
+    # the Tasks models, and from a wheel the capture page's pinned MediaPipe web builds
+    # (posewire.servers.web_packages; a checkout's come from js/node_modules)
+    web = list(fetched_pins())
+    names = [*MODELS, *web] if not args.names else args.names
+    unknown = [n for n in names if n not in MODELS and n not in web]
+    if unknown:
+        print(f"posewire models: no model {unknown[0]!r} (known: {', '.join([*MODELS, *web])}) (usage.bad_option)",
+              file=sys.stderr)
+        return 2
     if args.action == "status":
         bad = 0
         for name in names:
-            try:
-                path, problem = model_status(name, cache_dir=args.dir)
-            except UsageError as exc:
-                print(f"posewire models: {exc}", file=sys.stderr)
-                return 2
+            path, problem = (web_packages.package_status if name in web else model_status)(name, cache_dir=args.dir)
             print(f"{name}: {'ok' if problem is None else problem} ({path})")
             bad += problem is not None
         return 1 if bad else 0
     routes = tuple(args.route.split(",")) if args.route else ("url", "pypi")
+    log = lambda m: print(f"posewire models: {m}", file=sys.stderr)  # noqa: E731
     try:
         for name in names:
-            path = fetch_model(name, cache_dir=args.dir, routes=routes, force=args.force,
-                               log=lambda m: print(f"posewire models: {m}", file=sys.stderr))
+            if name in web:
+                path = web_packages.fetch_package(name, cache_dir=args.dir, force=args.force, log=log)
+            else:
+                path = fetch_model(name, cache_dir=args.dir, routes=routes, force=args.force, log=log)
             print(f"{name}: ok ({path})")
     except UsageError as exc:
         print(f"posewire models: {exc}", file=sys.stderr)
@@ -653,9 +662,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
     p = sub.add_parser("models", help="fetch or check the pinned MediaPipe model files (sha256, cached)")
     p.add_argument("action", choices=("fetch", "status"))
-    p.add_argument("names", nargs="*", help="model names (default: all)")
+    p.add_argument("names", nargs="*",
+                   help="model names (default: all; installed from a wheel, also the capture page's MediaPipe web "
+                        "builds @mediapipe/holistic and @mediapipe/tasks-vision, from the npm registry: "
+                        "$POSEWIRE_NPM_REGISTRY, default https://registry.npmjs.org)")
     p.add_argument("--dir", default=None,
                    help="cache directory (default: $POSEWIRE_MODEL_DIR or ~/.cache/posewire/models)")
-    p.add_argument("--route", default=None, help="comma-separated routes to try: url,pypi (default: both, in order)")
+    p.add_argument("--route", default=None,
+                   help="comma-separated routes to try for the Tasks models: url,pypi (default: both, in order)")
     p.add_argument("--force", action="store_true", help="fetch even when the cached file matches")
     p.set_defaults(func=_cmd_models)

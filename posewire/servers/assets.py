@@ -1,27 +1,38 @@
 """The files ``posewire view`` and ``posewire demo`` serve and play, in a checkout and in
 an installed wheel (``pip install posewire``, no checkout).
 
-In the wheel they lie under ``posewire/web/`` (the page, the JavaScript client, the
-registry export and the npm libraries the page imports, at the versions pinned by
-``js/package-lock.json``) and ``posewire/data/`` (the demo recording and its licence).
-:func:`vendor_web` writes ``posewire/web/`` when the wheel is built (``setup.py``); it
-copies only the library files the page reaches through its imports, after checking that
-the installed npm packages are the versions the lock file pins (``npm ci`` in ``js/``
-installs them). In a checkout (an editable install) nothing is copied: the page comes from
-``js/`` and ``schemas/``.
+In the wheel they lie under ``posewire/web/`` (the viewer and capture pages, the
+JavaScript client, the registry export and the npm libraries the viewer imports, at the
+versions pinned by ``js/package-lock.json``) and ``posewire/data/`` (the demo recording and
+its licence). :func:`vendor_web` writes ``posewire/web/`` when the wheel is built
+(``setup.py``); it copies only the files the pages reach through their imports
+(:func:`page_closure`, :func:`npm_closure`), after checking that the installed npm packages
+are the versions the lock file pins (``npm ci`` in ``js/`` installs them). In a checkout
+(an editable install) nothing is copied: the pages come from ``js/`` and ``schemas/``.
+
+The capture page's MediaPipe web builds (:data:`FETCHED`: ``@mediapipe/holistic`` and
+``@mediapipe/tasks-vision``, about 45 MB of wasm, graphs and models, 26 MB deflated) are
+not in the wheel: it would grow from about 2 MB to about 30 MB for every install, most of
+which never open the capture page. The wheel pins them instead: ``VENDORED.json`` holds,
+for each, the lock's version and ``integrity`` (the sha512 of the npm tarball) and the
+sha256 of every file served (from the files ``npm ci`` verified), and ``posewire models
+fetch`` brings the tarball from the npm registry into the model cache, as it does the
+Tasks models (:mod:`posewire.servers.web_packages`).
 
 This module uses the standard library only: ``setup.py`` loads it by path while building.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
-__all__ = ["DEMO_RECORDING", "NPM_ENTRIES", "PAGE_FILES", "js_root", "lock_versions", "npm_closure",
-           "schemas_root", "vendor_web"]
+__all__ = ["DEMO_RECORDING", "FETCHED", "NPM_ENTRIES", "PAGE_ENTRIES", "fetched_pins", "js_root", "lock_versions",
+           "npm_closure", "page_closure", "schemas_root", "served_package_file", "vendor_web"]
 
 _PACKAGE = Path(__file__).resolve().parents[1]  # posewire/ (this module is posewire/servers/assets.py)
 _CHECKOUT = _PACKAGE.parent
@@ -29,9 +40,9 @@ _CHECKOUT = _PACKAGE.parent
 WEB = _PACKAGE / "web"
 #: The demo's default recording (a posewire recording, so that the demo needs no extra).
 DEMO_RECORDING = _PACKAGE / "data" / "holistic_signer.jsonl"
-#: The page and the JavaScript client, relative to ``js/``.
-PAGE_FILES = ("viewer/index.html", "viewer/viewer.mjs", "viewer/problems.mjs", "viewer/face.mjs",
-              "posewire/client.mjs", "posewire/codec.mjs", "posewire/decoder.mjs", "posewire/registry.mjs")
+#: The pages, relative to ``js/``: they and every file of ``js/`` they reach (scripts,
+#: relative and ``/js/…`` imports, :func:`page_closure`) are shipped.
+PAGE_ENTRIES = ("viewer/index.html", "capture/index.html")
 #: npm package -> the files the page imports (``js/viewer/index.html`` import map,
 #: ``js/viewer/viewer.mjs``); their relative imports are followed (:func:`npm_closure`).
 NPM_ENTRIES: dict[str, tuple[str, ...]] = {
@@ -39,9 +50,15 @@ NPM_ENTRIES: dict[str, tuple[str, ...]] = {
               "examples/jsm/controls/OrbitControls.js"),
     "@pixiv/three-vrm": ("lib/three-vrm.module.js",),
 }
+#: npm packages of the capture page pinned by the wheel but fetched into the model cache
+#: (``posewire models fetch``; module docstring), not shipped in it.
+FETCHED = ("@mediapipe/holistic", "@mediapipe/tasks-vision")
 #: Files of each npm package shipped with it whatever the page imports (licence, version).
 _NPM_ALWAYS = ("LICENSE", "package.json")
 _RELATIVE_IMPORT = re.compile(r"""(?:\bfrom\s*|\bimport\s*\(?\s*)['"](\.{1,2}/[^'"]+)['"]""")
+#: What a page of ``js/`` reaches in ``js/``: relative and ``/js/…`` imports and scripts, and
+#: frames (``src="/js/…"``).
+_PAGE_REFERENCE = re.compile(r"""(?:\bfrom\s*|\bimport\s*\(?\s*|\bsrc=)['"](\.{1,2}/[^'"]+|/js/[^'"]+)['"]""")
 
 
 def _installed() -> bool:
@@ -59,9 +76,47 @@ def schemas_root() -> Path:
 
 
 def lock_versions(lock: Path) -> dict[str, str]:
-    """``{package: version}`` of :data:`NPM_ENTRIES` pinned by ``package-lock.json``."""
+    """``{package: version}`` of :data:`NPM_ENTRIES` and :data:`FETCHED` pinned by ``package-lock.json``."""
     packages = json.loads(lock.read_text(encoding="utf-8")).get("packages", {})
-    return {name: packages[f"node_modules/{name}"]["version"] for name in NPM_ENTRIES}
+    return {name: packages[f"node_modules/{name}"]["version"] for name in (*NPM_ENTRIES, *FETCHED)}
+
+
+def fetched_pins() -> dict[str, dict[str, Any]]:
+    """``{package: {"version", "integrity", "files": {path: sha256}}}`` of :data:`FETCHED` as
+    the installed wheel pins them (``VENDORED.json``); empty in a checkout, whose pages use
+    ``js/node_modules``."""
+    manifest = WEB / "VENDORED.json"
+    if not _installed() or not manifest.is_file():
+        return {}
+    vendored = json.loads(manifest.read_text(encoding="utf-8"))
+    return {name: vendored[name] for name in FETCHED if name in vendored}
+
+
+def served_package_file(rel: str) -> bool:
+    """Whether the file ``rel`` of a :data:`FETCHED` package is one a page may load (not a
+    source map, type declaration or CommonJS build; not the bundles other than the
+    ``.mjs`` the capture page imports, posewire.servers.privacy)."""
+    return not (rel.endswith((".map", ".d.ts", ".cjs")) or rel == "vision_bundle.js")
+
+
+def page_closure(js: Path, entries: tuple[str, ...] = PAGE_ENTRIES) -> list[str]:
+    """``entries`` (relative to ``js``) and every file of ``js`` they reach
+    (:data:`_PAGE_REFERENCE`: relative and ``/js/…`` imports, scripts, frames), sorted.
+    ``/node_modules/…`` and bare specifiers (the import map's) are the libraries'."""
+    seen: set[str] = set()
+    todo = list(entries)
+    while todo:
+        rel = todo.pop()
+        if rel in seen:
+            continue
+        path = js / rel
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} is missing (a page of js/ refers to it)")
+        seen.add(rel)
+        for target in _PAGE_REFERENCE.findall(path.read_text(encoding="utf-8")):
+            resolved = js / target[len("/js/"):] if target.startswith("/js/") else path.parent / target
+            todo.append(resolved.resolve().relative_to(js.resolve()).as_posix())
+    return sorted(seen)
 
 
 def npm_closure(package_dir: Path, entries: tuple[str, ...]) -> list[str]:
@@ -83,11 +138,25 @@ def npm_closure(package_dir: Path, entries: tuple[str, ...]) -> list[str]:
     return sorted(seen)
 
 
+def _installed_package(js: Path, name: str, pinned: dict[str, str]) -> Path:
+    package_dir = js / "node_modules" / name
+    meta = package_dir / "package.json"
+    if not meta.is_file():
+        raise FileNotFoundError(f"{package_dir} is missing: run npm ci in js/ (make install) before building")
+    installed = json.loads(meta.read_text(encoding="utf-8"))["version"]
+    if installed != pinned[name]:
+        raise ValueError(f"{name} {installed} is installed but js/package-lock.json pins {pinned[name]}: "
+                         "run npm ci in js/")
+    return package_dir
+
+
 def vendor_web(checkout: Path, dest: Path) -> list[Path]:
-    """Copy the page (:data:`PAGE_FILES`), ``schemas/registry.json`` and the npm files the
-    page reaches into ``dest`` (the wheel's ``posewire/web``), checking each npm package's
-    installed version against ``js/package-lock.json``; ``dest/VENDORED.json`` records the
-    versions and the lock's integrity hashes. Returns the files written."""
+    """Copy the pages and what they reach (:func:`page_closure`), ``schemas/registry.json``
+    and the npm files the viewer reaches into ``dest`` (the wheel's ``posewire/web``),
+    checking each npm package's installed version against ``js/package-lock.json``;
+    ``dest/VENDORED.json`` records the versions and the lock's integrity hashes, and for
+    the :data:`FETCHED` packages the sha256 of every file served (module docstring).
+    Returns the files written."""
     js = checkout / "js"
     lock_path = js / "package-lock.json"
     pinned = lock_versions(lock_path)
@@ -100,25 +169,25 @@ def vendor_web(checkout: Path, dest: Path) -> list[Path]:
         shutil.copyfile(src, target)
         written.append(target)
 
-    for rel in PAGE_FILES:
+    for rel in page_closure(js):
         copy(js / rel, rel)
     copy(checkout / "schemas" / "registry.json", "schemas/registry.json")
     manifest: dict[str, dict[str, object]] = {}
     for name, entries in NPM_ENTRIES.items():
-        package_dir = js / "node_modules" / name
-        meta = package_dir / "package.json"
-        if not meta.is_file():
-            raise FileNotFoundError(f"{package_dir} is missing: run npm ci in js/ (make install) before building")
-        installed = json.loads(meta.read_text(encoding="utf-8"))["version"]
-        if installed != pinned[name]:
-            raise ValueError(f"{name} {installed} is installed but js/package-lock.json pins {pinned[name]}: "
-                             "run npm ci in js/")
+        package_dir = _installed_package(js, name, pinned)
         files = npm_closure(package_dir, entries)
         for rel in (*_NPM_ALWAYS, *files):
             copy(package_dir / rel, f"node_modules/{name}/{rel}")
-        manifest[name] = {"version": installed,
+        manifest[name] = {"version": pinned[name],
                           "integrity": lock_packages[f"node_modules/{name}"].get("integrity"),
                           "files": files}
+    for name in FETCHED:  # pinned, not shipped: posewire models fetch brings them
+        package_dir = _installed_package(js, name, pinned)
+        served = sorted(p.relative_to(package_dir).as_posix() for p in package_dir.rglob("*") if p.is_file())
+        manifest[name] = {"version": pinned[name], "fetch": True,
+                          "integrity": lock_packages[f"node_modules/{name}"]["integrity"],
+                          "files": {rel: hashlib.sha256((package_dir / rel).read_bytes()).hexdigest()
+                                    for rel in served if served_package_file(rel)}}
     out = dest / "VENDORED.json"
     out.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     written.append(out)

@@ -28,7 +28,8 @@ __all__ = ["CHECK_TIMEOUT_S", "check_relay"]
 CHECK_TIMEOUT_S = 2.0
 
 
-async def _check(url: str, origin: str, stream: str, token: str | None, timeout: float) -> dict[str, Any]:
+async def _check(url: str, origin: str, stream: str, token: str | None, timeout: float,
+                 ca_file: str | None = None) -> dict[str, Any]:
     from websockets.asyncio.client import connect
     from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
     from websockets.typing import Origin, Subprotocol
@@ -41,7 +42,7 @@ async def _check(url: str, origin: str, stream: str, token: str | None, timeout:
         return {"ok": code == "ok", "code": code, "detail": detail}
 
     try:
-        tls = client_tls_context(url, None)
+        tls = client_tls_context(url, ca_file if url.startswith("wss://") else None)
         ws = await connect(url, origin=Origin(origin), subprotocols=[Subprotocol(SUBPROTOCOL)], ssl=tls,
                            open_timeout=timeout, compression=None, proxy=None, close_timeout=1.0)
     except InvalidStatus as exc:
@@ -91,13 +92,14 @@ async def _check(url: str, origin: str, stream: str, token: str | None, timeout:
 
 
 def check_relay(url: str, *, origin: str, stream: str, token: str | None = None,
-                timeout: float = CHECK_TIMEOUT_S) -> dict[str, Any]:
+                timeout: float = CHECK_TIMEOUT_S, ca_file: str | None = None) -> dict[str, Any]:
     """The verdict on ``url`` for a page of ``origin`` (module docstring): ``{"ok", "code",
-    "detail", "relay", "origin"}``. Runs its own event loop (call it from a thread)."""
+    "detail", "relay", "origin"}``; ``ca_file``: what a ``wss://`` relay is verified with
+    (default: the system store). Runs its own event loop (call it from a thread)."""
     first = url.split(",")[0].strip()
     out: dict[str, Any]
     if not first:
         out = {"ok": False, "code": "relay.url", "detail": "the page has no relay URL"}
     else:
-        out = asyncio.run(_check(first, origin, stream, token, timeout))
+        out = asyncio.run(_check(first, origin, stream, token, timeout, ca_file))
     return {**out, "relay": first, "origin": origin}

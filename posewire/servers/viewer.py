@@ -66,6 +66,8 @@ __all__ = ["JS_ROOT", "ViewerConfig", "ViewerServer", "add_parser", "avatar_desc
 #: checkout, ``posewire/web`` in an installed wheel (:mod:`posewire.servers.assets`).
 JS_ROOT = assets.js_root()
 _SCHEMAS = assets.schemas_root()
+#: The relay ``posewire view`` subscribes to unless told otherwise (where ``serve`` and ``demo`` listen).
+DEFAULT_RELAY_URL = "ws://127.0.0.1:8765"
 #: Seconds ``posewire view`` tries to reach the relay from here before serving the page.
 RELAY_CHECK_S = 2.0
 #: npm packages the page may load (import map in ``js/viewer/index.html``).
@@ -119,6 +121,9 @@ class ViewerConfig:
     relay: str
     stream: str
     token: str | None = None
+    #: The CA bundle the relay check (``/relay-check.json``) verifies a ``wss://`` relay
+    #: with (the page's own certificate when it is self-signed); not sent to the page.
+    ca_file: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {"relay": self.relay, "stream": self.stream, "token": self.token,
@@ -131,6 +136,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         return  # quiet: the demo prints its own status line
+
+    def setup(self) -> None:
+        if isinstance(self.request, ssl.SSLSocket):
+            # the TLS handshake in this connection's thread, not in the accepting one
+            self.request.settimeout(10.0)
+            self.request.do_handshake()
+        super().setup()
 
     def _send(self, status: HTTPStatus, body: bytes, ctype: str = "text/plain; charset=utf-8") -> None:
         self.send_response(status)
@@ -178,7 +190,8 @@ class _Handler(BaseHTTPRequestHandler):
         config = self.server.config
         scheme = "https" if isinstance(self.connection, ssl.SSLSocket) else "http"
         host = self.headers.get("Host") or "{}:{}".format(*self.server.server_address[:2])
-        return check_relay(config.relay, origin=f"{scheme}://{host}", stream=config.stream, token=config.token)
+        return check_relay(config.relay, origin=f"{scheme}://{host}", stream=config.stream, token=config.token,
+                           ca_file=config.ca_file)
 
     def do_POST(self) -> None:
         self._send(HTTPStatus.METHOD_NOT_ALLOWED, b"GET only")
@@ -187,9 +200,16 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, host: str, port: int, config: ViewerConfig) -> None:
+    def __init__(self, host: str, port: int, config: ViewerConfig, tls: ssl.SSLContext | None = None) -> None:
         super().__init__((host, port), _Handler)
         self.config = config
+        if tls is not None:  # https:// (the handshake happens in _Handler.setup)
+            self.socket = tls.wrap_socket(self.socket, server_side=True, do_handshake_on_connect=False)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # a browser that refuses the certificate, or goes away mid-response, is no error here
+        if not isinstance(sys.exc_info()[1], (ssl.SSLError, ConnectionError, TimeoutError)):
+            super().handle_error(request, client_address)
 
     @staticmethod
     def _file(base: Path, rel: str) -> tuple[bytes, str] | None:
@@ -198,6 +218,20 @@ class _Server(ThreadingHTTPServer):
             return None
         ctype = _TYPES.get(target.suffix) or mimetypes.guess_type(target.name)[0] or "application/octet-stream"
         return target.read_bytes(), ctype
+
+    @classmethod
+    def _package_file(cls, pkg: str, rel: str) -> tuple[bytes, str] | None:
+        """File ``rel`` of npm package ``pkg``: from ``node_modules`` (a checkout's, or the
+        wheel's copy), else, for the capture page's MediaPipe builds in a wheel, from the
+        model cache, sha256-checked against the wheel's pins (posewire.servers.web_packages)."""
+        if (JS_ROOT / "node_modules" / pkg).is_dir() or pkg not in assets.fetched_pins():
+            return cls._file(JS_ROOT / "node_modules" / pkg, rel)
+        from .web_packages import package_file
+
+        data = package_file(pkg, rel)
+        if data is None:
+            return None
+        return data, _TYPES.get(Path(rel).suffix) or mimetypes.guess_type(rel)[0] or "application/octet-stream"
 
     def resolve(self, path: str) -> tuple[bytes, str] | None:
         if path in ("/", "/index.html"):
@@ -221,8 +255,8 @@ class _Server(ThreadingHTTPServer):
         for pkg in _PACKAGES:
             prefix = f"/node_modules/{pkg}/"
             if path.startswith(prefix):
-                found = self._file(JS_ROOT / "node_modules" / pkg, path[len(prefix):])
                 rel = path[len(prefix):]
+                found = self._package_file(pkg, rel)
                 if found is not None and pkg == _TASKS_VISION and rel in privacy.PATCHED_FILES:
                     # the usage logging switched off at its source (posewire.servers.privacy)
                     return privacy.patch_tasks_bundle(rel, found[0]), found[1]
@@ -235,18 +269,29 @@ class _Server(ThreadingHTTPServer):
 class ViewerServer:
     """The viewer's HTTP server on ``host:port`` (``port=0``: any free port), in a daemon
     thread; use as a context manager or call :meth:`start` / :meth:`stop`. Binds loopback
-    by default (the page is for the local user)."""
+    by default (the page is for the local user). ``tls``: serve ``https://`` with this
+    server context (:func:`posewire.transport.server_tls_context`; browsers give the camera
+    only to secure pages, so a phone's capture page needs it, :mod:`posewire.servers.lan`)."""
 
-    def __init__(self, config: ViewerConfig, *, host: str = "127.0.0.1", port: int = 0) -> None:
-        self._server = _Server(host, port, config)
+    def __init__(self, config: ViewerConfig, *, host: str = "127.0.0.1", port: int = 0,
+                 tls: ssl.SSLContext | None = None) -> None:
+        from .lan import page_hosts
+
+        self._server = _Server(host, port, config, tls)
+        self._scheme = "http" if tls is None else "https"
+        self._hosts = page_hosts(host) or [host]
         self._thread = threading.Thread(target=self._server.serve_forever, name="posewire-viewer",
                                         daemon=True)
 
+    def _url(self, host: str) -> str:
+        port = self._server.server_address[1]
+        return f"{self._scheme}://{f'[{host}]' if ':' in host else host}:{port}/"
+
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        name = host.decode() if isinstance(host, bytes) else host
-        return f"http://{name}:{port}/"
+        """The page's URL: on the bound address; bound to all interfaces, on the first LAN
+        address (:func:`posewire.servers.lan.page_hosts`)."""
+        return self._url(self._hosts[0])
 
     @property
     def config(self) -> ViewerConfig:
@@ -267,9 +312,8 @@ class ViewerServer:
     def origins(self) -> tuple[str, ...]:
         """Every origin the page can be opened from (the loopback address and
         ``localhost``): what a relay must allow (spec §5.8 Origin check,
-        ``posewire serve --allow-origin``)."""
-        port = self._server.server_address[1]
-        return (self.origin, f"http://localhost:{port}")
+        ``posewire serve --allow-origin``); bound to all interfaces, each LAN address too."""
+        return tuple(self._url(h).rstrip("/") for h in self._hosts)
 
     def start(self) -> ViewerServer:
         if not (JS_ROOT / "node_modules" / "three").is_dir():
@@ -289,15 +333,16 @@ class ViewerServer:
         self.stop()
 
 
-def serve_viewer(config: ViewerConfig, *, host: str = "127.0.0.1", port: int = 0) -> ViewerServer:
+def serve_viewer(config: ViewerConfig, *, host: str = "127.0.0.1", port: int = 0,
+                 tls: ssl.SSLContext | None = None) -> ViewerServer:
     """Start a :class:`ViewerServer` on ``port``, or on any free port when that one is
     taken (the URL says which)."""
     try:
-        return ViewerServer(config, host=host, port=port).start()
+        return ViewerServer(config, host=host, port=port, tls=tls).start()
     except OSError as exc:
         if port == 0 or exc.errno not in (errno.EADDRINUSE, errno.EACCES):
             raise
-        return ViewerServer(config, host=host, port=0).start()
+        return ViewerServer(config, host=host, port=0, tls=tls).start()
 
 
 async def _check_relay(args: argparse.Namespace, token: str | None) -> bool:
@@ -351,17 +396,64 @@ def _view_recording(args: argparse.Namespace) -> int:
     return 0
 
 
+def _view_capture_tls(args: argparse.Namespace, token: str | None) -> int:
+    """``view --capture --tls``: the capture page over ``https://`` on ``--host`` and a relay
+    of its own over ``wss://`` with the same certificate (:func:`posewire.servers.demo.run_demo`,
+    :mod:`posewire.servers.lan`): the phone opens the printed URL, and the other clients
+    reach the relay by the printed URL, token and certificate."""
+    import contextlib
+
+    from posewire.cli.conventions import describe_error
+    from posewire.codec.errors import PosewireError
+    from posewire.transport import RelayError
+
+    from .demo import run_demo
+    from .lan import tls_files
+
+    try:  # caller misuse: status 2, as argparse's
+        if args.url is not None:
+            raise UsageError("usage.bad_option", "with --tls, view --capture serves its own relay with the page's "
+                             "certificate: drop --url (its address is printed)", path="url")
+        files = tls_files(cert=args.tls_cert, key=args.tls_key, bind=args.host)
+    except UsageError as exc:
+        print(f"posewire view: {describe_error(exc)}", file=sys.stderr)
+        return 2
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(run_demo(Path(), capture=True, port=args.port, relay_port=args.relay_port,
+                                 browser=not args.no_browser, stream=args.stream, host=args.host, tls=files,
+                                 token=token))
+    except (OSError, ValueError, PosewireError, RelayError) as exc:
+        print(f"posewire view: {describe_error(exc)}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _cmd_view(args: argparse.Namespace) -> int:
     if getattr(args, "recording", None) is not None:
         return _view_recording(args)
     token = args.token or os.environ.get("POSEWIRE_TOKEN")
+    if args.tls or args.tls_cert is not None:
+        if not args.capture:
+            print("posewire view: --tls serves the capture page (--capture) and its own relay; a TLS relay alone is "
+                  "posewire serve --tls-cert/--tls-key (usage.bad_option)", file=sys.stderr)
+            return 2
+        return _view_capture_tls(args, token)
+    if args.capture:
+        from .web_packages import capture_problem
+
+        problem = capture_problem()
+        if problem is not None:
+            print(f"posewire view: {problem} (usage.model_missing)", file=sys.stderr)
+            return 2
+    args.url = args.url or DEFAULT_RELAY_URL
     try:
         if not args.no_relay_check and not asyncio.run(_check_relay(args, token)):
             return 1
     except KeyboardInterrupt:
         return 130
     try:
-        server = serve_viewer(ViewerConfig(args.url, args.stream, token), port=args.port)
+        server = serve_viewer(ViewerConfig(args.url, args.stream, token), host=args.host, port=args.port)
     except OSError as exc:
         from posewire.cli.conventions import describe_error
 
@@ -397,13 +489,15 @@ def _cmd_view(args: argparse.Namespace) -> int:
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``view`` sub-command to the ``posewire`` parser."""
     from posewire.cli.conventions import add_stream_option
-    from posewire.cli.net_options import add_client_options
+    from posewire.cli.net_options import add_client_options, add_page_tls_options
 
     p = subparsers.add_parser("view", help="serve the live browser viewer of a stream on loopback")
     add_stream_option(p)
-    p.add_argument("--url", default="ws://127.0.0.1:8765", help="relay URL the page subscribes to")
+    p.add_argument("--url", default=None,
+                   help=f"relay URL the page subscribes to (default: {DEFAULT_RELAY_URL}; with --tls the page's own "
+                        "relay)")
     p.add_argument("--token", help="auth token for the relay (default: $POSEWIRE_TOKEN)")
-    p.add_argument("--port", type=int, default=8770, help="viewer port on 127.0.0.1 (0: any free port)")
+    p.add_argument("--port", type=int, default=8770, help="viewer port on --host (0: any free port)")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser")
     p.add_argument("--no-relay-check", action="store_true",
                    help="serve the page without first connecting to the relay from here")
@@ -417,4 +511,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--capture", action="store_true",
                    help="open the capture page (/capture): this browser's webcam is the producer of --stream "
                         "(MediaPipe and the encoder run in the page)")
+    add_page_tls_options(p, binds="the page (and with --tls its own relay)",
+                         serves="the capture page (--capture) and a relay of its own")
+    p.add_argument("--relay-port", type=int, default=8765,
+                   help="with --tls: the port of the page's own relay on --host (0: any free port)")
     p.set_defaults(func=_cmd_view)
