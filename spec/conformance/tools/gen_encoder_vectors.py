@@ -291,8 +291,9 @@ turn = np.radians(70.0)
 for k in (18, 19, 20):
     v = h[k] - h[17]
     h[k] = h[17] + v * np.cos(turn) + np.cross(axis, v) * np.sin(turn) + axis * (axis @ v) * (1 - np.cos(turn))
-case("fail-finger-side-clamped", "§4.3: a finger turned past the side range keeps curl, distal and fold; "
-     "fingers_side_clamped_* counts it", {"frames": [mutated(0, left_hand=hand)]})
+case("fail-finger-side-clamped", "§4.3: a pinky turned 70° past the side range on a hand seen at an angle is read "
+     "again with its depth scaled and sent in range (fingers_depth_repaired_l): a depth repair comes before a side "
+     "clamp (finger-side-clamped-palm-facing-camera clamps)", {"frames": [mutated(0, left_hand=hand)]})
 case("fail-thumb-roll-unobservable", "§4.3: a straight thumb shows no roll: g_thumb_roll 0, "
      "degenerate.thumb_roll_unobservable_*", {"frames": [frame(gt, 0)]})
 far = base.pose_world[1:2].copy()
