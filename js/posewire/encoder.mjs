@@ -868,17 +868,19 @@ export function encoderLandmarks({ frames, calibration = null, mirrored = 'repor
     checkPoints(f.pose_world, [33], `${at}.pose_world`);
     checkArray(f.pose_visibility, [33], `${at}.pose_visibility`);
     f.pose_visibility.forEach((v, k) => { if (v !== null && typeof v !== 'number') throw usage('bad_option', `${at}.pose_visibility[${k}]`); });
-    for (const k of ['left_hand', 'right_hand']) if (f[k] !== null) checkPoints(f[k], [21], `${at}.${k}`);
-    if (f.face != null) checkPoints(f.face, [468, 478], `${at}.face`);
-    if (f.pose_image != null) checkPoints(f.pose_image, [33], `${at}.pose_image`, [2, 3]);
+    // spec §6.10 order of the checks: pose_world, pose_visibility, pose_in_frame, the hands, face, pose_image
     if (f.pose_in_frame != null) {
       checkArray(f.pose_in_frame, [33], `${at}.pose_in_frame`);
       f.pose_in_frame.forEach((b, k) => { if (typeof b !== 'boolean') throw usage('bad_option', `${at}.pose_in_frame[${k}]`); });
     }
+    for (const k of ['left_hand', 'right_hand']) if (f[k] !== null) checkPoints(f[k], [21], `${at}.${k}`);
+    if (f.face != null) checkPoints(f.face, [468, 478], `${at}.face`);
+    if (f.pose_image != null) checkPoints(f.pose_image, [33], `${at}.pose_image`, [2, 3]);
     if ('blendshapes' in f && f.blendshapes !== null) {
       if (typeof f.blendshapes !== 'object' || Array.isArray(f.blendshapes)) throw usage('bad_option', `${at}.blendshapes`);
       for (const [k, v] of Object.entries(f.blendshapes)) {
-        if (k !== '_neutral' && !ARKIT.includes(k)) throw usage('unknown_id', `${at}.blendshapes.${k}`);
+        if (k === '_neutral') continue; // spec §6.10: MediaPipe's _neutral, its value never read
+        if (!ARKIT.includes(k)) throw usage('unknown_id', `${at}.blendshapes.${k}`);
         if (typeof v !== 'number') throw usage('bad_option', `${at}.blendshapes.${k}`);
       }
     }

@@ -291,8 +291,9 @@ turn = np.radians(70.0)
 for k in (18, 19, 20):
     v = h[k] - h[17]
     h[k] = h[17] + v * np.cos(turn) + np.cross(axis, v) * np.sin(turn) + axis * (axis @ v) * (1 - np.cos(turn))
-case("fail-finger-side-clamped", "§4.3: a finger turned past the side range keeps curl, distal and fold; "
-     "fingers_side_clamped_* counts it", {"frames": [mutated(0, left_hand=hand)]})
+case("fail-finger-side-clamped", "§4.3: a pinky turned 70° past the side range on a hand seen at an angle is read "
+     "again with its depth scaled and sent in range (fingers_depth_repaired_l): a depth repair comes before a side "
+     "clamp (finger-side-clamped-palm-facing-camera clamps)", {"frames": [mutated(0, left_hand=hand)]})
 case("fail-thumb-roll-unobservable", "§4.3: a straight thumb shows no roll: g_thumb_roll 0, "
      "degenerate.thumb_roll_unobservable_*", {"frames": [frame(gt, 0)]})
 far = base.pose_world[1:2].copy()
@@ -353,6 +354,160 @@ case("input-unknown-blendshape", R_IN + ": an unknown ARKit name is usage.unknow
      {"frames": [{**good, "blendshapes": {"jawOpen": 0.2, "smile": 0.5}}]}, error="usage.unknown_id")
 case("input-calibration-unusable", "§4.1: no valid distance and no shoulder width is usage.calibration",
      {"frames": [good], "calibration": {"hand_length": None}}, error="usage.calibration")
+
+# ---------------------------------------------------------------------------- the stranger's readings (§6.10, §6.10.1)
+from posewire.conformance import operations  # noqa: E402
+
+_CHECKED = operations()["encoder.landmarks"]  # with the §6.5 input rule, as a kit runs it
+
+
+def checked_case(id_: str, rule: str, inp: dict[str, Any], *, error: str | None = None) -> None:
+    """:func:`case` through the kit's checked op (§6.5 rules 1–3 before the op's own checks)."""
+    c: dict[str, Any] = {"id": id_, "op": "encoder.landmarks", "rule": rule, "input": inp}
+    try:
+        result = _CHECKED(json.loads(json.dumps(inp)))
+    except PosewireError as exc:
+        assert exc.code == error, (id_, exc.code, error)
+        c["expect_error"] = exc.code
+    else:
+        assert error is None, (id_, "expected an error")
+        c["expect"] = result
+        c["tolerance"] = TOLERANCE
+    cases.append(c)
+
+
+lean = frame(cut(gt, 1, face=None, pose_image=None), 0)  # a small valid frame for the input errors
+R_G = "§6.10 (the stranger's gaps)"
+# G2: only pose_image points may be 2 numbers long
+checked_case("input-pose-point-two-numbers", R_G + ": a pose_world point of 2 numbers is usage.shape (not missing)",
+             {"frames": [{**lean, "pose_world": [lean["pose_world"][0][:2], *lean["pose_world"][1:]]}]},
+             error="usage.shape")
+hand2 = [list(p) for p in frame(gt, 1)["right_hand"]]
+checked_case("input-hand-point-two-numbers", R_G + ": a hand point of 2 numbers is usage.shape (not missing)",
+             {"frames": [{**lean, "right_hand": [hand2[0][:2], *hand2[1:]]}]}, error="usage.shape")
+swapped_frame = mutated(3, left_hand=base.right_hand[3:4], right_hand=base.left_hand[3:4], face=None)
+deep = {**swapped_frame, "pose_image": [[*p, 10.0] for p in swapped_frame["pose_image"]]}
+checked_case("pose-image-z-not-read", R_G + ": pose_image points of 3 numbers: the z is never read (the 2-D "
+             "distances of step 4 swap the hands as without it)", {"frames": [deep]})
+assert cases[-1]["expect"] == _CHECKED(json.loads(json.dumps({"frames": [swapped_frame]})))
+assert cases[-1]["expect"]["degenerate"].get("hands_swapped") == 1
+# G3: with pose_image and no present hand nothing is swapped
+no_hands = mutated(3, left_hand=no_hand, right_hand=no_hand, face=None)
+assert "pose_image" in no_hands
+checked_case("pose-image-no-hand-present", R_G + ": with pose_image and neither hand present the labels are not "
+             "swapped (no hands_swapped)", {"frames": [no_hands]})
+# G4: pose_image null is pose_image absent: the 3-D wrists' order decides
+no_image = frame(cut(base, 3, left_hand=base.right_hand[3:4], right_hand=base.left_hand[3:4], pose_image=None,
+                     face=None), 0)
+checked_case("input-pose-image-null-is-absent", R_G + ": pose_image null is as if absent (the wrists' order swaps "
+             "the hands back)", {"frames": [{**no_image, "pose_image": None}]})
+assert cases[-1]["expect"] == _CHECKED(json.loads(json.dumps({"frames": [no_image]})))
+assert cases[-1]["expect"]["degenerate"].get("hands_swapped") == 1
+# G5: m_tongue's column takes part in the joint solve; m_tongue itself is left out; tongueOut clamps are counted
+checked_case("blendshapes-tongue-in-the-solve", R_G + ": tongueOut is solved jointly (m_tongue + = tongueOut 1, "
+             "jawOpen 0.2): tongueOut 0.8, jawOpen 0.5 give m_jaw 0.34; m_tongue is left out; tongueOut 1.3 is "
+             "clamped and counted",
+             {"frames": [{**lean, "blendshapes": {"tongueOut": 0.8, "jawOpen": 0.5}},
+                         {**lean, "blendshapes": {"tongueOut": 1.3, "jawOpen": 0.5}}]})
+assert abs(cases[-1]["expect"]["frames"][0]["values"]["m_jaw"] - 0.34) < 1e-12
+# G12: options and weights
+checked_case("input-mirrored-null", R_G + ": mirrored null is usage.bad_option (§6.5 rule 1: not nullable)",
+             {"frames": [lean], "mirrored": None}, error="usage.bad_option")
+checked_case("input-visibility-threshold-null", R_G + ": visibility_threshold null is usage.bad_option",
+             {"frames": [lean], "visibility_threshold": None}, error="usage.bad_option")
+checked_case("input-visibility-threshold-above-one", R_G + ": visibility_threshold 1.5 is usage.out_of_range "
+             "(§6.5 rule 3, [0, 1])", {"frames": [lean], "visibility_threshold": 1.5}, error="usage.out_of_range")
+checked_case("input-visibility-threshold-negative", R_G + ": visibility_threshold −0.1 is usage.out_of_range",
+             {"frames": [lean], "visibility_threshold": -0.1}, error="usage.out_of_range")
+checked_case("input-blendshape-weight-null", R_G + ": a blendshape weight null is usage.bad_option",
+             {"frames": [{**lean, "blendshapes": {"jawOpen": None}}]}, error="usage.bad_option")
+checked_case("blendshapes-neutral-value-not-read", R_G + ": _neutral's value is never read (null accepted)",
+             {"frames": [{**lean, "blendshapes": {"_neutral": None, "jawOpen": 0.3}}]})
+# G12: the order of the op's own checks (rule 4), each pair decided by the first in §6.10's order
+R_O = "§6.10 order of the checks"
+bad_pose = lean["pose_world"][:32]
+checked_case("order-encoder-rule-3-before-op", R_O + ": visibility_threshold out of range before mirrored's value",
+             {"frames": [lean], "mirrored": "yes", "visibility_threshold": 2}, error="usage.out_of_range")
+checked_case("order-encoder-row-before-calibration-keys", R_O + ": the row's keys, then calibration's",
+             {"frames": [lean], "calibration": {"hand_length": "x"}, "visibility_threshold": 2},
+             error="usage.out_of_range")
+checked_case("order-encoder-empty-frames-before-mirrored", R_O + ": no frames before mirrored's value",
+             {"frames": [], "mirrored": "yes"}, error="usage.shape")
+checked_case("order-encoder-mirrored-before-calibration", R_O + ": mirrored's value before the calibration",
+             {"frames": [lean], "mirrored": "yes", "calibration": {"hand_length": None}}, error="usage.bad_option")
+checked_case("order-encoder-calibration-before-frames", R_O + ": an unusable calibration before any frame's content",
+             {"frames": [{**lean, "pose_world": bad_pose}], "calibration": {"hand_length": None}},
+             error="usage.calibration")
+checked_case("order-encoder-frame-by-frame", R_O + ": frame 0 completely (its blendshapes too) before frame 1",
+             {"frames": [{**lean, "blendshapes": {"smile": 0.5}}, {**lean, "pose_world": bad_pose}]},
+             error="usage.unknown_id")
+checked_case("order-encoder-points-before-blendshapes", R_O + ": a frame's points before its blendshapes",
+             {"frames": [{**lean, "blendshapes": {"smile": 0.5}, "right_hand": [[0.0, 0.0]] * 21}]},
+             error="usage.shape")
+checked_case("order-encoder-pose-in-frame-before-hands", R_O + ": pose_in_frame before the hands",
+             {"frames": [{**lean, "pose_in_frame": [True] * 32 + [1], "left_hand": lean["pose_world"][:20]}]},
+             error="usage.bad_option")
+checked_case("order-encoder-count-before-points", R_O + ": a list's count before its points",
+             {"frames": [{**lean, "pose_world": [*lean["pose_world"][:31], "x"]}]}, error="usage.shape")
+checked_case("order-encoder-point-length-before-coordinates", R_O + ": a point's length before its coordinates",
+             {"frames": [{**lean, "pose_world": [[True, 0.0, 0.0, 0.0], *lean["pose_world"][1:]]}]},
+             error="usage.shape")
+checked_case("order-encoder-visibility-count-before-entries", R_O + ": pose_visibility's count before its entries",
+             {"frames": [{**lean, "pose_visibility": [*lean["pose_visibility"][:31], "x"]}]}, error="usage.shape")
+checked_case("order-encoder-blendshape-entries-in-order", R_O + ": blendshape entries in the object's order, "
+             "each name then weight (a null weight before a later unknown name)",
+             {"frames": [{**lean, "blendshapes": {"jawOpen": None, "smile": 0.5}}]}, error="usage.bad_option")
+
+
+# ---------------------------------------------------------------------------- constructed hands (exact)
+def built_hand(side: str, *, index_turn: float = 0.0, pinky_turn: float = 0.0,
+               middle: tuple[float, float, float] = (0.0, 0.095, 0.0)) -> list[list[float]]:
+    """A right (or, mirrored, left) hand in MediaPipe axes, wrist at the origin, its palm frame turned
+    exactly 180° about the camera's z (R = diag(−1, −1, 1): w = 0): canonical local (l_x, l_y, l_z) →
+    MediaPipe (−l_x, l_y, −l_z) for the right hand, (l_x, l_y, −l_z) for the left. Fingers bent in planes
+    at their metacarpal + σ + turn (degrees), the palm facing the camera (depth repair cannot turn them)."""
+    local = [(0.0, 0.0, 0.0), (0.02, 0.02, 0.0), (0.04, 0.045, 0.01), (0.055, 0.07, 0.015), (0.065, 0.09, 0.02)]
+    knuckles = {"index": (0.022, 0.09, 0.0), "middle": middle, "ring": (-0.018, 0.088, 0.0),
+                "pinky": (-0.034, 0.078, 0.0)}
+    splay = {"index": 20.0, "middle": 10.0, "ring": 10.0, "pinky": 5.0}
+    turns = {"index": index_turn, "middle": 0.0, "ring": 0.0, "pinky": pinky_turn}
+    bends = {"index": (20.0, 30.0, 10.0), "middle": (25.0, 20.0, 10.0), "ring": (25.0, 20.0, 10.0),
+             "pinky": (30.0, 40.0, 20.0)}
+    for f, (mx, my, mz) in knuckles.items():
+        heading = math.atan2(-mx, my) + math.radians(splay[f] + turns[f])  # from +Y toward the pinky
+        d = np.array([-math.sin(heading), math.cos(heading), 0.0])
+        z = np.array([0.0, 0.0, 1.0])
+        p = np.array([mx, my, mz])
+        local.append(tuple(p))
+        bend = 0.0
+        for length, b in zip((0.04, 0.025, 0.02), bends[f], strict=True):
+            bend += math.radians(b)
+            p = p + length * (math.cos(bend) * d + math.sin(bend) * z)
+            local.append(tuple(p))
+    sx = -1.0 if side == "r" else 1.0
+    return [[_num(sx * x), _num(y), _num(-z)] for x, y, z in local]
+
+
+hands_only = {"pose_world": [None] * 33, "pose_visibility": [0.0] * 33}
+checked_case("hands-only-palm-half-turn", "§4.2, §3.3: both palms turned exactly 180° about the camera's z "
+             "(w = 0: a trace-only matrix → quaternion divides by 0; the stable branch of the largest of "
+             "4w², 4x², 4y², 4z²) are clamped and counted: w_q_l (|v| > 0.98), w_q_r (|v| > 0.98)",
+             {"frames": [{**hands_only, "left_hand": built_hand("l"), "right_hand": built_hand("r")}]})
+assert {"w_q_l (|v| > 0.98)", "w_q_r (|v| > 0.98)"} <= set(cases[-1]["expect"]["clamped"])
+checked_case("finger-side-clamped-palm-facing-camera", "§4.3: a pinky turned 70° toward the pinky and an index 60° "
+             "toward the thumb of hands facing the camera (depth axis = palm normal: no depth scale turns them) "
+             "keep their bends, sides on the rails ±1: fingers_side_clamped_l, _r = 2 and the side ids counted",
+             {"frames": [{**hands_only, "left_hand": built_hand("l", index_turn=-60.0, pinky_turn=70.0),
+                          "right_hand": built_hand("r", index_turn=-60.0, pinky_turn=70.0)}]})
+assert cases[-1]["expect"]["degenerate"].get("fingers_side_clamped_r") == 2
+assert cases[-1]["expect"]["degenerate"].get("fingers_side_clamped_l") == 2
+assert "fingers_depth_repaired_r" not in cases[-1]["expect"]["degenerate"]
+checked_case("palm-degenerate-right-near-parallel", "§4.2: a right hand whose wrist → middle knuckle lies 6e−7 rad "
+             "from its palm normal (|f × m| < 1e−6·|f|·|m|, though reject(m, f) is 2.9e−9 long): palm frame "
+             "degenerate, hand lost, degenerate.palm_r",
+             {"frames": [{**hands_only, "left_hand": built_hand("l"),
+                          "right_hand": built_hand("r", middle=(0.0, 5.7e-8, -0.095))}]})
+assert cases[-1]["expect"]["degenerate"].get("palm_r") == 1
 
 doc = {
     "section": "§6.10",
