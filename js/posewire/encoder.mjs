@@ -879,8 +879,8 @@ export function encoderLandmarks({ frames, calibration = null, mirrored = 'repor
     if ('blendshapes' in f && f.blendshapes !== null) {
       if (typeof f.blendshapes !== 'object' || Array.isArray(f.blendshapes)) throw usage('bad_option', `${at}.blendshapes`);
       for (const [k, v] of Object.entries(f.blendshapes)) {
-        if (k === '_neutral') continue; // spec §6.10: MediaPipe's _neutral, its value never read
-        if (!ARKIT.includes(k)) throw usage('unknown_id', `${at}.blendshapes.${k}`);
+        if (k !== '_neutral' && !ARKIT.includes(k)) throw usage('unknown_id', `${at}.blendshapes.${k}`);
+        // spec §6.5 rule 1: numbers only, MediaPipe's _neutral included (its value is not used)
         if (typeof v !== 'number') throw usage('bad_option', `${at}.blendshapes.${k}`);
       }
     }

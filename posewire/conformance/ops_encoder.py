@@ -95,12 +95,13 @@ def _hand(raw: Any, path: str) -> np.ndarray:
 def _blendshapes(raw: dict[str, Any], path: str) -> np.ndarray:
     weights = np.zeros(len(ARKIT_CHANNELS))
     for name, w in raw.items():
-        if name == "_neutral":  # MediaPipe's extra category: ignored (spec §6.5 morph.arkit_to_dims)
-            continue
-        if name not in _ARKIT_AT:
+        if name != "_neutral" and name not in _ARKIT_AT:
             raise UsageError("usage.unknown_id", f"not an ARKit channel: {name!r}", path=f"{path}.{name}")
+        # spec §6.5 rule 1: an object of numbers holds numbers only, MediaPipe's _neutral included
         if isinstance(w, bool) or not isinstance(w, int | float):
             raise UsageError("usage.bad_option", "expected a number", path=f"{path}.{name}")
+        if name == "_neutral":  # MediaPipe's extra category: its value is not used (spec §6.10)
+            continue
         weights[_ARKIT_AT[name]] = float(w)
     return weights
 

@@ -421,8 +421,9 @@ checked_case("input-visibility-threshold-negative", R_G + ": visibility_threshol
              {"frames": [lean], "visibility_threshold": -0.1}, error="usage.out_of_range")
 checked_case("input-blendshape-weight-null", R_G + ": a blendshape weight null is usage.bad_option",
              {"frames": [{**lean, "blendshapes": {"jawOpen": None}}]}, error="usage.bad_option")
-checked_case("blendshapes-neutral-value-not-read", R_G + ": _neutral's value is never read (null accepted)",
-             {"frames": [{**lean, "blendshapes": {"_neutral": None, "jawOpen": 0.3}}]})
+checked_case("blendshapes-neutral-value-a-number", R_G + ": _neutral's value is not used, but it is a number "
+             "(§6.5 rule 1): null is usage.bad_option",
+             {"frames": [{**lean, "blendshapes": {"_neutral": None, "jawOpen": 0.3}}]}, error="usage.bad_option")
 # G12: the order of the op's own checks (rule 4), each pair decided by the first in §6.10's order
 R_O = "§6.10 order of the checks"
 bad_pose = lean["pose_world"][:32]
