@@ -4,10 +4,8 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import logging
-import os
 import socket
 import time
 from pathlib import Path
@@ -17,7 +15,7 @@ import msgpack
 import numpy as np
 import pytest
 from benchutil import load_benchmark
-from netutil import TIMEOUT, open_raw, padded_frame, wait_for
+from netutil import TIMEOUT, open_raw, padded_frame, raw_upgrade, upgrade_request, wait_for
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.frames import Frame as WsFrame
@@ -28,7 +26,7 @@ from posewire.codec.errors import UsageError
 from posewire.codec.protocol import CLOSE_CODES, Connection
 from posewire.codec.registry import REGISTRY
 from posewire.codec.vector import DEFAULTS, N_DIMS
-from posewire.codec.wire import SUBPROTOCOL, Bye, Frame, Hello, Welcome, decode, encode
+from posewire.codec.wire import SUBPROTOCOL, Bye, Frame, Hello, decode, encode
 from posewire.consumers.subscriber import Subscriber
 from posewire.producers.publisher import Publisher
 from posewire.relay import Relay
@@ -700,31 +698,8 @@ async def test_a_peer_that_keeps_sending_is_alive_without_its_pongs() -> None:
 async def frozen_consumer(port: int, stream: str) -> socket.socket:
     """A consumer on a raw socket: it completes the WebSocket handshake and the hello,
     reads its welcome, then never reads again (a small receive buffer)."""
-    loop = asyncio.get_running_loop()
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    sock.setblocking(False)
-    await loop.sock_connect(sock, ("127.0.0.1", port))
-    key = base64.b64encode(os.urandom(16)).decode()
-    await loop.sock_sendall(sock, (
-        f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
-        f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
-        f"Sec-WebSocket-Protocol: {SUBPROTOCOL}\r\n\r\n").encode())
-    head = b""
-    async with asyncio.timeout(TIMEOUT):
-        while not head.endswith(b"\r\n\r\n"):  # byte by byte: nothing after it is read
-            head += await loop.sock_recv(sock, 1)
-        assert head.startswith(b"HTTP/1.1 101 ")
-        hello = Connection(side="client", role="consumer").hello(stream)
-        await loop.sock_sendall(sock, WsFrame(Opcode.BINARY, hello).serialize(
-            mask=True, extensions=[]))
-        header = await loop.sock_recv(sock, 2)
-        assert header[0] == 0x82 and header[1] < 126  # one unmasked binary frame
-        body = b""
-        while len(body) < header[1]:
-            body += await loop.sock_recv(sock, header[1] - len(body))
-    assert isinstance(decode(body), Welcome)
-    return sock
+    hello = Connection(side="client", role="consumer").hello(stream)
+    return await raw_upgrade(port, rcvbuf=4096, hello=hello, welcome=True)
 
 
 @pytest.mark.parametrize("size", [400, 4000])
@@ -833,12 +808,8 @@ async def test_two_origin_headers_get_one_400_without_a_traceback(
         own = f"http://127.0.0.1:{relay.port}"
         for _ in range(3):
             reader, writer = await asyncio.open_connection("127.0.0.1", relay.port)
-            key = base64.b64encode(os.urandom(16)).decode()
-            writer.write((
-                f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{relay.port}\r\nUpgrade: websocket\r\n"
-                f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
-                f"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: {SUBPROTOCOL}\r\n"
-                f"Origin: {own}\r\nOrigin: https://evil.example\r\n\r\n").encode())
+            writer.write(upgrade_request(
+                relay.port, f"Origin: {own}\r\nOrigin: https://evil.example\r\n"))
             async with asyncio.timeout(TIMEOUT):
                 response = await reader.read()
             writer.close()
