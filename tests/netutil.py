@@ -129,10 +129,12 @@ def upgrade_request(port: int, headers: str = "") -> bytes:
 
 async def raw_upgrade(port: int, *, source: str = "127.0.0.1", rcvbuf: int | None = None,
                       hello: bytes = b"", welcome: bool = False, pieces: int = 1,
-                      spread: float = 0.0, timeout: float = TIMEOUT) -> socket.socket:
+                      spread: float = 0.0, pause: asyncio.Event | None = None,
+                      timeout: float = TIMEOUT) -> socket.socket:
     """A WebSocket client on a raw socket from loopback address ``source`` to the relay
     on ``port``: the upgrade request — in ``pieces`` pieces, one every ``spread`` /
-    ``pieces`` s, the last ``spread`` s after the connect (a slow link) — and the 101
+    ``pieces`` s, the last ``spread`` s after the connect (a slow link; with ``pause``,
+    each piece after the first waits for that event instead) — and the 101
     answer read byte by byte (nothing after it is read); then ``hello`` (encoded
     posewire message, if any) as a masked binary frame and, with ``welcome``, the relay's
     answer read and checked to be a welcome. Raises :class:`ConnectionError` when the
@@ -149,7 +151,9 @@ async def raw_upgrade(port: int, *, source: str = "127.0.0.1", rcvbuf: int | Non
             request = upgrade_request(port)
             cut = [len(request) * i // pieces for i in range(pieces + 1)]
             for i in range(pieces):
-                if spread:
+                if pause is not None and i:
+                    await pause.wait()
+                elif spread:
                     await asyncio.sleep(spread / pieces)
                 await loop.sock_sendall(sock, request[cut[i]:cut[i + 1]])
             head = b""

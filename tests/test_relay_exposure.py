@@ -193,6 +193,58 @@ async def test_at_the_cap_hello_less_connections_of_the_busiest_address_make_roo
     assert len([r for r in caplog.records if r.name == "posewire.relay"]) <= 12
 
 
+async def test_at_the_cap_a_client_whose_upgrade_is_arriving_outlives_a_silent_flood() -> None:
+    """Spec §5.7 rule 8: at the cap, connections that sent nothing are evicted before one
+    whose upgrade request is arriving. A slow client sends half of its request; then
+    twice the cap of silent connections from fresh addresses turn the cap over (each
+    evicts one); the slow client, though the oldest, is still there to finish (before:
+    the oldest hello-less connection went first — a client needing 1 s to upgrade got in
+    0 of 6 times under a 1,600/s flood from 1,200 addresses)."""
+    cap = 30
+    async with Relay("127.0.0.1", port=0, max_connections=cap, max_per_address=cap,
+                     hello_timeout=20.0) as relay:
+        flood = [await tcp_from(relay.port, f"127.0.2.{1 + i}") for i in range(cap)]
+        await wait_for(lambda: relay.connections == cap)
+        rest = asyncio.Event()
+        hello = Connection(side="client", role="consumer").hello("s")
+        slow = asyncio.create_task(raw_upgrade(relay.port, source="127.0.0.9", pieces=2,
+                                               pause=rest, hello=hello, welcome=True,
+                                               timeout=10.0))
+        await wait_for(lambda: relay.stats.evicted == 1 and len(relay._progressing) == 1)
+        flood += [await tcp_from(relay.port, f"127.0.3.{1 + i}") for i in range(2 * cap)]
+        await wait_for(lambda: relay.stats.evicted == 1 + 2 * cap)
+        assert relay.connections == cap and relay.stats.refused == 0
+        rest.set()
+        sock = await slow  # its upgrade answered and its hello welcomed
+        sock.close()
+        assert relay.stats.evicted == 1 + 2 * cap  # no one else went for it
+        for reader, _ in flood[:2 * cap]:  # the older silent ones were all evicted
+            assert await closed_within(reader, TIMEOUT)
+        for _, writer in flood:
+            writer.close()
+
+
+async def test_when_none_is_silent_the_connection_heard_from_longest_ago_makes_room() -> None:
+    """Spec §5.7 rule 8: at the cap, with every hello-less connection sending bytes, the
+    one whose last bytes came longest ago is evicted (not the oldest)."""
+    cap = 4
+    async with Relay("127.0.0.1", port=0, max_connections=cap, max_per_address=cap,
+                     hello_timeout=20.0) as relay:
+        conns = [await tcp_from(relay.port, f"127.0.4.{1 + i}") for i in range(cap)]
+        for i, (_, writer) in enumerate(conns):
+            writer.write(b"GET / HTTP/1.1\r\n")
+            await wait_for(lambda i=i: len(relay._progressing) == i + 1)  # type: ignore[misc]
+        conns[0][1].write(b"Host: 127.0.0.1\r\n")  # the oldest is heard from again
+        await wait_for(lambda: next(iter(relay._progressing)).peer_host == "127.0.4.2")
+        newcomer = await tcp_from(relay.port, "127.0.4.9")
+        assert await closed_within(conns[1][0], TIMEOUT)  # heard from longest ago
+        assert relay.stats.evicted == 1 and relay.connections == cap
+        for reader, _ in (conns[0], conns[2], conns[3]):
+            assert not await closed_within(reader, 0.05)
+        for _, writer in [*conns, newcomer]:
+            writer.close()
+
+
 async def test_connection_without_hello_is_closed_at_the_deadline() -> None:
     async with Relay("127.0.0.1", port=0, hello_timeout=0.3) as relay:
         reader, _ = await tcp_from(relay.port, "127.0.0.1")  # never even upgrades
