@@ -1,6 +1,7 @@
 """One relay connection at the transport level: admission at accept, its progress until
-its hello (rule 8), the PROXY header of a trusted proxy read through the connection's own
-transport (spec §5.7 rule 12), the TLS handshake after admission (rule 8), the
+its hello (rule 8), its first bytes read through its own transport before the handshakes
+take it (the PROXY header of a trusted proxy, spec §5.7 rule 12), the TLS handshake
+after admission, from those first bytes (rule 8), the
 send-window pongs (rule 4), reading paused while the peer's writes are backed up (rule 4),
 decode.too_large for oversized messages (§5.8) and 1002 for a length no frame can have."""
 
@@ -70,11 +71,14 @@ class RelayConnection(LivenessMixin):
         #: bytes came from the peer meanwhile (evicted after the silent ones)
         self.waiting = False
         self.progressed = False
-        #: spec §5.7 rule 12: the first bytes while the PROXY header is being looked for
-        #: (None: not, or no longer); a trusted proxy's connection is timed by its own
+        #: the first bytes, read before the handshakes take the connection (None: taken):
+        #: with TLS the handshake starts when they come (spec §5.7 rule 8: progress, and
+        #: no TLS state for a silent connection); with the PROXY protocol the header is
+        #: looked for in them (rule 12: ``_header`` "read" from a trusted proxy, "refuse"
+        #: from any other address). A trusted proxy's connection is timed by its own
         #: deadline until its header is read (it is not admitted before)
-        self.proxy_head: bytearray | None = None
-        self._proxy_trusted = False
+        self.head: bytearray | None = None
+        self._header = ""
         self._proxy_deadline: asyncio.TimerHandle | None = None
         self.client: Client | None = None
         #: spec §5.7 rule 4: reading paused — websockets' message queue is full, or the
@@ -106,8 +110,8 @@ class RelayConnection(LivenessMixin):
         self.protocol.fail = fail_too_large  # type: ignore[method-assign]
 
     def data_received(self, data: bytes) -> None:
-        if self.proxy_head is not None:
-            self._proxy_data(data)
+        if self.head is not None:
+            self._first_data(data)
             return
         if self.waiting:  # spec §5.7 rule 8: a hello-less connection making progress
             self.relay._progress(self)
@@ -211,32 +215,37 @@ class RelayConnection(LivenessMixin):
             self.refused = True
             transport.abort()
             return
-        if relay.trusted_proxies is not None:
-            # spec §5.7 rule 12: the first bytes come through data_received like any others
-            # (no second descriptor, no polling): the header is taken from them, and what
-            # follows it is handed to the handshakes
-            self.proxy_head = bytearray()
-            self._proxy_trusted = trusted
+        if relay.trusted_proxies is not None or relay.tls is not None:
+            # the first bytes come through data_received like any others (no second
+            # descriptor, no polling, spec §5.7 rule 12): a PROXY header is taken from
+            # them, and what follows it is handed to the handshakes
+            self.head = bytearray()
+            self._header = ("" if relay.trusted_proxies is None
+                            else "read" if trusted else "refuse")
             if trusted:
                 self._proxy_deadline = self.loop.call_at(
                     self.accepted_at + relay.hello_timeout, self._proxy_overdue)
             return
         self._handshake(transport)
 
-    def _proxy_data(self, data: bytes) -> None:
-        """Spec §5.7 rule 12: from a trusted proxy, take the PROXY header off the first
-        bytes and admit the connection by the address it names; from any other address,
-        refuse a connection that starts with one. More bytes needed: wait for them."""
+    def _first_data(self, data: bytes) -> None:
+        """The first bytes of a connection, before the handshakes take it. Spec §5.7
+        rule 12: from a trusted proxy, take the PROXY header off them and admit the
+        connection by the address it names; from any other address, refuse a connection
+        that starts with one; more bytes needed: wait for them. Then the handshakes get
+        the rest."""
         relay = self.relay
-        head = self.proxy_head
+        head = self.head
         raw = self.raw_transport
         assert head is not None and raw is not None
         head += data
-        if self.waiting:  # an untrusted connection, admitted: making progress (rule 8)
+        if self.waiting:  # admitted (not a trusted proxy's): making progress (rule 8)
             relay._progress(self)
         why = ""
         rest: bytes | None = None
-        if not self._proxy_trusted:
+        if not self._header:
+            rest = bytes(head)
+        elif self._header == "refuse":
             if not looks_like_proxy_header(bytes(head)):
                 rest = bytes(head)  # a direct client
             elif len(head) >= 12 or head.startswith(b"PROXY "):
@@ -253,7 +262,7 @@ class RelayConnection(LivenessMixin):
                         self.peer_host = header.source
         if not why and rest is None:
             return  # a partial header: the next bytes come through data_received
-        self.proxy_head = None
+        self.head = None
         self._proxy_done()
         if why:
             relay.stats.proxy_refused += 1
@@ -262,7 +271,7 @@ class RelayConnection(LivenessMixin):
             raw.abort()
             return
         assert rest is not None
-        if self._proxy_trusted and not relay._admit(self, raw):
+        if self._header == "read" and not relay._admit(self, raw):
             self.refused = True
             raw.abort()
             return
@@ -279,14 +288,14 @@ class RelayConnection(LivenessMixin):
         """Spec §5.7 rule 12: no PROXY header within the hello deadline."""
         self._proxy_deadline = None
         self.relay._proxy_pending -= 1
-        if self.proxy_head is not None and self.raw_transport is not None:
-            self.proxy_head = None
+        if self.head is not None and self.raw_transport is not None:
+            self.head = None
             self.relay.stats.handshake_timeouts += 1
             self.raw_transport.abort()
 
     def eof_received(self) -> None:
-        if self.proxy_head is not None:
-            return  # closed before its header was read: the transport closes
+        if self.head is not None:
+            return  # closed before the handshakes took it: the transport closes
         super().eof_received()
 
     def _handshake(self, transport: asyncio.Transport, first: bytes = b"") -> None:
@@ -299,7 +308,7 @@ class RelayConnection(LivenessMixin):
                 self.data_received(first)
             return
         # spec §5.7 rule 8: the TLS handshake comes after admission, so a pending one
-        # counts against the caps and the hello deadline (nothing is read before)
+        # counts against the caps and the hello deadline (it starts with the first bytes)
         transport.pause_reading()
         self.tls_task = self.loop.create_task(self._start_tls(transport, tls, first),
                                               name=f"posewire-tls-{self.peer_host}")
@@ -313,9 +322,10 @@ class RelayConnection(LivenessMixin):
             starting = asyncio.ensure_future(self.loop.start_tls(
                 raw, early, tls, server_side=True, ssl_handshake_timeout=max(0.001, left)))
             if first:
-                # the start of the ClientHello came with the PROXY header: the TLS layer
-                # gets it before anything the transport reads next (start_tls puts its
-                # protocol on the transport in its first step, reading still paused)
+                # the start of the ClientHello, read already (with a PROXY header, or
+                # as the first bytes): the TLS layer gets it before anything the transport
+                # reads next (start_tls puts its protocol on the transport in its first
+                # step, reading still paused)
                 while raw.get_protocol() is self and not starting.done():
                     await asyncio.sleep(0)
                 if not starting.done():
@@ -338,7 +348,7 @@ class RelayConnection(LivenessMixin):
             return
         secure.set_protocol(self)
         self._attach(secure)
-        if self.waiting:  # spec §5.7 rule 8: a TLS handshake done is progress
+        if self.waiting:  # spec §5.7 rule 8: the TLS handshake done is progress
             relay._progress(self)
         # application data that came with the end of the handshake, before websockets
         # was attached, is handed over in order
@@ -349,7 +359,7 @@ class RelayConnection(LivenessMixin):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.relay._release(self)
-        self.proxy_head = None
+        self.head = None
         self._proxy_done()
         if self.attached:
             super().connection_lost(exc)

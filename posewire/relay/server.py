@@ -117,7 +117,9 @@ class Relay(AdmissionMixin, OriginMixin, FanOutMixin):
       — per-producer token bucket (``"drop"``: excess frames dropped and counted before
       decoding, ``"close"``: the producer is closed with ``decode.rate``).
     * ``max_connections`` / ``max_per_address`` — admission caps (clamped below the
-      descriptor limit); ``hello_timeout`` — seconds from accept to hello;
+      descriptor limit; at the cap a connection still without hello makes room, one
+      that sent no byte first, else the one heard from longest ago, spec §5.7 rule 8);
+      ``hello_timeout`` — seconds from accept to hello;
       ``hello_rate`` / ``hello_burst`` — hellos per second per client address.
     * ``ping_interval`` / ``ping_timeout`` — keepalive (None: off); a producer hello for a
       busy stream replaces a producer that does not answer a ping within ``ping_timeout``.
