@@ -822,6 +822,33 @@ async def test_pending_tls_handshakes_count_against_the_caps_until_the_deadline(
     assert not [r for r in caplog.records if r.exc_info or "Traceback" in r.getMessage()]
 
 
+async def test_at_the_cap_a_tls_client_whose_client_hello_came_outlives_silent_ones(
+        tls_files: tuple[Path, Path]) -> None:
+    """Spec §5.7 rule 8: the TLS handshake starts with a connection's first bytes, read
+    by the relay: a ClientHello that came is progress, so at the cap silent connections
+    make room first (and a silent one holds no TLS state)."""
+    import ssl
+
+    cert, key = tls_files
+    cap = 12
+    async with Relay("127.0.0.1", port=0, tls_cert=cert, tls_key=key, max_connections=cap,
+                     max_per_address=cap, hello_timeout=20.0) as relay:
+        flood = [await tcp_from(relay.port, f"127.0.5.{1 + i}") for i in range(cap - 1)]
+        tls = ssl.create_default_context(cafile=str(cert)).wrap_bio(
+            ssl.MemoryBIO(), outgoing := ssl.MemoryBIO(), server_hostname="127.0.0.1")
+        with contextlib.suppress(ssl.SSLWantReadError):
+            tls.do_handshake()
+        reader, writer = await tcp_from(relay.port, "127.0.0.9")
+        writer.write(outgoing.read())  # the ClientHello, and nothing more
+        await wait_for(lambda: len(relay._progressing) == 1 and relay.connections == cap)
+        flood += [await tcp_from(relay.port, f"127.0.6.{1 + i}") for i in range(2 * cap)]
+        await wait_for(lambda: relay.stats.evicted == 2 * cap)
+        assert not await closed_within(reader, 0.1)  # the handshake under way stays
+        assert [c.peer_host for c in relay._progressing] == ["127.0.0.9"]
+        for _, w in [*flood, (reader, writer)]:
+            w.close()
+
+
 async def test_an_accept_out_of_descriptors_is_counted_and_logged_without_traceback(
         caplog: pytest.LogCaptureFixture) -> None:
     """Spec §5.7 rule 8: asyncio reports a failed accept() (EMFILE) to the loop's
