@@ -20,7 +20,23 @@ Run: ``.venv/bin/python benchmarks/abuse_bench.py [--only tokens,pings,forged,le
   the punycode Origin a browser sends, and the start-up line naming the origins;
 * ``backoff`` — the Python Subscriber and Publisher against a relay (tests/brokenrelay.py)
   that sends a message over 1 MiB (the Subscriber) or closes (the Publisher) right after
-  each welcome: connects in 4 s.
+  each welcome: connects in 4 s;
+* ``slowlink`` — a flood of hello-less connections from 1,200 loopback addresses
+  (127.0.1.1–127.0.5.200; ``--flood-rate``, default 1,600/s, opened by a separate process)
+  against a relay at its default cap of 1,024: 6 tries of a client that needs 1 s from
+  accept to upgrade (its upgrade request in 10 pieces over 1 s, spec §5.7 rule 8) and 18
+  of a fast client, each to its welcome; the flood rate achieved, the relay's CPU and
+  counters;
+* ``proxy`` — 1,000 connections from 8 untrusted loopback addresses that stay silent, or
+  send one byte ``P`` (the start of a PROXY header) and nothing more, to a relay with and
+  without ``--proxy-protocol`` (spec §5.7 rule 12; hello deadline 60 s so that they stay):
+  the relay's CPU (s/s over 5 s), its open descriptors (the relay started with a soft
+  limit of 1,024, as many systems give, which it raises to its cap + 64), the
+  connections it holds, its failed accepts and how long a legitimate client takes to its
+  welcome meanwhile.
+
+``--before ROOT``: the ``slowlink`` and ``proxy`` rows also against the relay of another
+checkout (its ``ROOT/.venv/bin/python``), e.g. ``/work/main``, for a before/after table.
 """
 
 from __future__ import annotations
@@ -44,7 +60,12 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
-import relay_bench  # noqa: E402  (free port, waiting for the relay, stopping it)
+import hello_flood_bench  # noqa: E402  (a process's CPU seconds)
+import relay_bench  # noqa: E402  (free port, waiting for the relay, stopping it, its counters)
+
+if str(ROOT / "tests") not in sys.path:
+    sys.path.insert(0, str(ROOT / "tests"))
+from netutil import raw_upgrade  # noqa: E402  (a raw WebSocket client, slow or fast)
 
 MiB = 1 << 20
 
@@ -57,15 +78,29 @@ def _rss(pid: int) -> int:
     return 0
 
 
-def _serve(folder: Path, *extra: str) -> tuple[subprocess.Popen[bytes], int, Path]:
+def _stock_limit() -> None:
+    """In the relay's process before it starts: the soft descriptor limit many systems
+    give a process (1,024), the hard one left as it is (the relay may raise towards it)."""
+    import resource
+
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, hard), hard))
+
+
+def _serve(folder: Path, *extra: str, root: Path = ROOT,
+           stock_limit: bool = False) -> tuple[subprocess.Popen[bytes], int, Path]:
+    """``posewire serve`` of the checkout ``root`` (this one, or ``--before``'s) on a free
+    port; ``stock_limit``: started with a soft descriptor limit of 1,024."""
     port = relay_bench._free_port()
     log_path = folder / f"relay-{port}.log"
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=str(root))
     env.pop("POSEWIRE_TOKEN", None)
+    python = sys.executable if root == ROOT else str(root / ".venv" / "bin" / "python")
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "posewire.cli", "serve", "--port", str(port),
+        proc = subprocess.Popen([python, "-m", "posewire.cli", "serve", "--port", str(port),
                                  "--status-every", "0", *extra],
-                                stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+                                stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root,
+                                preexec_fn=_stock_limit if stock_limit else None)
     relay_bench._wait_port(port, proc, 30.0)
     return proc, port, log_path
 
@@ -74,37 +109,11 @@ async def _handshake(port: int, *, source: str = "127.0.0.1", rcvbuf: int | None
                      hello: bytes | None = None) -> socket.socket:
     """A raw WebSocket client: the upgrade and (unless ``hello`` is b"") a consumer hello;
     the relay's answer is left unread."""
-    from websockets.frames import Frame as WsFrame
-    from websockets.frames import Opcode
-
     from posewire.codec.protocol import Connection
-    from posewire.codec.wire import SUBPROTOCOL
 
-    loop = asyncio.get_running_loop()
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    if rcvbuf is not None:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
-    sock.bind((source, 0))
-    sock.setblocking(False)
-    await loop.sock_connect(sock, ("127.0.0.1", port))
-    key = base64.b64encode(os.urandom(16)).decode()
-    await loop.sock_sendall(sock, (
-        f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
-        f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
-        f"Sec-WebSocket-Protocol: {SUBPROTOCOL}\r\n\r\n").encode())
-    head = b""
-    async with asyncio.timeout(10):
-        while not head.endswith(b"\r\n\r\n"):
-            byte = await loop.sock_recv(sock, 1)
-            if not byte:
-                sock.close()
-                raise ConnectionError("closed before the upgrade")
-            head += byte
     if hello is None:
         hello = Connection(side="client", role="consumer").hello("bench")
-    if hello:
-        await loop.sock_sendall(sock, WsFrame(Opcode.BINARY, hello).serialize(mask=True, extensions=[]))
-    return sock
+    return await raw_upgrade(port, source=source, rcvbuf=rcvbuf, hello=hello, timeout=10.0)
 
 
 async def _read_messages(sock: socket.socket, span: float, *, first: bool = False
@@ -353,7 +362,6 @@ async def bench_origin(folder: Path) -> dict[str, Any]:
 
 
 async def bench_backoff(span: float = 4.0) -> dict[str, Any]:
-    sys.path.insert(0, str(ROOT / "tests"))
     from brokenrelay import broken_relay
 
     from posewire.consumers.subscriber import Subscriber
@@ -387,19 +395,186 @@ async def bench_backoff(span: float = 4.0) -> dict[str, Any]:
     return out
 
 
+# ---------------------------------------------------------------- a slow link under a flood
+
+
+#: The flood's loopback addresses: 1,200 of 127.0.1.1–127.0.5.200 (never the clients').
+def _flood_addresses(n: int) -> list[str]:
+    return [f"127.0.{1 + i // 250}.{1 + i % 250}" for i in range(n)]
+
+
+def flood_worker(port: int, rate: float, seconds: float, addresses: int, hold: float) -> dict[str, Any]:
+    """Open hello-less TCP connections to ``port`` at ``rate`` per second for ``seconds``,
+    from ``addresses`` loopback addresses in turn, each held until ``hold`` s old (the
+    relay closes them sooner: evicted, refused or at its hello deadline). Run in its own
+    process (``--flood-worker``), so the clients' timing is not the flood's."""
+    import errno
+    import resource
+    from collections import deque
+
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    addrs = _flood_addresses(addresses)
+    held: deque[tuple[float, socket.socket]] = deque()
+    opened = failed = established = 0
+    began = time.monotonic()
+    now = began
+    while now - began < seconds:
+        due = int((now - began) * rate)
+        while opened + failed < due:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setblocking(False)
+            try:
+                sock.bind((addrs[(opened + failed) % len(addrs)], 0))
+                err = sock.connect_ex(("127.0.0.1", port))
+            except OSError:
+                err = -1
+            if err not in (0, errno.EINPROGRESS):
+                failed += 1
+                sock.close()
+                continue
+            opened += 1
+            held.append((now, sock))
+        while held and now - held[0][0] > hold:
+            old = held.popleft()[1]
+            with contextlib.suppress(OSError):
+                old.getpeername()  # connected (else still waiting for the relay's SYN-ACK)
+                established += 1
+            old.close()
+        time.sleep(0.002)
+        now = time.monotonic()
+    elapsed = now - began
+    for _, sock in held:
+        with contextlib.suppress(OSError):
+            sock.getpeername()
+            established += 1
+        sock.close()
+    return {"opened": opened, "failed": failed, "established": established,
+            "seconds": round(elapsed, 2), "rate_per_s": round(opened / elapsed),
+            "established_per_s": round(established / elapsed), "addresses": len(addrs)}
+
+
+async def _client(port: int, source: str, spread: float) -> tuple[bool, float, str]:
+    """One consumer from ``source`` to its welcome, its upgrade request spread over
+    ``spread`` s (0: at once): (welcomed, seconds from connect, what failed)."""
+    from posewire.codec.protocol import Connection
+
+    began = time.monotonic()
+    try:
+        sock = await raw_upgrade(port, source=source, pieces=10 if spread else 1,
+                                 spread=spread, welcome=True, timeout=10.0,
+                                 hello=Connection(side="client", role="consumer").hello("bench"))
+    except (OSError, TimeoutError) as exc:
+        return False, time.monotonic() - began, type(exc).__name__ + (f": {exc}" if str(exc) else "")
+    sock.close()
+    return True, time.monotonic() - began, ""
+
+
+async def bench_slowlink(folder: Path, *, root: Path = ROOT, rate: float = 1600.0,
+                         addresses: int = 1200, tries: int = 6, spread: float = 1.0
+                         ) -> dict[str, Any]:
+    proc, port, log_path = _serve(folder, "--status-every", "1", root=root)
+    seconds = 2.0 + tries * (spread + 1.6) + 1.0
+    flood = subprocess.Popen(
+        [sys.executable, str(Path(__file__).resolve()), "--flood-worker",
+         json.dumps([port, rate, seconds, addresses, 3.5])],
+        stdout=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=ROOT)
+    slow: list[tuple[bool, float, str]] = []
+    fast: list[tuple[bool, float, str]] = []
+    try:
+        await asyncio.sleep(2.0)  # the relay at its cap, turning it over
+        cpu0, t0 = hello_flood_bench._cpu_s(proc.pid), time.monotonic()
+        before = relay_bench._relay_counters(log_path)
+        for i in range(tries):
+            got = await asyncio.gather(_client(port, f"127.0.0.{10 + i}", spread),
+                                       *(_client(port, f"127.0.0.{40 + 3 * i + j}", 0.0)
+                                         for j in range(3)))
+            slow.append(got[0])
+            fast.extend(got[1:])
+            await asyncio.sleep(0.5)
+        cpu, wall = hello_flood_bench._cpu_s(proc.pid) - cpu0, time.monotonic() - t0
+        after = relay_bench._relay_counters(log_path)
+        out, _ = await asyncio.get_running_loop().run_in_executor(None, flood.communicate)
+    finally:
+        if flood.poll() is None:
+            flood.kill()
+            flood.wait()
+        relay_bench._stop(proc)
+    flooded = json.loads(out.decode().strip().splitlines()[-1])
+    shed = {k: after.get(k, 0) - before.get(k, 0) for k in ("evicted", "refused", "handshake_timeouts")}
+    return {"flood": flooded, "relay_cpu": round(cpu / wall, 2),
+            "relay_shed_per_s": round(sum(shed.values()) / wall), "relay": shed,
+            "slow_spread_s": spread, "slow_welcomed": sum(ok for ok, _, _ in slow),
+            "slow_tries": len(slow), "slow_failures": [why for ok, _, why in slow if not ok],
+            "fast_welcomed": sum(ok for ok, _, _ in fast), "fast_tries": len(fast),
+            "fast_max_s": round(max(t for _, t, _ in fast), 2),
+            "slow_s": [round(t, 2) for _, t, _ in slow]}
+
+
+# ---------------------------------------------------------------- PROXY protocol costs
+
+
+def _descriptors(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+async def bench_proxy(folder: Path, *, root: Path = ROOT, n: int = 1000,
+                      span: float = 5.0) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for option, extra in (("off", ()), ("on", ("--proxy-protocol", "--trusted-proxy", "10.255.255.1/32"))):
+        for sends in (b"", b"P"):
+            proc, port, log_path = _serve(folder, "--hello-timeout", "60", "--status-every", "1",
+                                          *extra, root=root, stock_limit=True)
+            held: list[socket.socket] = []
+            try:
+                for i in range(n):
+                    sock = socket.create_connection(("127.0.0.1", port), timeout=5,
+                                                    source_address=(f"127.0.0.{2 + i % 8}", 0))
+                    if sends:
+                        sock.sendall(sends)
+                    held.append(sock)
+                await asyncio.sleep(1.5)
+                cpu0, t0 = hello_flood_bench._cpu_s(proc.pid), time.monotonic()
+                await asyncio.sleep(span)
+                cpu = (hello_flood_bench._cpu_s(proc.pid) - cpu0) / (time.monotonic() - t0)
+                fds = _descriptors(proc.pid)
+                welcomed, legit_s, _ = await _client(port, "127.0.0.30", 0.0)
+                counters = relay_bench._relay_counters(log_path)
+            finally:
+                for sock in held:
+                    sock.close()
+                relay_bench._stop(proc)
+            out[f"option_{option}_{'one_byte' if sends else 'silent'}"] = {
+                "cpu_s_per_s": round(cpu, 3), "descriptors": fds,
+                "connections": counters.get("connections"),
+                "accept_failed": counters.get("accept_failed"),
+                "legit_welcomed": welcomed, "legit_s": round(legit_s, 3)}
+    return out
+
+
 BENCHES: dict[str, Callable[..., Any]] = {
     "tokens": bench_tokens, "pings": bench_pings, "forged": bench_forged,
     "length": bench_length, "origin": bench_origin, "backoff": bench_backoff,
+    "slowlink": bench_slowlink, "proxy": bench_proxy,
 }
 
 
-async def _run(only: list[str], seconds: float, folder: Path) -> dict[str, Any]:
+async def _run(only: list[str], seconds: float, folder: Path, *, before: Path | None = None,
+               flood_rate: float = 1600.0) -> dict[str, Any]:
     results: dict[str, Any] = {}
     for name in only:
         if name == "tokens":
             results[name] = await bench_tokens(folder, seconds)
         elif name == "backoff":
             results[name] = await bench_backoff()
+        elif name in ("slowlink", "proxy"):
+            kwargs: dict[str, Any] = {"rate": flood_rate} if name == "slowlink" else {}
+            for label, root in ([("before", before)] if before is not None else []) + [("after", ROOT)]:
+                key = f"{name}_{label}" if before is not None else name
+                results[key] = await BENCHES[name](folder, root=root, **kwargs)
+                print(f"{key}: {json.dumps(results[key], ensure_ascii=False)}", flush=True)
+            continue
         else:
             results[name] = await BENCHES[name](folder)
         print(f"{name}: {json.dumps(results[name], ensure_ascii=False)}", flush=True)
@@ -411,13 +586,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=",".join(BENCHES), help="comma-separated rows to run")
     parser.add_argument("--seconds", type=float, default=10.0, help="length of the token guessing")
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    parser.add_argument("--flood-rate", type=float, default=1600.0,
+                        help="hello-less connections per second of the slowlink flood")
+    parser.add_argument("--before", metavar="ROOT", type=Path,
+                        help="also run slowlink and proxy against this checkout's relay")
+    parser.add_argument("--flood-worker", metavar="JSON", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.flood_worker:
+        print(json.dumps(flood_worker(*json.loads(args.flood_worker))), flush=True)
+        return 0
     only = [n.strip() for n in args.only.split(",") if n.strip()]
     unknown = [n for n in only if n not in BENCHES]
     if unknown:
         parser.error(f"unknown rows: {', '.join(unknown)}")
     with tempfile.TemporaryDirectory() as tmp:
-        results = asyncio.run(_run(only, args.seconds, Path(tmp)))
+        results = asyncio.run(_run(only, args.seconds, Path(tmp), before=args.before,
+                                   flood_rate=args.flood_rate))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2, ensure_ascii=False))
     return 0

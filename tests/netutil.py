@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import os
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -12,6 +14,8 @@ import msgpack
 import numpy as np
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
+from websockets.frames import Frame as WsFrame
+from websockets.frames import Opcode
 from websockets.typing import Subprotocol
 
 from posewire.codec.protocol import Connection
@@ -28,7 +32,8 @@ from posewire.codec.wire import (
     encode,
 )
 
-__all__ = ["TIMEOUT", "Closed", "RawClient", "open_raw", "padded_frame", "wait_for"]
+__all__ = ["TIMEOUT", "Closed", "RawClient", "open_raw", "padded_frame", "raw_upgrade",
+           "upgrade_request", "wait_for"]
 
 #: Upper bound for any single wait in these tests (seconds).
 TIMEOUT = 2.0
@@ -111,6 +116,73 @@ async def open_raw(url: str, role: Literal["producer", "consumer"], stream: str,
         assert isinstance(msg, Welcome), msg
         conn.receive_data(encode(msg))
     return client
+
+
+def upgrade_request(port: int, headers: str = "") -> bytes:
+    """A WebSocket upgrade request for the posewire subprotocol (RFC 6455 §4.1);
+    ``headers``: more header lines, each ending with CRLF."""
+    key = base64.b64encode(os.urandom(16)).decode()
+    return (f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+            f"Sec-WebSocket-Protocol: {SUBPROTOCOL}\r\n{headers}\r\n").encode()
+
+
+async def raw_upgrade(port: int, *, source: str = "127.0.0.1", rcvbuf: int | None = None,
+                      hello: bytes = b"", welcome: bool = False, pieces: int = 1,
+                      spread: float = 0.0, pause: asyncio.Event | None = None,
+                      timeout: float = TIMEOUT) -> socket.socket:
+    """A WebSocket client on a raw socket from loopback address ``source`` to the relay
+    on ``port``: the upgrade request — in ``pieces`` pieces, one every ``spread`` /
+    ``pieces`` s, the last ``spread`` s after the connect (a slow link; with ``pause``,
+    each piece after the first waits for that event instead) — and the 101
+    answer read byte by byte (nothing after it is read); then ``hello`` (encoded
+    posewire message, if any) as a masked binary frame and, with ``welcome``, the relay's
+    answer read and checked to be a welcome. Raises :class:`ConnectionError` when the
+    relay closes or answers otherwise; the socket is the caller's to close."""
+    loop = asyncio.get_running_loop()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        if rcvbuf is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        sock.bind((source, 0))
+        sock.setblocking(False)
+        async with asyncio.timeout(timeout + spread):
+            await loop.sock_connect(sock, ("127.0.0.1", port))
+            request = upgrade_request(port)
+            cut = [len(request) * i // pieces for i in range(pieces + 1)]
+            for i in range(pieces):
+                if pause is not None and i:
+                    await pause.wait()
+                elif spread:
+                    await asyncio.sleep(spread / pieces)
+                await loop.sock_sendall(sock, request[cut[i]:cut[i + 1]])
+            head = b""
+            while not head.endswith(b"\r\n\r\n"):
+                byte = await loop.sock_recv(sock, 1)
+                if not byte:
+                    raise ConnectionError("closed before the upgrade")
+                head += byte
+            if not head.startswith(b"HTTP/1.1 101 "):
+                raise ConnectionError(head.split(b"\r\n", 1)[0].decode(errors="replace"))
+            if hello:
+                await loop.sock_sendall(sock, WsFrame(Opcode.BINARY, hello).serialize(
+                    mask=True, extensions=[]))
+            if welcome:
+                header = await loop.sock_recv(sock, 2)
+                if len(header) < 2 or header[0] != 0x82 or header[1] >= 126:
+                    raise ConnectionError(f"not a short binary frame: {header!r}")
+                body = b""
+                while len(body) < header[1]:
+                    chunk = await loop.sock_recv(sock, header[1] - len(body))
+                    if not chunk:
+                        raise ConnectionError("closed before the welcome")
+                    body += chunk
+                if not isinstance(decode(body), Welcome):
+                    raise ConnectionError(f"not a welcome: {decode(body)!r}")
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
 async def wait_for(predicate: Callable[[], bool], *, timeout: float = TIMEOUT) -> None:

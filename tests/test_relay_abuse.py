@@ -16,7 +16,6 @@ RFC 6455 §5.2), over real websockets on loopback:
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import os
 import socket
@@ -26,7 +25,7 @@ import time
 from pathlib import Path
 
 import pytest
-from netutil import TIMEOUT, open_raw, wait_for
+from netutil import TIMEOUT, open_raw, raw_upgrade, wait_for
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.frames import Frame as WsFrame
@@ -53,35 +52,11 @@ def frame(seq: int, value: float = 0.0) -> Frame:
     return Frame(seq, seq * 16_667, values)
 
 
-async def raw_consumer(port: int, stream: str, *, source: str = "127.0.0.1",
-                       rcvbuf: int = 4096) -> socket.socket:
-    """A consumer on a raw socket (from ``source``): the WebSocket handshake, the hello,
-    its welcome read — then the test decides what it sends, and it never reads again."""
-    loop = asyncio.get_running_loop()
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
-    sock.bind((source, 0))
-    sock.setblocking(False)
-    await loop.sock_connect(sock, ("127.0.0.1", port))
-    key = base64.b64encode(os.urandom(16)).decode()
-    await loop.sock_sendall(sock, (
-        f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
-        f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
-        f"Sec-WebSocket-Protocol: {SUBPROTOCOL}\r\n\r\n").encode())
-    head = b""
-    async with asyncio.timeout(TIMEOUT):
-        while not head.endswith(b"\r\n\r\n"):
-            head += await loop.sock_recv(sock, 1)
-        assert head.startswith(b"HTTP/1.1 101 ")
-        hello = Connection(side="client", role="consumer").hello(stream)
-        await loop.sock_sendall(sock, WsFrame(Opcode.BINARY, hello).serialize(mask=True, extensions=[]))
-        header = await loop.sock_recv(sock, 2)
-        assert header[0] == 0x82 and header[1] < 126
-        body = b""
-        while len(body) < header[1]:
-            body += await loop.sock_recv(sock, header[1] - len(body))
-    assert isinstance(decode(body), Welcome)
-    return sock
+async def raw_consumer(port: int, stream: str) -> socket.socket:
+    """A consumer on a raw socket: the WebSocket handshake, the hello, its welcome read —
+    then the test decides what it sends, and it never reads again."""
+    hello = Connection(side="client", role="consumer").hello(stream)
+    return await raw_upgrade(port, rcvbuf=4096, hello=hello, welcome=True)
 
 
 def masked(opcode: Opcode, payload: bytes) -> bytes:

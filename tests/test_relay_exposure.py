@@ -4,10 +4,8 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import logging
-import os
 import socket
 import time
 from pathlib import Path
@@ -17,7 +15,7 @@ import msgpack
 import numpy as np
 import pytest
 from benchutil import load_benchmark
-from netutil import TIMEOUT, open_raw, padded_frame, wait_for
+from netutil import TIMEOUT, open_raw, padded_frame, raw_upgrade, upgrade_request, wait_for
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.frames import Frame as WsFrame
@@ -28,7 +26,7 @@ from posewire.codec.errors import UsageError
 from posewire.codec.protocol import CLOSE_CODES, Connection
 from posewire.codec.registry import REGISTRY
 from posewire.codec.vector import DEFAULTS, N_DIMS
-from posewire.codec.wire import SUBPROTOCOL, Bye, Frame, Hello, Welcome, decode, encode
+from posewire.codec.wire import SUBPROTOCOL, Bye, Frame, Hello, decode, encode
 from posewire.consumers.subscriber import Subscriber
 from posewire.producers.publisher import Publisher
 from posewire.relay import Relay
@@ -193,6 +191,58 @@ async def test_at_the_cap_hello_less_connections_of_the_busiest_address_make_roo
             writer.close()
     # rejections are logged at a bounded rate, whatever the flood
     assert len([r for r in caplog.records if r.name == "posewire.relay"]) <= 12
+
+
+async def test_at_the_cap_a_client_whose_upgrade_is_arriving_outlives_a_silent_flood() -> None:
+    """Spec §5.7 rule 8: at the cap, connections that sent nothing are evicted before one
+    whose upgrade request is arriving. A slow client sends half of its request; then
+    twice the cap of silent connections from fresh addresses turn the cap over (each
+    evicts one); the slow client, though the oldest, is still there to finish (before:
+    the oldest hello-less connection went first — a client needing 1 s to upgrade got in
+    0 of 6 times under a 1,600/s flood from 1,200 addresses)."""
+    cap = 30
+    async with Relay("127.0.0.1", port=0, max_connections=cap, max_per_address=cap,
+                     hello_timeout=20.0) as relay:
+        flood = [await tcp_from(relay.port, f"127.0.2.{1 + i}") for i in range(cap)]
+        await wait_for(lambda: relay.connections == cap)
+        rest = asyncio.Event()
+        hello = Connection(side="client", role="consumer").hello("s")
+        slow = asyncio.create_task(raw_upgrade(relay.port, source="127.0.0.9", pieces=2,
+                                               pause=rest, hello=hello, welcome=True,
+                                               timeout=10.0))
+        await wait_for(lambda: relay.stats.evicted == 1 and len(relay._progressing) == 1)
+        flood += [await tcp_from(relay.port, f"127.0.3.{1 + i}") for i in range(2 * cap)]
+        await wait_for(lambda: relay.stats.evicted == 1 + 2 * cap)
+        assert relay.connections == cap and relay.stats.refused == 0
+        rest.set()
+        sock = await slow  # its upgrade answered and its hello welcomed
+        sock.close()
+        assert relay.stats.evicted == 1 + 2 * cap  # no one else went for it
+        for reader, _ in flood[:2 * cap]:  # the older silent ones were all evicted
+            assert await closed_within(reader, TIMEOUT)
+        for _, writer in flood:
+            writer.close()
+
+
+async def test_when_none_is_silent_the_connection_heard_from_longest_ago_makes_room() -> None:
+    """Spec §5.7 rule 8: at the cap, with every hello-less connection sending bytes, the
+    one whose last bytes came longest ago is evicted (not the oldest)."""
+    cap = 4
+    async with Relay("127.0.0.1", port=0, max_connections=cap, max_per_address=cap,
+                     hello_timeout=20.0) as relay:
+        conns = [await tcp_from(relay.port, f"127.0.4.{1 + i}") for i in range(cap)]
+        for i, (_, writer) in enumerate(conns):
+            writer.write(b"GET / HTTP/1.1\r\n")
+            await wait_for(lambda i=i: len(relay._progressing) == i + 1)  # type: ignore[misc]
+        conns[0][1].write(b"Host: 127.0.0.1\r\n")  # the oldest is heard from again
+        await wait_for(lambda: next(iter(relay._progressing)).peer_host == "127.0.4.2")
+        newcomer = await tcp_from(relay.port, "127.0.4.9")
+        assert await closed_within(conns[1][0], TIMEOUT)  # heard from longest ago
+        assert relay.stats.evicted == 1 and relay.connections == cap
+        for reader, _ in (conns[0], conns[2], conns[3]):
+            assert not await closed_within(reader, 0.05)
+        for _, writer in [*conns, newcomer]:
+            writer.close()
 
 
 async def test_connection_without_hello_is_closed_at_the_deadline() -> None:
@@ -700,31 +750,8 @@ async def test_a_peer_that_keeps_sending_is_alive_without_its_pongs() -> None:
 async def frozen_consumer(port: int, stream: str) -> socket.socket:
     """A consumer on a raw socket: it completes the WebSocket handshake and the hello,
     reads its welcome, then never reads again (a small receive buffer)."""
-    loop = asyncio.get_running_loop()
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    sock.setblocking(False)
-    await loop.sock_connect(sock, ("127.0.0.1", port))
-    key = base64.b64encode(os.urandom(16)).decode()
-    await loop.sock_sendall(sock, (
-        f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
-        f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
-        f"Sec-WebSocket-Protocol: {SUBPROTOCOL}\r\n\r\n").encode())
-    head = b""
-    async with asyncio.timeout(TIMEOUT):
-        while not head.endswith(b"\r\n\r\n"):  # byte by byte: nothing after it is read
-            head += await loop.sock_recv(sock, 1)
-        assert head.startswith(b"HTTP/1.1 101 ")
-        hello = Connection(side="client", role="consumer").hello(stream)
-        await loop.sock_sendall(sock, WsFrame(Opcode.BINARY, hello).serialize(
-            mask=True, extensions=[]))
-        header = await loop.sock_recv(sock, 2)
-        assert header[0] == 0x82 and header[1] < 126  # one unmasked binary frame
-        body = b""
-        while len(body) < header[1]:
-            body += await loop.sock_recv(sock, header[1] - len(body))
-    assert isinstance(decode(body), Welcome)
-    return sock
+    hello = Connection(side="client", role="consumer").hello(stream)
+    return await raw_upgrade(port, rcvbuf=4096, hello=hello, welcome=True)
 
 
 @pytest.mark.parametrize("size", [400, 4000])
@@ -795,6 +822,33 @@ async def test_pending_tls_handshakes_count_against_the_caps_until_the_deadline(
     assert not [r for r in caplog.records if r.exc_info or "Traceback" in r.getMessage()]
 
 
+async def test_at_the_cap_a_tls_client_whose_client_hello_came_outlives_silent_ones(
+        tls_files: tuple[Path, Path]) -> None:
+    """Spec §5.7 rule 8: the TLS handshake starts with a connection's first bytes, read
+    by the relay: a ClientHello that came is progress, so at the cap silent connections
+    make room first (and a silent one holds no TLS state)."""
+    import ssl
+
+    cert, key = tls_files
+    cap = 12
+    async with Relay("127.0.0.1", port=0, tls_cert=cert, tls_key=key, max_connections=cap,
+                     max_per_address=cap, hello_timeout=20.0) as relay:
+        flood = [await tcp_from(relay.port, f"127.0.5.{1 + i}") for i in range(cap - 1)]
+        tls = ssl.create_default_context(cafile=str(cert)).wrap_bio(
+            ssl.MemoryBIO(), outgoing := ssl.MemoryBIO(), server_hostname="127.0.0.1")
+        with contextlib.suppress(ssl.SSLWantReadError):
+            tls.do_handshake()
+        reader, writer = await tcp_from(relay.port, "127.0.0.9")
+        writer.write(outgoing.read())  # the ClientHello, and nothing more
+        await wait_for(lambda: len(relay._progressing) == 1 and relay.connections == cap)
+        flood += [await tcp_from(relay.port, f"127.0.6.{1 + i}") for i in range(2 * cap)]
+        await wait_for(lambda: relay.stats.evicted == 2 * cap)
+        assert not await closed_within(reader, 0.1)  # the handshake under way stays
+        assert [c.peer_host for c in relay._progressing] == ["127.0.0.9"]
+        for _, w in [*flood, (reader, writer)]:
+            w.close()
+
+
 async def test_an_accept_out_of_descriptors_is_counted_and_logged_without_traceback(
         caplog: pytest.LogCaptureFixture) -> None:
     """Spec §5.7 rule 8: asyncio reports a failed accept() (EMFILE) to the loop's
@@ -833,12 +887,8 @@ async def test_two_origin_headers_get_one_400_without_a_traceback(
         own = f"http://127.0.0.1:{relay.port}"
         for _ in range(3):
             reader, writer = await asyncio.open_connection("127.0.0.1", relay.port)
-            key = base64.b64encode(os.urandom(16)).decode()
-            writer.write((
-                f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{relay.port}\r\nUpgrade: websocket\r\n"
-                f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
-                f"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: {SUBPROTOCOL}\r\n"
-                f"Origin: {own}\r\nOrigin: https://evil.example\r\n\r\n").encode())
+            writer.write(upgrade_request(
+                relay.port, f"Origin: {own}\r\nOrigin: https://evil.example\r\n"))
             async with asyncio.timeout(TIMEOUT):
                 response = await reader.read()
             writer.close()

@@ -43,7 +43,9 @@ def add_serve_options(p: argparse.ArgumentParser) -> None:
                    help="accept browser pages from this origin (repeatable; the relay's own "
                         "origin is always accepted, clients without Origin are unaffected)")
     p.add_argument("--max-connections", type=int, default=1024,
-                   help="most connections at once (kept below the descriptor limit)")
+                   help="most connections at once (kept below the descriptor limit); at the "
+                        "cap a newcomer closes one still without hello: one that sent nothing "
+                        "first, else the one heard from longest ago (spec §5.7 rule 8)")
     p.add_argument("--max-per-address", type=int, default=256,
                    help="most connections at once from one client address")
     p.add_argument("--hello-timeout", type=float, default=3.0, metavar="S",

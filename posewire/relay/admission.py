@@ -1,6 +1,7 @@
 """Admission (spec §5.7 rule 8, rule 12): the caps at accept, before any handshake; the
 hello deadline; connection and hello rates per address; eviction of hello-less
-connections at the cap; the descriptor limit; failed accepts without tracebacks."""
+connections at the cap (those that sent nothing first, then the one whose last bytes
+came longest ago); the descriptor limit; failed accepts without tracebacks."""
 
 from __future__ import annotations
 
@@ -47,7 +48,9 @@ class AdmissionMixin:
     _closing: bool
     _admitted: int
     _per_address: Counter[str]
-    _hello_less: dict[str, dict[RelayConnection, None]]
+    _hello_less: Counter[str]
+    _silent: dict[str, dict[RelayConnection, None]]
+    _progressing: dict[RelayConnection, None]
     _hello_buckets: dict[str, TokenBucket]
     _accept_buckets: dict[str, TokenBucket]
     _proxy_pending: int
@@ -97,8 +100,8 @@ class AdmissionMixin:
     def _admit(self, conn: RelayConnection, transport: asyncio.BaseTransport) -> bool:
         """At accept, before reading (spec §5.7 rule 8): the per-address cap, then the
         connection cap — for a newcomer from an address with no connection awaiting its
-        hello, the oldest such connection of the address holding the most of them makes
-        room; a newcomer from an address that has some is refused. False: refuse."""
+        hello, a hello-less connection makes room (:meth:`_victim`); a newcomer from an
+        address that has some is refused. False: refuse."""
         # the peer's address, or the client's that a trusted proxy named (spec §5.7 rule 12)
         host = conn.peer_host
         why = ""
@@ -114,17 +117,17 @@ class AdmissionMixin:
             self.stats.rate_limited += 1
             why = f"{host} connects faster than {ACCEPT_RATE * self.hello_rate:g}/s"
         elif self._admitted + self._proxy_pending >= self.max_connections:
-            top = max(self._hello_less, key=lambda h: len(self._hello_less[h]), default=None)
-            if top is None:
-                why = f"{self.max_connections} connections (cap)"
-            elif host in self._hello_less:
+            if host in self._hello_less:
                 why = f"{self.max_connections} connections (cap); {host} has some without hello"
             else:
-                victim = next(iter(self._hello_less[top]))
-                self._release(victim)
-                if victim.raw_transport is not None:
-                    victim.raw_transport.abort()
-                self.stats.evicted += 1
+                victim = self._victim()
+                if victim is None:
+                    why = f"{self.max_connections} connections (cap)"
+                else:
+                    self._release(victim)
+                    if victim.raw_transport is not None:
+                        victim.raw_transport.abort()
+                    self.stats.evicted += 1
         if why:
             self.stats.refused += 1
             self._reject("refused a connection from %s: %s", host, why)
@@ -132,7 +135,9 @@ class AdmissionMixin:
         conn.admitted = True
         self._admitted += 1
         self._per_address[host] += 1
-        self._hello_less.setdefault(host, {})[conn] = None
+        self._hello_less[host] += 1
+        conn.waiting = True
+        self._silent.setdefault(host, {})[conn] = None
         # spec §5.7 rule 8: the TLS and WebSocket handshakes must be done by the hello
         # deadline (the hello itself is timed by the handler, which answers decode.state)
         conn.deadline = asyncio.get_running_loop().call_at(
@@ -143,6 +148,29 @@ class AdmissionMixin:
                 with contextlib.suppress(OSError):
                     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer)
         return True
+
+    def _victim(self) -> RelayConnection | None:
+        """The hello-less connection that makes room at the cap (spec §5.7 rule 8): one
+        that has sent no byte yet — the oldest of the address holding the most of them —
+        else the one whose last bytes came longest ago; None when every connection said
+        hello. A slow client whose upgrade is arriving outlives a flood of silent ones."""
+        if self._silent:
+            top = max(self._silent, key=lambda h: len(self._silent[h]))
+            return next(iter(self._silent[top]))
+        return next(iter(self._progressing), None)
+
+    def _progress(self, conn: RelayConnection) -> None:
+        """Bytes arrived on ``conn``, which has not said hello (spec §5.7 rule 8): it is
+        evicted after the silent ones, and after those whose bytes came longer ago."""
+        if conn.progressed:
+            del self._progressing[conn]
+        else:
+            conn.progressed = True
+            silent = self._silent[conn.peer_host]
+            del silent[conn]
+            if not silent:
+                del self._silent[conn.peer_host]
+        self._progressing[conn] = None
 
     def _proxy_pending_ok(self, conn: RelayConnection) -> bool:
         """A trusted proxy's connection before its PROXY header (spec §5.7 rule 12): it
@@ -158,9 +186,20 @@ class AdmissionMixin:
 
     def _welcomed(self, conn: RelayConnection) -> None:
         """``conn`` said hello (or is gone): no longer waiting, never evicted."""
-        waiting = self._hello_less.get(conn.peer_host)
-        if waiting is not None and waiting.pop(conn, 0) is None and not waiting:
-            del self._hello_less[conn.peer_host]
+        if not conn.waiting:
+            return
+        conn.waiting = False
+        host = conn.peer_host
+        if conn.progressed:
+            del self._progressing[conn]
+        else:
+            silent = self._silent[host]
+            del silent[conn]
+            if not silent:
+                del self._silent[host]
+        self._hello_less[host] -= 1
+        if self._hello_less[host] <= 0:
+            del self._hello_less[host]
 
     def _handshake_overdue(self, conn: RelayConnection) -> None:
         """The hello deadline passed before the handshakes were done (no handler yet)."""

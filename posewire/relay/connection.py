@@ -1,5 +1,7 @@
-"""One relay connection at the transport level: admission at accept, the PROXY header
-of a trusted proxy (spec §5.7 rule 12), the TLS handshake after admission (rule 8), the
+"""One relay connection at the transport level: admission at accept, its progress until
+its hello (rule 8), its first bytes read through its own transport before the handshakes
+take it (the PROXY header of a trusted proxy, spec §5.7 rule 12), the TLS handshake
+after admission, from those first bytes (rule 8), the
 send-window pongs (rule 4), reading paused while the peer's writes are backed up (rule 4),
 decode.too_large for oversized messages (§5.8) and 1002 for a length no frame can have."""
 
@@ -7,8 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import socket
 import ssl
 import sys
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -20,7 +20,6 @@ from websockets.streams import StreamReader
 
 from posewire.codec.protocol import CLOSE_CODES
 from posewire.transport.proxy_protocol import (
-    V2_MAX,
     ProxyHeaderError,
     looks_like_proxy_header,
     parse_proxy_header,
@@ -68,8 +67,19 @@ class RelayConnection(LivenessMixin):
         self.deadline: asyncio.TimerHandle | None = None
         #: the TLS handshake under way (a reference keeps the task alive)
         self.tls_task: asyncio.Task[None] | None = None
-        #: the PROXY header being read (spec §5.7 rule 12)
-        self.proxy_task: asyncio.Task[None] | None = None
+        #: spec §5.7 rule 8: admitted and not said hello yet (may be evicted at the cap);
+        #: bytes came from the peer meanwhile (evicted after the silent ones)
+        self.waiting = False
+        self.progressed = False
+        #: the first bytes, read before the handshakes take the connection (None: taken):
+        #: with TLS the handshake starts when they come (spec §5.7 rule 8: progress, and
+        #: no TLS state for a silent connection); with the PROXY protocol the header is
+        #: looked for in them (rule 12: ``_header`` "read" from a trusted proxy, "refuse"
+        #: from any other address). A trusted proxy's connection is timed by its own
+        #: deadline until its header is read (it is not admitted before)
+        self.head: bytearray | None = None
+        self._header = ""
+        self._proxy_deadline: asyncio.TimerHandle | None = None
         self.client: Client | None = None
         #: spec §5.7 rule 4: reading paused — websockets' message queue is full, or the
         #: peer's writes are backed up (what it sends must not grow what the relay holds)
@@ -100,6 +110,11 @@ class RelayConnection(LivenessMixin):
         self.protocol.fail = fail_too_large  # type: ignore[method-assign]
 
     def data_received(self, data: bytes) -> None:
+        if self.head is not None:
+            self._first_data(data)
+            return
+        if self.waiting:  # spec §5.7 rule 8: a hello-less connection making progress
+            self.relay._progress(self)
         # spec §5.7 rule 4: a consumer's window pongs are read here, without websockets'
         # frame parser (a pong every W/2 frames per consumer: parsing them was a large
         # share of the relay's own cost); anything else goes to websockets as before
@@ -200,107 +215,122 @@ class RelayConnection(LivenessMixin):
             self.refused = True
             transport.abort()
             return
-        if relay.trusted_proxies is not None:
-            transport.pause_reading()
-            self.proxy_task = self.loop.create_task(self._proxy_header(transport, trusted),
-                                                    name=f"posewire-proxy-{self.peer_host}")
+        if relay.trusted_proxies is not None or relay.tls is not None:
+            # the first bytes come through data_received like any others (no second
+            # descriptor, no polling, spec §5.7 rule 12): a PROXY header is taken from
+            # them, and what follows it is handed to the handshakes
+            self.head = bytearray()
+            self._header = ("" if relay.trusted_proxies is None
+                            else "read" if trusted else "refuse")
+            if trusted:
+                self._proxy_deadline = self.loop.call_at(
+                    self.accepted_at + relay.hello_timeout, self._proxy_overdue)
             return
         self._handshake(transport)
 
-    async def _proxy_header(self, raw: asyncio.Transport, trusted: bool) -> None:
-        """Spec §5.7 rule 12: from a trusted proxy, read (only) the PROXY header and admit
-        the connection by the address it names; from any other address, refuse a
-        connection that starts with one. The first bytes are peeked at on a duplicate of
-        the socket, so what follows the header stays in the kernel for the TLS or
-        WebSocket handshake."""
+    def _first_data(self, data: bytes) -> None:
+        """The first bytes of a connection, before the handshakes take it. Spec §5.7
+        rule 12: from a trusted proxy, take the PROXY header off them and admit the
+        connection by the address it names; from any other address, refuse a connection
+        that starts with one; more bytes needed: wait for them. Then the handshakes get
+        the rest."""
         relay = self.relay
-        sock = raw.get_extra_info("socket")
+        head = self.head
+        raw = self.raw_transport
+        assert head is not None and raw is not None
+        head += data
+        if self.waiting:  # admitted (not a trusted proxy's): making progress (rule 8)
+            relay._progress(self)
         why = ""
-        try:
-            with socket.socket(fileno=os.dup(sock.fileno())) as dup:
-                dup.setblocking(False)
-                left = self.accepted_at + relay.hello_timeout - self.loop.time()
-                async with asyncio.timeout(max(0.001, left)):
-                    head = await self._peek(dup, V2_MAX if trusted else 12)
-                    while True:
-                        if not head:
-                            raise ConnectionError("closed")
-                        if not trusted:
-                            if not looks_like_proxy_header(head):
-                                break  # a direct client
-                            if len(head) >= 12 or head.startswith(b"PROXY "):
-                                why = "a PROXY header from an untrusted address"
-                                break
-                        else:
-                            header = parse_proxy_header(head)
-                            if header is not None:
-                                dup.recv(header.length)  # the header only: peeked, so there
-                                if header.source is not None:
-                                    self.peer_host = header.source
-                                break
-                        # a partial header: look again shortly (the socket stays readable)
-                        await asyncio.sleep(0.005)
-                        head = await self._peek(dup, V2_MAX if trusted else 12)
-        except ProxyHeaderError as exc:
-            why = f"a bad PROXY header from a trusted proxy: {exc}"
-        except (OSError, ConnectionError, TimeoutError) as exc:
-            relay._release(self)
-            relay.stats.handshake_timeouts += isinstance(exc, TimeoutError)
-            raw.abort()
-            return
-        finally:
-            self.proxy_task = None
-            if trusted:  # read, failed or cancelled (connection lost): no longer pending
-                relay._proxy_pending -= 1
+        rest: bytes | None = None
+        if not self._header:
+            rest = bytes(head)
+        elif self._header == "refuse":
+            if not looks_like_proxy_header(bytes(head)):
+                rest = bytes(head)  # a direct client
+            elif len(head) >= 12 or head.startswith(b"PROXY "):
+                why = "a PROXY header from an untrusted address"
+        else:
+            try:
+                header = parse_proxy_header(bytes(head))
+            except ProxyHeaderError as exc:
+                why = f"a bad PROXY header from a trusted proxy: {exc}"
+            else:
+                if header is not None:
+                    rest = bytes(head[header.length:])
+                    if header.source is not None:
+                        self.peer_host = header.source
+        if not why and rest is None:
+            return  # a partial header: the next bytes come through data_received
+        self.head = None
+        self._proxy_done()
         if why:
             relay.stats.proxy_refused += 1
             relay._reject("refused a connection from %s: %s", self.peer_host, why)
             relay._release(self)
             raw.abort()
             return
-        if raw.is_closing():
-            relay._release(self)
-            return
-        if trusted and not relay._admit(self, raw):
+        assert rest is not None
+        if self._header == "read" and not relay._admit(self, raw):
             self.refused = True
             raw.abort()
             return
-        self._handshake(raw)
+        self._handshake(raw, rest)
 
-    async def _peek(self, dup: socket.socket, size: int) -> bytes:
-        while True:
-            try:
-                return dup.recv(size, socket.MSG_PEEK)
-            except BlockingIOError:
-                pass
-            ready = self.loop.create_future()
-            self.loop.add_reader(dup.fileno(), ready.set_result, None)
-            try:
-                await ready
-            finally:
-                self.loop.remove_reader(dup.fileno())
+    def _proxy_done(self) -> None:
+        """A trusted proxy's connection is no longer pending its header."""
+        if self._proxy_deadline is not None:
+            self._proxy_deadline.cancel()
+            self._proxy_deadline = None
+            self.relay._proxy_pending -= 1
 
-    def _handshake(self, transport: asyncio.Transport) -> None:
-        """Admitted: the TLS handshake, or websockets takes the connection."""
+    def _proxy_overdue(self) -> None:
+        """Spec §5.7 rule 12: no PROXY header within the hello deadline."""
+        self._proxy_deadline = None
+        self.relay._proxy_pending -= 1
+        if self.head is not None and self.raw_transport is not None:
+            self.head = None
+            self.relay.stats.handshake_timeouts += 1
+            self.raw_transport.abort()
+
+    def eof_received(self) -> None:
+        if self.head is not None:
+            return  # closed before the handshakes took it: the transport closes
+        super().eof_received()
+
+    def _handshake(self, transport: asyncio.Transport, first: bytes = b"") -> None:
+        """Admitted: the TLS handshake, or websockets takes the connection; ``first``:
+        the bytes already read after a PROXY header (spec §5.7 rule 12), handed on."""
         tls = self.relay.tls
         if tls is None:
             self._attach(transport)
-            if self.relay.trusted_proxies is not None:
-                transport.resume_reading()
+            if first:
+                self.data_received(first)
             return
         # spec §5.7 rule 8: the TLS handshake comes after admission, so a pending one
-        # counts against the caps and the hello deadline (nothing is read before)
+        # counts against the caps and the hello deadline (it starts with the first bytes)
         transport.pause_reading()
-        self.tls_task = self.loop.create_task(self._start_tls(transport, tls),
+        self.tls_task = self.loop.create_task(self._start_tls(transport, tls, first),
                                               name=f"posewire-tls-{self.peer_host}")
 
-    async def _start_tls(self, raw: asyncio.Transport, tls: ssl.SSLContext) -> None:
+    async def _start_tls(self, raw: asyncio.Transport, tls: ssl.SSLContext,
+                         first: bytes = b"") -> None:
         relay = self.relay
         early = _EarlyData()
         left = self.accepted_at + relay.hello_timeout - self.loop.time()
         try:
-            secure = await self.loop.start_tls(raw, early, tls, server_side=True,
-                                               ssl_handshake_timeout=max(0.001, left))
+            starting = asyncio.ensure_future(self.loop.start_tls(
+                raw, early, tls, server_side=True, ssl_handshake_timeout=max(0.001, left)))
+            if first:
+                # the start of the ClientHello, read already (with a PROXY header, or
+                # as the first bytes): the TLS layer gets it before anything the transport
+                # reads next (start_tls puts its protocol on the transport in its first
+                # step, reading still paused)
+                while raw.get_protocol() is self and not starting.done():
+                    await asyncio.sleep(0)
+                if not starting.done():
+                    _feed(raw.get_protocol(), first)
+            secure = await starting
         except (OSError, TimeoutError, ConnectionError, ValueError, RuntimeError) as exc:
             # a failed or timed-out handshake: counted and logged at a bounded rate
             # (ssl.SSLError is an OSError), never a traceback; one the relay closed
@@ -318,6 +348,8 @@ class RelayConnection(LivenessMixin):
             return
         secure.set_protocol(self)
         self._attach(secure)
+        if self.waiting:  # spec §5.7 rule 8: the TLS handshake done is progress
+            relay._progress(self)
         # application data that came with the end of the handshake, before websockets
         # was attached, is handed over in order
         for data in early.data:
@@ -327,10 +359,24 @@ class RelayConnection(LivenessMixin):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.relay._release(self)
-        if self.proxy_task is not None:
-            self.proxy_task.cancel()
+        self.head = None
+        self._proxy_done()
         if self.attached:
             super().connection_lost(exc)
+
+
+def _feed(protocol: asyncio.BaseProtocol, data: bytes) -> None:
+    """Give ``data`` to a transport's protocol as if the transport had read it."""
+    if isinstance(protocol, asyncio.BufferedProtocol):
+        view = memoryview(data)
+        while view:
+            buf = memoryview(protocol.get_buffer(len(view)))
+            n = min(len(buf), len(view))
+            buf[:n] = view[:n]
+            protocol.buffer_updated(n)
+            view = view[n:]
+    elif isinstance(protocol, asyncio.Protocol):
+        protocol.data_received(data)
 
 
 class _EarlyData(asyncio.Protocol):

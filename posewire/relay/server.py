@@ -117,7 +117,9 @@ class Relay(AdmissionMixin, OriginMixin, FanOutMixin):
       — per-producer token bucket (``"drop"``: excess frames dropped and counted before
       decoding, ``"close"``: the producer is closed with ``decode.rate``).
     * ``max_connections`` / ``max_per_address`` — admission caps (clamped below the
-      descriptor limit); ``hello_timeout`` — seconds from accept to hello;
+      descriptor limit; at the cap a connection still without hello makes room, one
+      that sent no byte first, else the one heard from longest ago, spec §5.7 rule 8);
+      ``hello_timeout`` — seconds from accept to hello;
       ``hello_rate`` / ``hello_burst`` — hellos per second per client address.
     * ``ping_interval`` / ``ping_timeout`` — keepalive (None: off); a producer hello for a
       busy stream replaces a producer that does not answer a ping within ``ping_timeout``.
@@ -241,8 +243,13 @@ class Relay(AdmissionMixin, OriginMixin, FanOutMixin):
         # admission (spec §5.8): admitted connections, per address, those without hello
         self._admitted = 0
         self._per_address: Counter[str] = Counter()
-        #: per address, its connections still without hello (insertion order = age)
-        self._hello_less: dict[str, dict[RelayConnection, None]] = {}
+        #: per address, how many of its connections are still without hello
+        self._hello_less: Counter[str] = Counter()
+        #: per address, its hello-less connections that sent no byte yet (insertion
+        #: order = age), and the hello-less ones that did, in the order of their last
+        #: bytes (spec §5.7 rule 8: eviction at the cap)
+        self._silent: dict[str, dict[RelayConnection, None]] = {}
+        self._progressing: dict[RelayConnection, None] = {}
         self._hello_buckets: dict[str, TokenBucket] = {}
         #: spec §5.7 rule 5: wrong tokens answered slowly, per address
         self._auth_throttle = AuthThrottle()
@@ -320,11 +327,11 @@ class Relay(AdmissionMixin, OriginMixin, FanOutMixin):
             self._server.close(close_connections=False)
         await asyncio.gather(*(self._say_bye(c, reason) for c in list(self._clients)),
                              return_exceptions=True)
-        for waiting in list(self._hello_less.values()):
-            for conn in list(waiting):
-                self._release(conn)
-                if conn.raw_transport is not None:
-                    conn.raw_transport.abort()
+        waiting = [c for silent in self._silent.values() for c in silent]
+        for conn in waiting + list(self._progressing):
+            self._release(conn)
+            if conn.raw_transport is not None:
+                conn.raw_transport.abort()
         if self._server is not None:
             await self._server.wait_closed()
         if self.broker is not None:
