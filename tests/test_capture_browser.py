@@ -115,16 +115,19 @@ def python_producer(jpeg: bytes, frames: int, gain: dict[str, float]) -> tuple[n
     return out.vector, states
 
 
-async def browser_capture(jpeg: bytes, tmp: Path, shot: Path, token: str | None = None
+async def browser_capture(jpeg: bytes, tmp: Path, shot: Path, token: str | None = None, *,
+                          frames: int = FRAMES, query: str = "", repeat: int = 30
                           ) -> tuple[dict[str, Any], list[Any]]:
-    """The capture page on a fake camera playing ``jpeg``: the driver's report and every
-    frame a Python Subscriber received through the relay (which needs ``token`` when given:
-    the page takes it from the viewer server's config, spec §5.3)."""
+    """The capture page on a fake camera playing ``jpeg`` (one JPEG frame, ``repeat`` times,
+    or the bytes of a whole clip with ``repeat=1``) until it encoded ``frames`` frames: the
+    driver's report and every frame a Python Subscriber received through the relay (which
+    needs ``token`` when given: the page takes it from the viewer server's config, spec
+    §5.3). ``query``: more of the page's URL parameters (``&record=1``)."""
     from posewire.consumers.subscriber import Subscriber
     from posewire.relay import Relay
 
     clip = tmp / "camera.mjpeg"
-    clip.write_bytes(jpeg * 30)
+    clip.write_bytes(jpeg * repeat)
     received: list[Any] = []
     with ViewerServer(ViewerConfig("", "capture"), port=0) as viewer:
         async with Relay("127.0.0.1", port=0, status_every=0, allow_origins=viewer.origins, token=token) as relay:
@@ -137,7 +140,7 @@ async def browser_capture(jpeg: bytes, tmp: Path, shot: Path, token: str | None 
                 task = asyncio.create_task(record())
                 assert NODE is not None
                 proc = await asyncio.create_subprocess_exec(
-                    NODE, str(DRIVER), viewer.url + "capture?autostart=1&depthgain=off", str(clip), str(FRAMES),
+                    NODE, str(DRIVER), viewer.url + "capture?autostart=1&depthgain=off" + query, str(clip), str(frames),
                     str(shot),
                     stdout=asyncio.subprocess.PIPE, env={**os.environ, "CHROMIUM": CHROMIUM})
                 out, _ = await asyncio.wait_for(proc.communicate(), 400)

@@ -43,6 +43,17 @@ $('avatar').src = '/';
 const params = new URLSearchParams(location.search);
 if (params.has('mirrored')) $('mirrored').checked = params.get('mirrored') === '1';
 
+const record = params.get('record') === '1';
+const thumb = document.createElement('canvas');
+thumb.width = 8; thumb.height = 8;
+const tctx = thumb.getContext('2d', { willReadFrequently: true });
+/** The frame MediaPipe saw as 8 × 8 grey levels (which photo a recorded frame showed). */
+function thumbnail() {
+  tctx.drawImage(work, 0, 0, 8, 8);
+  const d = tctx.getImageData(0, 0, 8, 8).data;
+  return Array.from({ length: 64 }, (_, i) => Math.round((d[4 * i] + d[4 * i + 1] + d[4 * i + 2]) / 3));
+}
+
 function status(text) { statusLine.textContent = text; if (params.has('debug')) console.log(text); }
 
 // a refused origin, a wrong token, a taken stream, a relay that is down: said in the page with
@@ -262,6 +273,14 @@ async function start() {
     state.last = { vector: Array.from(vec, (x) => (Number.isFinite(x) ? x : null)),
       raw: Array.from(enc.vector, (x) => (Number.isFinite(x) ? x : null)), tracking: enc.tracking,
       clamped: enc.clamped, degenerate: enc.degenerate, frame };
+    if (record) { // ?record=1: each frame's inputs and outputs, for tests/test_capture_agreement.py
+      state.history.push({ t: t0, vector: state.last.vector, raw: state.last.raw, tracking: enc.tracking,
+        frame, pose_image: results?.poseLandmarks?.map((p) => [p.x, p.y, p.z]) ?? null,
+        face_mesh: mesh ? mesh.map((p) => [p.x, p.y, p.z]) : null,
+        face_matrix: face?.facialTransformationMatrixes?.[0]?.data ? Array.from(face.facialTransformationMatrixes[0].data) : null,
+        thumb: thumbnail() });
+      if (state.pixels === undefined) state.pixels = work.toDataURL('image/png'); // the pixels MediaPipe saw
+    }
     const s = state.stats;
     status(`${s.fps.toFixed(1)} fps · inference ${s.inference_ms.toFixed(0)} ms (holistic ${s.holistic_ms.toFixed(0)}, `
       + `face ${s.face_ms.toFixed(0)}) · encode ${s.encode_us.toFixed(0)} µs · tracked: ${tracked.join(' ') || 'nothing'}`

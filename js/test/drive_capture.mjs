@@ -33,7 +33,8 @@ try {
     const s = window.posewireCapture;
     return { frames: s.frames, published: s.published, stats: s.stats, last: s.last, calibration: s.calibration,
       hand_depth_gain: s.handDepthGain ?? { l: 1, r: 1 },
-      status: document.getElementById('status').textContent, capture_errors: s.errors };
+      status: document.getElementById('status').textContent, capture_errors: s.errors,
+      history: s.history, pixels: s.pixels ?? null };
   });
 } catch (e) {
   result = { error: String(e.message) };
