@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import subprocess
 import sys
 import time
@@ -779,3 +780,96 @@ async def test_start_frame_after_a_producer_change_holds_only_the_new_producers_
         assert isinstance(start, Frame)
         assert start.seq == 0 and start.timestamp_us == 5
         assert list(np.flatnonzero(start.mask)) == [REGISTRY.index("m_jaw")]
+
+
+# ---------------------------------------------------------------- broker authentication at start
+
+
+def test_a_broker_url_with_an_empty_password_is_refused() -> None:
+    for url in ("nats://relay:@127.0.0.1:4222", "nats://:pw@127.0.0.1:4222"):
+        with pytest.raises(UsageError) as err:
+            Broker(url)
+        assert err.value.code == "usage.bad_option" and err.value.path == "broker"
+
+
+async def test_the_documented_launcher_refuses_empty_broker_passwords(tmp_path: Path) -> None:
+    """Spec §5.7.1 rule 7: docs/nats-posewire.conf with an empty $POSEWIRE_RELAY_PASS
+    lets anyone in as ``relay`` (shown here); ``tools/nats-posewire.sh``, the start
+    docs/cluster.md gives, refuses any empty or unset password variable and starts the
+    server when all are set."""
+    server = cluster_bench.NatsServer(tmp_path / "nats", config=_NATS_CONF.read_text(),
+                                      env={**_NATS_ENV, "POSEWIRE_RELAY_PASS": ""}).start()
+    try:
+        intruder = await nats.connect(f"nats://relay:@127.0.0.1:{server.port}",
+                                      allow_reconnect=False, max_reconnect_attempts=0)
+        await intruder.close()  # the hole the launcher closes: "" is a password
+    finally:
+        server.stop()
+    script = Path(__file__).resolve().parents[1] / "tools" / "nats-posewire.sh"
+    for var in _NATS_ENV:
+        for value in ("", None):
+            env = {k: v for k, v in {**os.environ, **_NATS_ENV}.items() if k != var}
+            if value is not None:
+                env[var] = value
+            done = subprocess.run([str(script), "-a", "127.0.0.1", "-p", "0"], env=env,
+                                  capture_output=True, text=True, timeout=30)
+            assert done.returncode == 2 and f"${var} is empty or unset" in done.stderr
+    port = cluster_bench._free_port()
+    proc = subprocess.Popen([str(script), "-a", "127.0.0.1", "-p", str(port),
+                             "-sd", str(tmp_path / "sd")], env={**os.environ, **_NATS_ENV},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        relay = Relay("127.0.0.1", 0, broker=Broker(
+            f"nats://relay:relay-secret@127.0.0.1:{port}", request_timeout=2.0))
+        await wait_for(lambda: proc.poll() is None and _listening(port), timeout=10)
+        await relay.start()
+        assert relay.broker is not None and relay.broker.authenticated is True
+        await relay.close()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def _listening(port: int) -> bool:
+    import socket
+
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+async def test_a_relay_on_a_broker_without_authentication_warns_and_refuses_beyond_loopback(
+        nats_server: object, caplog: pytest.LogCaptureFixture) -> None:
+    """Spec §5.7.1 rule 7: on a broker that asks for no credentials a relay says so
+    loudly at start; bound beyond loopback it refuses to start unless
+    ``insecure_broker`` (``--insecure-broker``)."""
+    import secrets as _secrets
+
+    url = nats_server.url  # type: ignore[attr-defined]
+    token = _secrets.token_urlsafe(32)
+    caplog.set_level("WARNING", logger="posewire.relay.cluster")
+    local = Relay("127.0.0.1", 0, broker=Broker(url))
+    await local.start()
+    try:
+        assert local.broker is not None and local.broker.authenticated is False
+        assert any("requires no authentication" in r.getMessage() for r in caplog.records)
+    finally:
+        await local.close()
+    public = Relay("0.0.0.0", 0, token=token, insecure=True, broker=Broker(url))
+    with pytest.raises(UsageError) as err:
+        await public.start()
+    await public.close()
+    assert err.value.path == "insecure_broker" and "--insecure-broker" in err.value.message
+    told = Relay("0.0.0.0", 0, token=token, insecure=True, broker=Broker(url, insecure_broker=True))
+    await told.start()
+    await told.close()
+
+
+async def test_a_relay_on_the_documented_config_is_authenticated(authorized_nats: object) -> None:
+    port = authorized_nats.port  # type: ignore[attr-defined]
+    relay = Relay("127.0.0.1", 0, broker=Broker(f"nats://relay:relay-secret@127.0.0.1:{port}"))
+    await relay.start()
+    try:
+        assert relay.broker is not None and relay.broker.authenticated is True
+    finally:
+        await relay.close()

@@ -62,6 +62,8 @@ from posewire.codec.errors import DecodeError, UsageError
 from posewire.codec.protocol import Limits
 from posewire.codec.wire import Calibration, ConditionsMessage, Frame, Hello, Message, decode
 
+from .origin import is_loopback
+
 __all__ = [
     "PRODUCER_HEADER",
     "STATE_KINDS",
@@ -99,6 +101,13 @@ _NKEY_SEED_RE = re.compile(r"SU[A-Z2-7]{56}")
 def _redact(text: str) -> str:
     """``nats://user:pass@host`` → ``nats://***@host``."""
     return _USERINFO_RE.sub("***@", text)
+
+
+def _userinfo(url: str) -> str:
+    """The ``user:password`` (or token) part of a broker URL, ``""`` without one."""
+    rest = url.partition("://")[2]
+    host_part = rest.split("/", 1)[0]
+    return host_part.rpartition("@")[0]
 
 
 def _read_creds(path: str | Path) -> dict[str, Any]:
@@ -153,6 +162,10 @@ def _kind(msg: Message) -> str | None:
     if isinstance(msg, ConditionsMessage):
         return "cond"
     return None
+
+
+async def _quiet(exc: Exception) -> None:
+    """The error callback of a probe connection (its refusal is the expected answer)."""
 
 
 class ClusterHost(Protocol):
@@ -228,13 +241,24 @@ class Broker:
     def __init__(self, servers: str | Sequence[str], *, prefix: str = "posewire",
                  lease_ttl: float = 5.0, state_interval: float = 0.1,
                  request_timeout: float = 1.0, reconnect_wait: float = 0.25,
-                 creds: str | Path | None = None, ca_file: str | Path | None = None) -> None:
+                 creds: str | Path | None = None, ca_file: str | Path | None = None,
+                 insecure_broker: bool = False) -> None:
         urls = [u.strip() for u in (servers.split(",") if isinstance(servers, str) else servers)]
         if not urls or not all(u.startswith(("nats://", "tls://")) for u in urls):
             raise UsageError("usage.bad_option",
                              "the broker must be nats://HOST:PORT (or tls://…), comma-separated",
                              path="broker")
         self._auth = _read_creds(creds) if creds is not None else {}
+        for url in urls:  # spec §5.7.1 rule 7: never an empty password
+            user, sep, password = _userinfo(url).partition(":")
+            if sep and (not user or not password):
+                raise UsageError("usage.bad_option", "the broker URL has an empty user or "
+                                 "password (spec §5.7.1 rule 7)", path="broker")
+        #: spec §5.7.1 rule 7: a broker without authentication is refused beyond loopback
+        #: unless this is set (``--insecure-broker``)
+        self.insecure_broker = bool(insecure_broker)
+        #: whether the broker asked for credentials (set by :meth:`start`)
+        self.authenticated: bool | None = None
         self._tls = _broker_tls(ca_file) if ca_file is not None else None
         if self._tls is not None and not all(u.startswith("tls://") for u in urls):
             raise UsageError("usage.bad_option", "a broker CA file needs tls:// URLs",
@@ -322,6 +346,7 @@ class Broker:
                 # without TLS has seen the credentials by then: it detects a misconfigured
                 # broker, it does not protect against an active attacker on the path
                 raise nats.errors.Error("the broker does not require TLS, the URL does")
+            await self._check_authentication(host)
             await self._ensure_buckets()
         except _BROKER_ERRORS as exc:
             if self._nc is not None:
@@ -336,6 +361,54 @@ class Broker:
         host.publish_hooks.append(self._on_local)
         self._loops = [asyncio.create_task(self._send_loop(), name="posewire-broker-send"),
                        asyncio.create_task(self._state_loop(), name="posewire-broker-state")]
+
+    def _user(self) -> str | None:
+        """The NATS user this relay logs in as, when it has one (URL or creds file)."""
+        if "user" in self._auth:
+            return str(self._auth["user"])
+        for url in self.servers:
+            user, sep, _ = _userinfo(url).partition(":")
+            if sep and user:
+                return user
+        return None
+
+    async def _check_authentication(self, host: ClusterHost) -> None:
+        """Spec §5.7.1 rule 7: a broker that lets clients in without credentials (or the
+        relay's own user with an empty password) lets anyone act as a relay. The first is
+        said loudly at start and refused beyond loopback unless ``insecure_broker``; the
+        second is always refused."""
+        assert self._nc is not None
+        info = self._nc._server_info
+        self.authenticated = bool(info.get("auth_required"))
+        bind = getattr(host, "host", None)
+        if not self.authenticated:
+            log.warning("broker: WARNING: the broker %s requires no authentication: anyone who "
+                        "reaches it can feed, hold and read every stream of this cluster "
+                        "(docs/cluster.md, docs/nats-posewire.conf)", self.where)
+            if not self.insecure_broker and not is_loopback(bind):
+                raise UsageError("usage.bad_option", f"the broker {self.where} requires no "
+                                 "authentication; a relay beyond loopback refuses it (spec "
+                                 "§5.7.1 rule 7): give the relays credentials "
+                                 "(docs/nats-posewire.conf), or --insecure-broker",
+                                 path="insecure_broker")
+            return
+        user = self._user()
+        if user is None:
+            return
+        url = self._nc.connected_url
+        assert url is not None
+        probe_url = f"{url.scheme}://{url.hostname}:{url.port}"
+        try:  # the relay's own user, with an empty password
+            probe = await asyncio.wait_for(nats.connect(
+                probe_url, user=user, password="", allow_reconnect=False,
+                max_reconnect_attempts=0, connect_timeout=max(1, round(self.request_timeout)),
+                tls=self._tls, error_cb=_quiet), max(1.0, 2 * self.request_timeout))
+        except (*_BROKER_ERRORS, nats.errors.NoServersError):
+            return  # refused: as it should be
+        await probe.close()
+        raise UsageError("usage.bad_option", f"the broker {self.where} lets the user {user!r} in "
+                         "with an empty password (an empty $POSEWIRE_RELAY_PASS?): anyone could "
+                         "act as a relay (spec §5.7.1 rule 7)", path="broker")
 
     async def close(self) -> None:
         """Give the leases back, stop, close the NATS link (idempotent)."""
