@@ -100,9 +100,12 @@ async function loadModels() {
       crop.width = x1 - x0; crop.height = y1 - y0;
       crop.getContext('2d').drawImage(image, x0, y0, x1 - x0, y1 - y0, 0, 0, x1 - x0, y1 - y0);
       const got = faceCrop.detect(crop);
-      // the mesh back into the frame (for drawing); blendshapes and the rotation need nothing
+      // the mesh back into the frame, depth included (z is in units of the crop's width, as x
+      // is): the Python producer's face crop does the same (spec §7.5); blendshapes and the
+      // rotation need nothing
       got.faceLandmarks = got.faceLandmarks.map((m) => m.map((p) => ({ ...p,
-        x: (x0 + p.x * (x1 - x0)) / image.width, y: (y0 + p.y * (y1 - y0)) / image.height })));
+        x: (x0 + p.x * (x1 - x0)) / image.width, y: (y0 + p.y * (y1 - y0)) / image.height,
+        z: p.z * (x1 - x0) / image.width })));
       return got;
     },
   };
