@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import pytest
 import test_capture_browser as cb
+from captureutil import camera_frame
 
 from posewire.codec.morph import ARKIT_INDEX, N_ARKIT
 from posewire.codec.registry import DIMENSIONS
@@ -135,7 +136,7 @@ def _tracked_cols(states: dict[str, str]) -> np.ndarray:
 
 
 async def _record(photo: str, tmp: Path) -> tuple[dict[str, Any], np.ndarray]:
-    jpeg = cb.camera_frame(photo)
+    jpeg = camera_frame(photo)
     shots = Path(os.environ.get("POSEWIRE_SCREENSHOTS", tmp))
     shots.mkdir(parents=True, exist_ok=True)
     report, _ = await cb.browser_capture(jpeg, tmp, shots / f"agree_{photo}.png", frames=FRAMES, query="&record=1")

@@ -28,21 +28,16 @@ import asyncio
 import io
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from captureutil import CHROMIUM, DRIVER, NODE, browser_missing, camera_frame
 
 from posewire.codec.registry import DIMENSIONS, TRACKING_PARTS
 from posewire.servers.viewer import JS_ROOT, ViewerConfig, ViewerServer
 
-ROOT = Path(__file__).resolve().parent.parent
-PHOTOS = ROOT / "tests" / "data" / "photos"
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-DRIVER = JS_ROOT / "test" / "drive_capture.mjs"
-NODE = shutil.which("node")
 FRAMES = 14  # frames the page encodes of the still photo (the filter settles)
 #: Dims not compared (none: both producers take the gaze yaw from the irises, spec §7.3).
 NOT_COMPARED: set[str] = set()
@@ -54,8 +49,9 @@ HIPS_IN_IMAGE = {"soccer_player.jpg"}
 
 
 def _deps_missing() -> str | None:
-    if NODE is None or not Path(CHROMIUM).exists() or not (JS_ROOT / "node_modules" / "playwright-core").is_dir():
-        return "needs node, /usr/bin/chromium and js/node_modules (make install)"
+    missing = browser_missing()
+    if missing is not None:
+        return missing
     if not (JS_ROOT / "node_modules" / "@mediapipe" / "holistic").is_dir():
         return "needs @mediapipe/holistic in js/node_modules (make install)"
     try:
@@ -70,19 +66,6 @@ def _deps_missing() -> str | None:
 
 
 pytestmark = pytest.mark.skipif(_deps_missing() is not None, reason=str(_deps_missing()))
-
-
-def camera_frame(photo: str) -> bytes:
-    """The photo letterboxed into a 640×480 JPEG: one frame of the fake camera."""
-    from PIL import Image
-
-    im = Image.open(PHOTOS / photo).convert("RGB")
-    im.thumbnail((640, 480))
-    canvas = Image.new("RGB", (640, 480), (0, 0, 0))
-    canvas.paste(im, ((640 - im.width) // 2, (480 - im.height) // 2))
-    out = io.BytesIO()
-    canvas.save(out, "JPEG", quality=92)
-    return out.getvalue()
 
 
 def python_producer(jpeg: bytes, frames: int, gain: dict[str, float]) -> tuple[np.ndarray, dict[str, str]]:

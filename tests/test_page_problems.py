@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pageutil import quit_driver
 
 from posewire.producers.publisher import Publisher
 from posewire.relay import Relay
@@ -181,11 +182,4 @@ async def test_each_refusal_shows_its_fix_in_the_viewer_and_the_capture_page(tmp
                 assert got["title"] == f"No relay answers at {gone}"
                 assert "posewire serve" in got["fix"], got
     finally:
-        if proc.returncode is None and proc.stdin is not None:
-            proc.stdin.write(b'{"quit": true}\n')
-            proc.stdin.close()
-            try:
-                await asyncio.wait_for(proc.wait(), 30)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
+        await quit_driver(proc)

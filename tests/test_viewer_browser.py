@@ -12,15 +12,13 @@ nowhere else), with the mannequin visible against the background.
 
 from __future__ import annotations
 
-import asyncio
-import json
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from pageutil import BROWSER_MISSING, viewer_page
 from vrmutil import mannequin_as_vrm
 
 from posewire.codec.conditions import Conditions
@@ -34,14 +32,11 @@ from posewire.consumers.skeleton import Skeleton
 from posewire.producers.publisher import Publisher
 from posewire.producers.recording import read_recording
 from posewire.relay import Relay
-from posewire.servers.viewer import JS_ROOT, ViewerConfig, ViewerServer
+from posewire.servers.viewer import ViewerConfig, ViewerServer
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-DRIVER = JS_ROOT / "test" / "drive_viewer.mjs"
-NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(
-    NODE is None or not Path(CHROMIUM).exists() or not (JS_ROOT / "node_modules" / "playwright-core").is_dir(),
+    BROWSER_MISSING,
     reason="needs node, /usr/bin/chromium and js/node_modules (make install; .ci/run installs chromium)")
 
 
@@ -55,20 +50,6 @@ def on_the_wire(values: np.ndarray) -> np.ndarray:
 def same_rotation(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     out: np.ndarray = np.minimum(np.abs(a - b).max(axis=-1), np.abs(a + b).max(axis=-1))
     return out
-
-
-class Page:
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
-        self.proc = proc
-
-    async def ask(self, **cmd: Any) -> dict[str, Any]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write((json.dumps(cmd) + "\n").encode())
-        await self.proc.stdin.drain()
-        line = await asyncio.wait_for(self.proc.stdout.readline(), 90)
-        answer: dict[str, Any] = json.loads(line)
-        assert "error" not in answer, answer
-        return answer
 
 
 def check_vrm(answer: dict[str, Any], values: np.ndarray) -> None:
@@ -118,15 +99,7 @@ async def test_viewer_in_chromium_matches_the_python_decoder(tmp_path: Path) -> 
             viewer.config = ViewerConfig(relay.url, "view")
             async with Publisher(relay.url, "view") as pub:
                 await pub.send_frame(raised, conditions=Conditions())  # seq 0: a late joiner gets it
-                assert NODE is not None
-                proc = await asyncio.create_subprocess_exec(
-                    NODE, str(DRIVER), viewer.url, stdin=asyncio.subprocess.PIPE,
-                    stdout=asyncio.subprocess.PIPE, limit=2**24, env={**os.environ, "CHROMIUM": CHROMIUM})
-                try:
-                    assert proc.stdout is not None
-                    ready = json.loads(await asyncio.wait_for(proc.stdout.readline(), 120))
-                    assert ready == {"ready": True}, ready
-                    page = Page(proc)
+                async with viewer_page(viewer.url) as page:
                     a = await page.ask(seq=0, screenshot=str(shots / "pose_raised.png"))
                     assert a["seq"] == 0
                     check_bones(a, raised, canon.avatar_names, skel)
@@ -182,15 +155,6 @@ async def test_viewer_in_chromium_matches_the_python_decoder(tmp_path: Path) -> 
                     # everything came from loopback: the page and its libraries from the
                     # viewer, the stream from the relay (no CDN at run time)
                     assert set(v["origins"]) == {viewer.origin, relay.url.rstrip("/")}, v["origins"]
-                finally:
-                    if proc.returncode is None and proc.stdin is not None:
-                        proc.stdin.write(b'{"quit": true}\n')
-                        proc.stdin.close()
-                        try:
-                            await asyncio.wait_for(proc.wait(), 30)
-                        except TimeoutError:
-                            proc.kill()
-                            await proc.wait()
 
     # the two poses differ where the mannequin stands, and only there
     w, h = a["grid"]["w"], a["grid"]["h"]

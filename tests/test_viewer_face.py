@@ -12,16 +12,14 @@ go under the lids in a blink). Screenshots of each go to ``$POSEWIRE_SCREENSHOTS
 
 from __future__ import annotations
 
-import asyncio
-import json
 import math
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from pageutil import BROWSER_MISSING, viewer_page
 
 from posewire.codec.conditions import Conditions
 from posewire.codec.registry import ARKIT_CHANNELS, DIMENSIONS, MOUTHING_SEED_TABLE, VISEMES
@@ -30,13 +28,10 @@ from posewire.codec.wire import Frame, decode, encode
 from posewire.consumers.face import face_weights
 from posewire.producers.publisher import Publisher
 from posewire.relay import Relay
-from posewire.servers.viewer import JS_ROOT, ViewerConfig, ViewerServer
+from posewire.servers.viewer import ViewerConfig, ViewerServer
 
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-DRIVER = JS_ROOT / "test" / "drive_viewer.mjs"
-NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(
-    NODE is None or not Path(CHROMIUM).exists() or not (JS_ROOT / "node_modules" / "playwright-core").is_dir(),
+    BROWSER_MISSING,
     reason="needs node, /usr/bin/chromium and js/node_modules (make install; .ci/run installs chromium)")
 
 GAZE_YAW = math.radians(32)  # js/viewer/face.mjs: the eye turn at eyeLook* weight 1
@@ -52,19 +47,6 @@ def frame(**dims: float) -> np.ndarray:
     f = decode(encode(Frame(0, 0, values)))
     assert isinstance(f, Frame)
     return f.values
-
-
-class Page:
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
-        self.proc = proc
-
-    async def ask(self, **cmd: Any) -> dict[str, Any]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write((json.dumps(cmd) + "\n").encode())
-        await self.proc.stdin.drain()
-        answer: dict[str, Any] = json.loads(await asyncio.wait_for(self.proc.stdout.readline(), 90))
-        assert "error" not in answer, answer
-        return answer
 
 
 def check_rig(answer: dict[str, Any], values: np.ndarray, mix: list[float] | None) -> dict[str, float]:
@@ -132,15 +114,7 @@ async def test_the_face_follows_the_decoded_weights(tmp_path: Path) -> None:
             viewer.config = ViewerConfig(relay.url, "face")
             async with Publisher(relay.url, "face") as pub:
                 await pub.send_frame(cases[0][1], conditions=Conditions())
-                assert NODE is not None
-                proc = await asyncio.create_subprocess_exec(
-                    NODE, str(DRIVER), viewer.url, stdin=asyncio.subprocess.PIPE,
-                    stdout=asyncio.subprocess.PIPE, limit=2**24, env={**os.environ, "CHROMIUM": CHROMIUM})
-                try:
-                    assert proc.stdout is not None
-                    ready = json.loads(await asyncio.wait_for(proc.stdout.readline(), 120))
-                    assert ready == {"ready": True}, ready
-                    page = Page(proc)
+                async with viewer_page(viewer.url) as page:
                     for seq, (name, values, mix) in enumerate(cases):
                         if seq:
                             cond = Conditions(mouthing=tuple(mix)) if mix else Conditions()
@@ -152,15 +126,6 @@ async def test_the_face_follows_the_decoded_weights(tmp_path: Path) -> None:
                         got[name] = a
                     assert not got["neutral"]["page_errors"], got["neutral"]["page_errors"]
                     assert set(got["pucker"]["origins"]) == {viewer.origin, relay.url.rstrip("/")}
-                finally:
-                    if proc.returncode is None and proc.stdin is not None:
-                        proc.stdin.write(b'{"quit": true}\n')
-                        proc.stdin.close()
-                        try:
-                            await asyncio.wait_for(proc.wait(), 30)
-                        except TimeoutError:
-                            proc.kill()
-                            await proc.wait()
 
     # the weights the frames carry (not zero: the test can fail)
     assert got["blink"]["arkit"]["eyeBlinkLeft"] == pytest.approx(1.0, abs=0.01)
