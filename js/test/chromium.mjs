@@ -7,6 +7,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { chromium } from 'playwright-core';
 
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
@@ -26,4 +27,28 @@ export async function launchChromium({ viewport, fakeVideo = null, trustSpki = n
     rmSync(profile, { recursive: true, force: true });
   };
   return { context, close };
+}
+
+// The drivers' protocol: one JSON line out per JSON command line in (`{"quit": true}` ends
+// it). `handle(cmd)` answers a command; an exception answers `{error, ...onError()}`. Closes
+// the browser and exits 0 at the end of input or on quit.
+export async function answerCommands(handle, close, onError = () => ({})) {
+  const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
+  for await (const line of rl) {
+    if (!line.trim()) continue;
+    const cmd = JSON.parse(line);
+    if (cmd.quit) break;
+    try {
+      writeLine(await handle(cmd));
+    } catch (e) {
+      writeLine({ error: e.message, ...onError() });
+    }
+  }
+  await close();
+  process.exit(0);
+}
+
+// One JSON line on stdout.
+export function writeLine(obj) {
+  process.stdout.write(JSON.stringify(obj) + '\n');
 }

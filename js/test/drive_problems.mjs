@@ -9,11 +9,9 @@
 //     {code, title, detail, fix, status, page_errors}; the tab is closed after.
 //   {"quit": true}
 
-import { createInterface } from 'node:readline';
-import { launchChromium } from './chromium.mjs';
+import { answerCommands, launchChromium, writeLine as out } from './chromium.mjs';
 
 const { context, close } = await launchChromium({ viewport: { width: 1100, height: 520 }, fakeVideo: process.argv[2] });
-const out = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
 out({ ready: true });
 
 async function visit(cmd) {
@@ -42,16 +40,4 @@ async function visit(cmd) {
   }
 }
 
-const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
-for await (const line of rl) {
-  if (!line.trim()) continue;
-  const cmd = JSON.parse(line);
-  if (cmd.quit) break;
-  try {
-    out(await visit(cmd));
-  } catch (e) {
-    out({ error: e.message });
-  }
-}
-await close();
-process.exit(0);
+await answerCommands(visit, close);

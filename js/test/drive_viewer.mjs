@@ -12,10 +12,9 @@
 //     inset), inset_px (its CSS pixels), inset_lum (its 64 x 64 luminance); face_shot: a screenshot of the face inset alone}
 //   {"quit": true}
 
-import { createInterface } from 'node:readline';
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
-import { launchChromium } from './chromium.mjs';
+import { answerCommands, launchChromium, writeLine as out } from './chromium.mjs';
 
 const url = process.argv[2];
 const { context, close } = await launchChromium({ viewport: { width: 960, height: 600 } });
@@ -26,7 +25,6 @@ page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
 const origins = new Set(); // every origin the page fetched from (no CDN: loopback only)
 page.on('request', (r) => { if (!r.url().startsWith('blob:') && !r.url().startsWith('data:')) origins.add(new URL(r.url()).origin); });
 page.on('websocket', (ws) => origins.add(new URL(ws.url()).origin));
-const out = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
 
 try {
   await page.goto(url);
@@ -97,16 +95,4 @@ async function capture(cmd) {
   return { ...state, page_errors: errors, origins: [...origins] };
 }
 
-const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
-for await (const line of rl) {
-  if (!line.trim()) continue;
-  const cmd = JSON.parse(line);
-  if (cmd.quit) break;
-  try {
-    out(await capture(cmd));
-  } catch (e) {
-    out({ error: e.message, page_errors: errors });
-  }
-}
-await close();
-process.exit(0);
+await answerCommands(capture, close, () => ({ page_errors: errors }));

@@ -28,6 +28,7 @@ import hashlib
 import json
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,7 @@ _NPM_ALWAYS = ("LICENSE", "package.json")
 _RELATIVE_IMPORT = re.compile(r"""(?:\bfrom\s*|\bimport\s*\(?\s*)['"](\.{1,2}/[^'"]+)['"]""")
 #: What a page of ``js/`` reaches in ``js/``: relative and ``/js/…`` imports and scripts, and
 #: frames (``src="/js/…"``).
-_PAGE_REFERENCE = re.compile(r"""(?:\bfrom\s*|\bimport\s*\(?\s*|\bsrc=)['"](\.{1,2}/[^'"]+|/js/[^'"]+)['"]""")
+_PAGE_REFERENCE = re.compile(r"""(?:\bfrom\s*|\bimport\s*\(?\s*|\b(?:src|href)=)['"](\.{1,2}/[^'"]+|/js/[^'"]+)['"]""")
 
 
 def _installed() -> bool:
@@ -99,43 +100,43 @@ def served_package_file(rel: str) -> bool:
     return not (rel.endswith((".map", ".d.ts", ".cjs")) or rel == "vision_bundle.js")
 
 
-def page_closure(js: Path, entries: tuple[str, ...] = PAGE_ENTRIES) -> list[str]:
-    """``entries`` (relative to ``js``) and every file of ``js`` they reach
-    (:data:`_PAGE_REFERENCE`: relative and ``/js/…`` imports, scripts, frames), sorted.
-    ``/node_modules/…`` and bare specifiers (the import map's) are the libraries'."""
+def _closure(root: Path, entries: tuple[str, ...], references: re.Pattern[str], *,
+             resolve: Callable[[Path, str], Path], missing: str) -> list[str]:
+    """``entries`` (relative to ``root``) and every file of ``root`` they reach through
+    ``references`` (each target turned into a path by ``resolve(referring_file, target)``),
+    sorted. A file that is not there is a :class:`FileNotFoundError` saying ``missing``."""
     seen: set[str] = set()
     todo = list(entries)
     while todo:
         rel = todo.pop()
         if rel in seen:
             continue
-        path = js / rel
+        path = root / rel
         if not path.is_file():
-            raise FileNotFoundError(f"{path} is missing (a page of js/ refers to it)")
+            raise FileNotFoundError(f"{path} is missing ({missing})")
         seen.add(rel)
-        for target in _PAGE_REFERENCE.findall(path.read_text(encoding="utf-8")):
-            resolved = js / target[len("/js/"):] if target.startswith("/js/") else path.parent / target
-            todo.append(resolved.resolve().relative_to(js.resolve()).as_posix())
+        for target in references.findall(path.read_text(encoding="utf-8")):
+            todo.append(resolve(path, target).resolve().relative_to(root.resolve()).as_posix())
     return sorted(seen)
+
+
+def page_closure(js: Path, entries: tuple[str, ...] = PAGE_ENTRIES) -> list[str]:
+    """``entries`` (relative to ``js``) and every file of ``js`` they reach
+    (:data:`_PAGE_REFERENCE`: relative and ``/js/…`` imports, scripts, frames), sorted.
+    ``/node_modules/…`` and bare specifiers (the import map's) are the libraries'."""
+    def resolve(path: Path, target: str) -> Path:
+        return js / target[len("/js/"):] if target.startswith("/js/") else path.parent / target
+
+    return _closure(js, entries, _PAGE_REFERENCE, resolve=resolve,
+                    missing="a page of js/ refers to it")
 
 
 def npm_closure(package_dir: Path, entries: tuple[str, ...]) -> list[str]:
     """``entries`` and every file they reach by relative imports, relative to
     ``package_dir``, sorted."""
-    seen: set[str] = set()
-    todo = list(entries)
-    while todo:
-        rel = todo.pop()
-        if rel in seen:
-            continue
-        path = package_dir / rel
-        if not path.is_file():
-            raise FileNotFoundError(f"{path} is missing (npm ci in js/ installs it)")
-        seen.add(rel)
-        for target in _RELATIVE_IMPORT.findall(path.read_text(encoding="utf-8")):
-            resolved = (path.parent / target).resolve().relative_to(package_dir.resolve()).as_posix()
-            todo.append(resolved)
-    return sorted(seen)
+    return _closure(package_dir, entries, _RELATIVE_IMPORT,
+                    resolve=lambda path, target: path.parent / target,
+                    missing="npm ci in js/ installs it")
 
 
 def _installed_package(js: Path, name: str, pinned: dict[str, str]) -> Path:
