@@ -37,7 +37,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import ssl
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -55,14 +54,9 @@ from posewire.codec.wire import Bye, Calibration, ConditionsMessage, Frame, Mess
 from posewire.transport import (
     DEFAULT_PING_INTERVAL,
     DEFAULT_PING_TIMEOUT,
-    Backoff,
     ClientLink,
-    LinkClosedError,
+    RelayClient,
     RelayError,
-    RelayUrls,
-    check_liveness,
-    retry_connect,
-    retry_line,
 )
 
 __all__ = ["RelayError", "SubscribedFrame", "Subscriber"]
@@ -101,7 +95,7 @@ class SubscribedFrame:
     wire_bytes: int = 0
 
 
-class Subscriber:
+class Subscriber(RelayClient):
     """Async consumer client of one stream (spec §5.3), an async iterator of
     :class:`SubscribedFrame` (the newest state, never a backlog).
 
@@ -120,6 +114,9 @@ class Subscriber:
     recorder, spec §8).
     """
 
+    _role = "consumer"
+    _what = "subscriber"
+
     def __init__(self, url: str | Sequence[str], stream: str, *, token: str | None = None,
                  merge: bool = False, on_message: Callable[[bytes, Message], None] | None = None,
                  client: str = "posewire-subscriber", reconnect: bool = True,
@@ -129,21 +126,13 @@ class Subscriber:
                  ping_interval: float | None = DEFAULT_PING_INTERVAL,
                  ping_timeout: float | None = DEFAULT_PING_TIMEOUT,
                  on_status: Callable[[str], None] | None = None) -> None:
-        check_liveness(ping_interval, ping_timeout)
-        self.urls = RelayUrls(url, ca_file=ca_file)
-        self.on_status = on_status
+        super().__init__(url, stream, token=token, client=client, reconnect=reconnect,
+                         backoff_initial=backoff_initial, backoff_max=backoff_max,
+                         max_retries=max_retries, open_timeout=open_timeout, ca_file=ca_file,
+                         ping_interval=ping_interval, ping_timeout=ping_timeout,
+                         on_status=on_status)
         self.on_message = on_message
-        self._tried = self.urls.current
-        self.stream = stream
-        self.token = token
         self.merge = merge
-        self.client = client
-        self.reconnect = reconnect
-        self.backoff = Backoff(initial=backoff_initial, maximum=backoff_max)
-        self.max_retries = max_retries
-        self.open_timeout = open_timeout
-        self.ping_interval = ping_interval
-        self.ping_timeout = ping_timeout
         #: Latest calibration and condition state of the stream (spec §5.5–5.6).
         self.calibration: Calibration | None = None
         self.conditions: Conditions | None = None
@@ -154,16 +143,12 @@ class Subscriber:
         self.producer_resets = 0
         #: Items handed to the application (fewer than frames when it reads slower).
         self.frames_yielded = 0
-        self.reconnects = 0
         #: Messages from the relay that did not decode (malformed, over the announced
         #: size) and were skipped (spec §5.10), and the last one's error.
         self.messages_skipped = 0
         self.last_skip: DecodeError | None = None
         #: The last non-fatal error that made the subscriber reconnect.
         self.last_error: RelayError | None = None
-        self._link: ClientLink | None = None
-        self._closed = False
-        self._ever_connected = False
         self._reader: asyncio.Task[None] | None = None
         self._error: BaseException | None = None
         self._finished = False
@@ -177,13 +162,6 @@ class Subscriber:
         self._reset = False
         self._at = 0.0
 
-    async def __aenter__(self) -> Subscriber:
-        await self.connect()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
     def __aiter__(self) -> Subscriber:
         return self
 
@@ -193,52 +171,18 @@ class Subscriber:
             raise StopAsyncIteration
         return frame
 
-    @property
-    def url(self) -> str:
-        """The relay in use (or tried next)."""
-        return self.urls.current
-
-    @property
-    def tls(self) -> ssl.SSLContext | None:
-        """The TLS context for :attr:`url` (None for ``ws://``)."""
-        return self.urls.tls
-
-    @property
-    def connected(self) -> bool:
-        """True while the link is open."""
-        return self._link is not None and self._link.is_open
-
     async def _open_once(self) -> None:
-        self._tried = self.url
-        try:
-            self._link = await ClientLink.open(
-                self.url, self.stream, role="consumer", token=self.token,
-                client=self.client, open_timeout=self.open_timeout, max_size=2**20,
-                tls=self.tls, ping_interval=self.ping_interval, ping_timeout=self.ping_timeout)
-        except (RelayError, LinkClosedError):
-            self.urls.advance()  # spec §5.7.1: the next relay of the cluster
-            raise
+        self._link = await self._open_link()
         if self._ever_connected:
             self.reconnects += 1
         self._ever_connected = True
-
-    async def _connect(self) -> None:
-        await retry_connect(self._open_once, backoff=self.backoff, reconnect=self.reconnect,
-                            max_retries=self.max_retries, is_closed=lambda: self._closed,
-                            what="subscriber", on_retry=self._retrying)
-        if self.on_status is not None:
-            self.on_status(f"connected to {self.url}")
-
-    def _retrying(self, err: RelayError, delay: float) -> None:
-        if self.on_status is not None:
-            self.on_status(retry_line(self._tried, err, delay))
 
     async def connect(self) -> None:
         """Open the link (hello → welcome) and start reading; retries with backoff when
         ``reconnect`` is set; raises :class:`RelayError` when fatal or out of retries."""
         if self._reader is not None:
             return
-        await self._connect()
+        await self._retry(self._open_once)
         self._reader = asyncio.create_task(self._read_loop())
 
     async def _read_loop(self) -> None:
@@ -255,11 +199,10 @@ class Subscriber:
                     # attempt: wait the next delay (one that lasted reconnects at once)
                     delay = self.backoff.ended()
                     if delay:
-                        if self.on_status is not None:
-                            self.on_status(f"relay {self._tried}: the link ended soon after its "
-                                           f"welcome, retrying in {delay:.2g} s")
+                        self._status(f"relay {self._tried}: the link ended soon after its "
+                                     f"welcome, retrying in {delay:.2g} s")
                         await asyncio.sleep(delay)
-                    await self._connect()
+                    await self._retry(self._open_once)
                     continue
                 try:
                     data = await link.ws.recv()

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ssl
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -49,14 +48,9 @@ from posewire.codec.wire import (
 from posewire.transport import (
     DEFAULT_PING_INTERVAL,
     DEFAULT_PING_TIMEOUT,
-    Backoff,
     ClientLink,
-    LinkClosedError,
+    RelayClient,
     RelayError,
-    RelayUrls,
-    check_liveness,
-    retry_connect,
-    retry_line,
 )
 
 __all__ = ["Publisher", "RelayError", "frame_values"]
@@ -113,7 +107,7 @@ def _wire_calibration(cal: AvatarCalibration | None) -> Calibration | None:
     return None if cal is None else Calibration.of(cal)
 
 
-class Publisher:
+class Publisher(RelayClient):
     """Async producer client of one stream (spec §5.3).
 
     ``url``: the relay (``ws://host:port`` or ``wss://…``), or several relays of one
@@ -130,6 +124,9 @@ class Publisher:
     refused, retrying in 2 s``) and each connect (``connected to ws://…``).
     """
 
+    _role = "producer"
+    _what = "publisher"
+
     def __init__(self, url: str | Sequence[str], stream: str, *, token: str | None = None,
                  calibration: AvatarCalibration | None = None,
                  client: str = "posewire-publisher", reconnect: bool = True,
@@ -140,61 +137,27 @@ class Publisher:
                  ping_timeout: float | None = DEFAULT_PING_TIMEOUT,
                  send_timeout: float = 1.0,
                  on_status: Callable[[str], None] | None = None) -> None:
-        check_liveness(ping_interval, ping_timeout)
+        super().__init__(url, stream, token=token, client=client, reconnect=reconnect,
+                         backoff_initial=backoff_initial, backoff_max=backoff_max,
+                         max_retries=max_retries, open_timeout=open_timeout, ca_file=ca_file,
+                         ping_interval=ping_interval, ping_timeout=ping_timeout,
+                         on_status=on_status)
         if not 0 < send_timeout < 3600:
             raise UsageError("usage.bad_option", "send_timeout must be positive", path="send_timeout")
-        self.urls = RelayUrls(url, ca_file=ca_file)
-        self.stream = stream
-        self.token = token
         self.calibration = _wire_calibration(calibration)
-        self.client = client
-        self.reconnect = reconnect
-        self.backoff = Backoff(initial=backoff_initial, maximum=backoff_max)
         #: bytes of every message sent so far (status lines: bytes/s)
         self.bytes_sent = 0
-        self.max_retries = max_retries
-        self.open_timeout = open_timeout
-        self.ping_interval = ping_interval
-        self.ping_timeout = ping_timeout
         self.send_timeout = send_timeout
         #: The next sequence number (continues across reconnects, spec §5.4).
         self.seq = 0
         self.frames_sent = 0
         #: Frames refused at once because the link was down (reconnecting).
         self.frames_dropped = 0
-        self.reconnects = 0
         self.conditions: Conditions | None = None
-        self.on_status = on_status
-        self._tried = self.urls.current
-        self._link: ClientLink | None = None
         self._reader: asyncio.Task[None] | None = None
         self._reconnecting: asyncio.Task[None] | None = None
         self._error: RelayError | None = None
-        self._closed = False
-        self._ever_connected = False
         self._lock = asyncio.Lock()
-
-    async def __aenter__(self) -> Publisher:
-        await self.connect()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    @property
-    def url(self) -> str:
-        """The relay in use (or tried next)."""
-        return self.urls.current
-
-    @property
-    def tls(self) -> ssl.SSLContext | None:
-        """The TLS context for :attr:`url` (None for ``ws://``)."""
-        return self.urls.tls
-
-    @property
-    def connected(self) -> bool:
-        """True while the link is open."""
-        return self._link is not None and self._link.is_open
 
     @property
     def max_message_bytes(self) -> int:
@@ -205,28 +168,11 @@ class Publisher:
     async def connect(self) -> None:
         """Open the link (hello, welcome, calibration, conditions); retries with backoff
         when ``reconnect`` is set, raises :class:`RelayError` otherwise or when fatal."""
-        await retry_connect(self._open, backoff=self.backoff, reconnect=self.reconnect,
-                            max_retries=self.max_retries, is_closed=lambda: self._closed,
-                            what="publisher", on_retry=self._retrying)
-        if self.on_status is not None:
-            self.on_status(f"connected to {self.url}")
-
-    def _retrying(self, err: RelayError, delay: float) -> None:
-        if self.on_status is not None:
-            self.on_status(retry_line(self._tried, err, delay))
+        await self._retry(self._open)
 
     async def _open(self) -> None:
         self._error = None
-        self._tried = self.url
-        try:
-            link = await ClientLink.open(self.url, self.stream, role="producer", token=self.token,
-                                         client=self.client, open_timeout=self.open_timeout,
-                                         max_size=2**20, tls=self.tls,
-                                         ping_interval=self.ping_interval,
-                                         ping_timeout=self.ping_timeout)
-        except (RelayError, LinkClosedError):
-            self.urls.advance()  # spec §5.7.1: the next relay of the cluster
-            raise
+        link = await self._open_link()
         try:
             async with asyncio.timeout(self.send_timeout):
                 if self.calibration is not None:

@@ -19,7 +19,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Self
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
@@ -39,7 +39,12 @@ from posewire.codec.protocol import (
     State,
 )
 from posewire.codec.wire import SUBPROTOCOL, ErrorMessage, Message, Welcome
-from posewire.transport.tls import DEFAULT_PING_INTERVAL, DEFAULT_PING_TIMEOUT, client_tls_context
+from posewire.transport.tls import (
+    DEFAULT_PING_INTERVAL,
+    DEFAULT_PING_TIMEOUT,
+    check_liveness,
+    client_tls_context,
+)
 
 __all__ = [
     "FATAL_CODES",
@@ -47,6 +52,7 @@ __all__ = [
     "Backoff",
     "ClientLink",
     "LinkClosedError",
+    "RelayClient",
     "RelayError",
     "RelayUrls",
     "connect_failure",
@@ -376,3 +382,91 @@ class ClientLink:
             pass
         await self.ws.close()
         self.conn.connection_closed()
+
+
+class RelayClient:
+    """What the reference publisher and subscriber share: the relay URLs of a cluster
+    (the next one after a failure, spec §5.7.1), the hello's fields, the keepalive, the
+    retry loop with its backoff (spec §5.10) and the lines that say what the client waits
+    for (``on_status``). Subclasses open their link with :meth:`_open_link` and connect
+    with :meth:`_retry`."""
+
+    _role: Literal["producer", "consumer"]
+    _what: str
+
+    def __init__(self, url: str | Sequence[str], stream: str, *, token: str | None, client: str,
+                 reconnect: bool, backoff_initial: float, backoff_max: float,
+                 max_retries: int | None, open_timeout: float, ca_file: str | Path | None,
+                 ping_interval: float | None, ping_timeout: float | None,
+                 on_status: Callable[[str], None] | None) -> None:
+        check_liveness(ping_interval, ping_timeout)
+        self.urls = RelayUrls(url, ca_file=ca_file)
+        self.stream = stream
+        self.token = token
+        self.client = client
+        self.reconnect = reconnect
+        self.backoff = Backoff(initial=backoff_initial, maximum=backoff_max)
+        self.max_retries = max_retries
+        self.open_timeout = open_timeout
+        self.ping_interval = ping_interval
+        self.ping_timeout = ping_timeout
+        self.on_status = on_status
+        self.reconnects = 0
+        self._tried = self.urls.current
+        self._link: ClientLink | None = None
+        self._closed = False
+        self._ever_connected = False
+
+    async def __aenter__(self) -> Self:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def connect(self) -> None:  # pragma: no cover - every subclass has its own
+        raise NotImplementedError
+
+    async def close(self) -> None:  # pragma: no cover - every subclass has its own
+        raise NotImplementedError
+
+    @property
+    def url(self) -> str:
+        """The relay in use (or tried next)."""
+        return self.urls.current
+
+    @property
+    def tls(self) -> ssl.SSLContext | None:
+        """The TLS context for :attr:`url` (None for ``ws://``)."""
+        return self.urls.tls
+
+    @property
+    def connected(self) -> bool:
+        """True while the link is open."""
+        return self._link is not None and self._link.is_open
+
+    def _status(self, line: str) -> None:
+        if self.on_status is not None:
+            self.on_status(line)
+
+    def _retrying(self, err: RelayError, delay: float) -> None:
+        self._status(retry_line(self._tried, err, delay))
+
+    async def _open_link(self) -> ClientLink:
+        """One hello → welcome on :attr:`url`; a failure moves to the next relay."""
+        self._tried = self.url
+        try:
+            return await ClientLink.open(
+                self.url, self.stream, role=self._role, token=self.token, client=self.client,
+                open_timeout=self.open_timeout, max_size=2**20, tls=self.tls,
+                ping_interval=self.ping_interval, ping_timeout=self.ping_timeout)
+        except (RelayError, LinkClosedError):
+            self.urls.advance()  # spec §5.7.1: the next relay of the cluster
+            raise
+
+    async def _retry(self, open_once: Callable[[], Awaitable[None]]) -> None:
+        """:func:`retry_connect` with this client's options, then ``connected to …``."""
+        await retry_connect(open_once, backoff=self.backoff, reconnect=self.reconnect,
+                            max_retries=self.max_retries, is_closed=lambda: self._closed,
+                            what=self._what, on_retry=self._retrying)
+        self._status(f"connected to {self.url}")
