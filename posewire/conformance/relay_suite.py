@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -46,20 +45,11 @@ from posewire.codec.wire import (
     decode,
     encode,
 )
+from posewire.relay.origin import is_loopback
 
 from . import CaseResult
 
 __all__ = ["CHECKS", "Check", "run_relay_suite"]
-
-
-def is_loopback(host: str) -> bool:
-    """True for a loopback host name or address (spec §5.7 rule 5)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class _RuleError(Exception):

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from posewire.codec.errors import UsageError
+from posewire.relay.origin import is_loopback
 
 __all__ = [
     "CERT_DAYS",
@@ -57,15 +58,6 @@ class TlsFiles:
     self_signed: bool = False
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def lan_addresses() -> list[str]:
     """This machine's IPv4 addresses other than loopback, the default route's first
     (module docstring: nothing is sent)."""
@@ -93,7 +85,7 @@ def page_hosts(bind: str) -> list[str]:
     for loopback, ``127.0.0.1`` and ``localhost``."""
     if bind in _WILDCARD:
         return [*lan_addresses(), "127.0.0.1", "localhost"]
-    if _is_loopback(bind):
+    if is_loopback(bind):
         return list(dict.fromkeys([bind, "localhost"]))
     return [bind]
 
