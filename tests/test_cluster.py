@@ -20,6 +20,7 @@ import nats
 import numpy as np
 import pytest
 from benchutil import load_benchmark
+from brokerutil import claim
 from hypothesis import given
 from hypothesis import strategies as st
 from netutil import RawClient, open_raw, padded_frame, wait_for
@@ -188,13 +189,15 @@ async def test_one_producer_per_stream_across_the_cluster(cluster: list[Relay],
     await asyncio.sleep(0.2)
     fourth = await open_raw(b.url, "producer", "solo")
     await fourth.send(_frame(1))
-    # a lease taken from under a relay (a partition longer than the lease): its producer
-    # is closed with decode.state when it next renews
+    # a lease taken from under a relay (a partition longer than the lease: its heartbeat
+    # expired, another relay claimed the stream): its producer is closed with
+    # decode.state when it next renews
+    assert b.broker is not None
     nc = await nats.connect(nats_server.url)  # type: ignore[attr-defined]
     try:
-        kv = await nc.jetstream().key_value("posewire_lease")
-        await kv.purge("solo")
-        await kv.create("solo", b"another relay")
+        beats = await nc.jetstream().key_value("posewire_beat")
+        await beats.delete(f"solo.{b.broker.relay_name}")  # as the bucket's max_age does
+        await claim(nc, "solo", "another")
         closed = await fourth.until_closed()
     finally:
         await nc.close()
@@ -225,9 +228,10 @@ async def test_bad_bytes_from_the_broker_disturb_nothing(cluster: list[Relay],
     cons = await open_raw(b.url, "consumer", "noisy")
     prod = await open_raw(a.url, "producer", "noisy")
     nc = await nats.connect(nats_server.url)  # type: ignore[attr-defined]
-    try:
+    assert a.broker is not None
+    try:  # on an open broker anyone can publish on the holder's (relay A's) subject
         for junk in (b"\xc1", b"", encode(_frame(0))[:-3], b"\x81\xa1t\xa1f"):
-            await nc.publish("posewire.s.noisy", junk)
+            await nc.publish(f"posewire.s.noisy.{a.broker.relay_name}", junk)
         await nc.flush()
     finally:
         await nc.close()
@@ -428,13 +432,15 @@ async def test_broker_messages_never_override_a_local_producer_and_are_checked_l
     prod = await open_raw(a.url, "producer", "owned")
     remote = await open_raw(b.url, "consumer", "other")
     nc = await nats.connect(nats_server.url)  # type: ignore[attr-defined]
+    assert a.broker is not None
+    owned = f"posewire.s.owned.{a.broker.relay_name}"  # relay A's own subject, forged
     try:
         first = encode(_frame(0))
         await prod.ws.send(first)
         assert await _recv_bytes(local, 1) == [first]
-        await nc.publish("posewire.s.owned", encode(_frame(500, m_jaw=0.9)))
+        await nc.publish(owned, encode(_frame(500, m_jaw=0.9)))
         for seq in range(501, 531):
-            await nc.publish("posewire.s.owned", encode(_frame(seq, m_jaw=0.9)),
+            await nc.publish(owned, encode(_frame(seq, m_jaw=0.9)),
                              headers={"Posewire-Producer": "forged"})
         await nc.flush()
         await wait_for(lambda: a.stats.broker_refused == 31, timeout=3)
@@ -445,17 +451,22 @@ async def test_broker_messages_never_override_a_local_producer_and_are_checked_l
         assert a.stats.stale == 0
         # relay B (no producer of "other"): too large for B, then a flood of 1,000 frames
         assert b.limits.max_message_bytes == 4096
-        began = time.monotonic()
-        await nc.publish("posewire.s.other", padded_frame(0, 0.1, 5000))
-        for seq in range(1, 1001):
-            await nc.publish("posewire.s.other", encode(_frame(seq)))
-        await nc.flush()
+        await claim(nc, "other", "forger")  # holds "other" (an open broker)
+        await nc.publish("posewire.s.other.forger", encode(_frame(0)))
         assert b.broker is not None
-        await wait_for(lambda: b.broker is not None and b.broker.stats.received >= 1001,
+        await wait_for(lambda: b.broker is not None
+                       and b.broker._holders.get("other") == "forger", timeout=3)
+        assert b.stats.frames_in == 1
+        began = time.monotonic()
+        await nc.publish("posewire.s.other.forger", padded_frame(0, 0.1, 5000))
+        for seq in range(1, 1001):
+            await nc.publish("posewire.s.other.forger", encode(_frame(seq)))
+        await nc.flush()
+        await wait_for(lambda: b.broker is not None and b.broker.stats.received >= 1002,
                        timeout=5)
         elapsed = time.monotonic() - began
         assert b.broker.stats.received_bad == 1  # the 5,000-byte one
-        taken = b.stats.frames_in
+        taken = b.stats.frames_in - 1
         # a burst of one second of frames, then the producer rate (120/s)
         assert 0 < taken <= 120 + 120 * elapsed + 1
         assert b.stats.broker_refused == 1000 - taken
@@ -469,7 +480,8 @@ async def test_broker_messages_never_override_a_local_producer_and_are_checked_l
 
 
 _NATS_CONF = Path(__file__).resolve().parents[1] / "docs" / "nats-posewire.conf"
-_NATS_ENV = {"POSEWIRE_RELAY_PASS": "relay-secret", "POSEWIRE_MONITOR_PASS": "monitor-pw",
+_NATS_ENV = {"POSEWIRE_RELAY1_PASS": "relay1-secret", "POSEWIRE_RELAY2_PASS": "relay2-secret",
+             "POSEWIRE_RELAY3_PASS": "relay3-secret", "POSEWIRE_MONITOR_PASS": "monitor-pw",
              "APPS_PASS": "apps-pw"}
 
 
@@ -494,8 +506,8 @@ async def test_only_relay_credentials_publish_on_posewire_subjects_or_touch_the_
     nothing on either relay."""
     port = authorized_nats.port  # type: ignore[attr-defined]
     creds = tmp_path / "relay.creds"
-    creds.write_text("relay:relay-secret\n")
-    a = Relay("127.0.0.1", 0, broker=Broker(f"nats://relay:relay-secret@127.0.0.1:{port}",
+    creds.write_text("relay2:relay2-secret\n")
+    a = Relay("127.0.0.1", 0, broker=Broker(f"nats://relay1:relay1-secret@127.0.0.1:{port}",
                                             lease_ttl=1.0, state_interval=0.02))
     b = Relay("127.0.0.1", 0, broker=Broker(f"nats://127.0.0.1:{port}", creds=creds,
                                             lease_ttl=1.0, state_interval=0.02))
@@ -528,21 +540,22 @@ async def test_only_relay_credentials_publish_on_posewire_subjects_or_touch_the_
         app = await nats.connect(f"nats://app:apps-pw@127.0.0.1:{port}", error_cb=on_error)
         intruders += [monitor, app]
         for nc in intruders:  # a forged frame far ahead, a forged new producer
-            await nc.publish("posewire.s.owned", encode(_frame(500, m_jaw=0.9)))
-            await nc.publish("posewire.s.owned", encode(_frame(0, m_jaw=0.9)),
+            await nc.publish("posewire.s.owned.relay1", encode(_frame(500, m_jaw=0.9)))
+            await nc.publish("posewire.s.owned.relay1", encode(_frame(0, m_jaw=0.9)),
                              headers={"Posewire-Producer": "forged"})
-            await nc.publish("$KV.posewire_lease.owned", b"",
+            await nc.publish("$KV.posewire_claim.owned.relay1", b"",
                              headers={"KV-Operation": "PURGE"})
             await nc.flush()
-        # the lease bucket: out of reach (no API permission / another account's JetStream)
+        # the claim bucket: out of reach (no API permission / another account's JetStream)
         with pytest.raises(nats.errors.TimeoutError):
-            await monitor.jetstream(timeout=0.5).key_value("posewire_lease")
+            await monitor.jetstream(timeout=0.5).key_value("posewire_claim")
         with pytest.raises(nats.js.errors.BucketNotFoundError):
-            await app.jetstream(timeout=0.5).key_value("posewire_lease")
+            await app.jetstream(timeout=0.5).key_value("posewire_claim")
         with pytest.raises(nats.errors.TimeoutError):
-            await monitor.jetstream(timeout=0.5).delete_key_value("posewire_lease")
-        assert any('publish to "posewire.s.owned"' in e for e in errors), errors
-        assert any('publish to "$kv.posewire_lease.owned"' in e.lower() for e in errors), errors
+            await monitor.jetstream(timeout=0.5).delete_key_value("posewire_claim")
+        assert any('publish to "posewire.s.owned.relay1"' in e for e in errors), errors
+        assert any('publish to "$kv.posewire_claim.owned.relay1"' in e.lower()
+                   for e in errors), errors
         await asyncio.sleep(1.5)  # longer than the lease: a purged lease would be gone
         sent = [encode(_frame(seq)) for seq in range(1, 4)]
         for data in sent:
@@ -601,9 +614,10 @@ async def test_relays_reach_a_tls_broker_that_their_ca_vouches_for(tmp_path: Pat
     relays: list[Relay] = []
     try:
         url = f"tls://relay:tls-pw@127.0.0.1:{server.port}"
-        for _ in range(2):
+        for i in range(2):  # one user for both: each relay needs a name of its own
             relays.append(Relay("127.0.0.1", 0, broker=Broker(url, ca_file=cert_file,
-                                                              state_interval=0.02)))
+                                                              state_interval=0.02,
+                                                              relay_name=f"tls{i}")))
             await relays[-1].start()
         a, b = relays
         remote = await open_raw(b.url, "consumer", "tls.s")
@@ -644,12 +658,14 @@ async def test_a_broker_flood_on_one_stream_costs_another_stream_no_frame(
         "import asyncio, sys, nats\n"
         "from posewire.codec.vector import DEFAULTS\n"
         "from posewire.codec.wire import Frame, encode\n"
+
         "async def main():\n"
         "    nc = await nats.connect(sys.argv[1], pending_size=1 << 26)\n"
         "    forged = [encode(Frame(s, s, DEFAULTS)) for s in range(1, 20_001)]\n"
         "    print('ready', flush=True); sys.stdin.readline()\n"
+
         "    for data in forged:\n"
-        "        await nc.publish('posewire.s.loud', data)\n"
+        "        await nc.publish('posewire.s.loud.flooder', data)\n"
         "    await nc.flush(); await nc.close()\n"
         "asyncio.run(main())\n")
     flood = await asyncio.create_subprocess_exec(
@@ -657,6 +673,14 @@ async def test_a_broker_flood_on_one_stream_costs_another_stream_no_frame(
         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     assert flood.stdout is not None and flood.stdin is not None
     assert await asyncio.wait_for(flood.stdout.readline(), 20) == b"ready\n"
+    # the flooder holds "loud" (an open broker: anyone may claim a free stream), and
+    # relay B knows it before the flood starts
+    nc = await nats.connect(nats_server.url)  # type: ignore[attr-defined]
+    await claim(nc, "loud", "flooder")
+    await nc.publish("posewire.s.loud.flooder", encode(_frame(0)))
+    await nc.close()
+    await wait_for(lambda: b.broker is not None
+                   and b.broker._holders.get("loud") == "flooder", timeout=5)
 
     async def flooding() -> None:
         assert flood.stdin is not None
@@ -793,14 +817,14 @@ def test_a_broker_url_with_an_empty_password_is_refused() -> None:
 
 
 async def test_the_documented_launcher_refuses_empty_broker_passwords(tmp_path: Path) -> None:
-    """Spec §5.7.1 rule 7: docs/nats-posewire.conf with an empty $POSEWIRE_RELAY_PASS
-    lets anyone in as ``relay`` (shown here); ``tools/nats-posewire.sh``, the start
+    """Spec §5.7.1 rule 7: docs/nats-posewire.conf with an empty $POSEWIRE_RELAY1_PASS
+    lets anyone in as ``relay1`` (shown here); ``tools/nats-posewire.sh``, the start
     docs/cluster.md gives, refuses any empty or unset password variable and starts the
     server when all are set."""
     server = cluster_bench.NatsServer(tmp_path / "nats", config=_NATS_CONF.read_text(),
-                                      env={**_NATS_ENV, "POSEWIRE_RELAY_PASS": ""}).start()
+                                      env={**_NATS_ENV, "POSEWIRE_RELAY1_PASS": ""}).start()
     try:
-        intruder = await nats.connect(f"nats://relay:@127.0.0.1:{server.port}",
+        intruder = await nats.connect(f"nats://relay1:@127.0.0.1:{server.port}",
                                       allow_reconnect=False, max_reconnect_attempts=0)
         await intruder.close()  # the hole the launcher closes: "" is a password
     finally:
@@ -820,7 +844,7 @@ async def test_the_documented_launcher_refuses_empty_broker_passwords(tmp_path: 
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         relay = Relay("127.0.0.1", 0, broker=Broker(
-            f"nats://relay:relay-secret@127.0.0.1:{port}", request_timeout=2.0))
+            f"nats://relay1:relay1-secret@127.0.0.1:{port}", request_timeout=2.0))
         await wait_for(lambda: proc.poll() is None and _listening(port), timeout=10)
         await relay.start()
         assert relay.broker is not None and relay.broker.authenticated is True
@@ -867,7 +891,7 @@ async def test_a_relay_on_a_broker_without_authentication_warns_and_refuses_beyo
 
 async def test_a_relay_on_the_documented_config_is_authenticated(authorized_nats: object) -> None:
     port = authorized_nats.port  # type: ignore[attr-defined]
-    relay = Relay("127.0.0.1", 0, broker=Broker(f"nats://relay:relay-secret@127.0.0.1:{port}"))
+    relay = Relay("127.0.0.1", 0, broker=Broker(f"nats://relay1:relay1-secret@127.0.0.1:{port}"))
     await relay.start()
     try:
         assert relay.broker is not None and relay.broker.authenticated is True

@@ -4,7 +4,7 @@
 # which lets anyone in as that user. Extra arguments go to nats-server
 # (e.g. -sd /var/lib/nats -a 10.0.0.5 -p 4222).
 set -eu
-for var in POSEWIRE_RELAY_PASS POSEWIRE_MONITOR_PASS APPS_PASS; do
+for var in POSEWIRE_RELAY1_PASS POSEWIRE_RELAY2_PASS POSEWIRE_RELAY3_PASS POSEWIRE_MONITOR_PASS APPS_PASS; do
     eval "value=\${$var:-}"
     if [ -z "$value" ]; then
         echo "nats-posewire: \$$var is empty or unset: refusing to start (an empty password lets anyone in)" >&2

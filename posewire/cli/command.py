@@ -105,7 +105,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             from posewire.relay.cluster import Broker
 
             broker = Broker(args.broker, creds=args.broker_creds, ca_file=args.broker_ca,
-                            insecure_broker=args.insecure_broker)
+                            insecure_broker=args.insecure_broker,
+                            relay_name=args.broker_name)
         relay = Relay(args.host, args.port, token=token, no_auth=args.no_auth,
                       max_fps=args.max_fps, max_bytes=args.max_bytes,
                       status_every=args.status_every or None, broker=broker,
@@ -270,6 +271,9 @@ def _add_net_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
                         "user:password (keeps the secret off the command line)")
     p.add_argument("--broker-ca", metavar="PEM",
                    help="verify the broker's TLS certificate with this CA bundle (tls:// URLs)")
+    p.add_argument("--broker-name", metavar="NAME",
+                   help="this relay's name in the broker's subjects and keys (unique in the "
+                        "cluster; default: its NATS user; spec §5.7.1)")
     p.add_argument("--insecure-broker", action="store_true",
                    help="start beyond loopback even on a broker that requires no authentication "
                         "(anyone who reaches it can act as a relay; spec §5.7.1 rule 7)")

@@ -5,27 +5,33 @@ things travel through it:
 
 * **live messages** — every message of a local producer that the relay accepted
   (calibration, conditions, frames) is published, as the producer's bytes, on the
-  stream's subject ``<prefix>.s.<stream>`` (the relay's :attr:`~posewire.relay.Relay.publish_hooks`).
-  A relay subscribes to a stream's subject while it has local consumers of it and hands
-  what arrives to its local fan-out (:meth:`~posewire.relay.Relay.fan_out`). The NATS
-  connection uses ``no_echo``, so a relay never receives its own messages; NATS keeps
-  the order of one connection's messages, which gives the per-stream order of spec
-  §5.7.1. The first message after a producer took the stream carries the header
-  ``Posewire-Producer``: the other relays then restart the stream's sequence check.
-* **late-join state** — the stream's latest calibration, condition state and full
+  relay's own subject of the stream, ``<prefix>.s.<stream>.<relay>`` (the relay's
+  :attr:`~posewire.relay.Relay.publish_hooks`; ``<relay>`` is the relay's name, by default
+  its NATS user). A relay subscribes to ``<prefix>.s.<stream>.*`` while it has local
+  consumers of the stream and hands to its local fan-out
+  (:meth:`~posewire.relay.Relay.fan_out`) only what comes on the **holder's** subject
+  (spec §5.7.1 rule 2); a message from another relay makes it re-read the holder once
+  (rate-limited), so a producer that moved is followed at once and anything else is
+  dropped. The NATS connection uses ``no_echo``; NATS keeps the order of one
+  connection's messages, which gives the per-stream order of spec §5.7.1. The first
+  message after a producer took the stream carries the header ``Posewire-Producer``.
+* **late-join state** — the stream's latest calibration, condition state and start
   frame (what a late joiner gets, spec §5.7) in the JetStream key-value bucket
-  ``<prefix>_state`` (keys ``<stream>.cal|cond|f``), written by the producer's relay: one
-  writer, the newest state only, at most every ``state_interval`` seconds, never in the
-  producer's path. A relay whose first consumer of a stream arrives subscribes, then
-  reads the stored state once, before that consumer's welcome; the stored start frame is
-  merged *under* frames that came live meanwhile (spec §5.7.1 rule 3), so its start frame
-  is the producer's relay's.
-* **one producer per stream** — a lease in the bucket ``<prefix>_lease`` (key
-  ``<stream>``), created with a revision check (``create`` fails while another relay
-  holds it), renewed every ``lease_ttl / 3`` s by a revision-checked update, deleted when
-  the producer leaves; the bucket's ``max_age`` (= ``lease_ttl``) expires the lease of a
-  relay that died. A relay that finds its lease taken (cut off for longer than the
-  lease) closes its producer with ``decode.state``.
+  ``<prefix>_joinstate`` (keys ``<stream>.cal|cond|f.<relay>``), written by the holder:
+  one writer, the newest state only, at most every ``state_interval`` seconds and again
+  every ``lease_ttl / 3`` s, never in the producer's path. A relay whose first consumer
+  of a stream arrives subscribes, finds the holder, then reads the holder's stored state
+  once, before that consumer's welcome; the stored start frame is merged *under* frames
+  that came live meanwhile (spec §5.7.1 rule 3).
+* **one producer per stream** — a claim in the bucket ``<prefix>_claim`` (key
+  ``<stream>.<relay>``, written once when the relay takes the stream, deleted when it
+  gives it back) and a heartbeat in ``<prefix>_beat`` (same key, renewed every
+  ``lease_ttl / 3`` s, expired by the bucket's ``max_age`` = ``lease_ttl``). The
+  **holder** is the relay of the oldest claim (lowest stream sequence) whose heartbeat
+  is live: a later claim never displaces it, and with one broker user per relay
+  (``docs/nats-posewire.conf``) no relay can write another relay's keys. The three
+  buckets are created without rollup, purge or message deletion (spec §5.7.1 rule 7);
+  a relay refuses to start on such a bucket that allows them.
 
 Faults: the client reconnects to NATS forever (every ``reconnect_wait`` s) and re-sends
 its subscriptions; meanwhile the relay serves its own clients, and its producers'
@@ -51,6 +57,7 @@ from typing import Any, Protocol
 
 import nats
 import nats.errors
+import nats.js.api
 import nats.js.errors
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
@@ -81,6 +88,17 @@ STATE_KINDS: tuple[str, ...] = ("cal", "cond", "f")
 PRODUCER_HEADER = "Posewire-Producer"
 
 _PREFIX_RE = re.compile(r"[A-Za-z0-9_-]{1,32}")
+#: a relay name: one subject token and key token (spec §5.7.1)
+_RELAY_NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,32}")
+#: least seconds between two holder look-ups of one stream triggered by broker input
+_LOOKUP_INTERVAL = 0.05
+#: claims of one stream a holder look-up reads at most (one per relay name)
+_MAX_CLAIMS = 32
+#: messages kept per relay name and stream while a holder look-up is under way
+_PENDING = 32
+_PENDING_RELAYS = 8
+#: KV operations that mark a key deleted
+_KV_DELETED = ("DEL", "PURGE")
 #: Errors of the NATS client and of the loop meaning "the broker did not answer".
 _BROKER_ERRORS = (nats.errors.Error, TimeoutError, OSError)
 #: Messages waiting for the NATS client at most (it takes them at once while connected).
@@ -199,6 +217,8 @@ class BrokerStats:
     publish_dropped: int = 0
     received: int = 0
     received_bad: int = 0
+    #: messages from a relay that does not hold their stream (spec §5.7.1 rule 2)
+    received_foreign: int = 0
     state_writes: int = 0
     state_errors: int = 0
     leases_refused: int = 0
@@ -208,12 +228,15 @@ class BrokerStats:
 
 
 class _Lease:
-    __slots__ = ("key", "revision", "session", "task")
+    """A stream this relay holds: its claim and heartbeat key, and what they hold."""
 
-    def __init__(self, key: str, session: str, revision: int) -> None:
+    __slots__ = ("beat_revision", "key", "session", "task", "value")
+
+    def __init__(self, key: str, session: str, value: bytes) -> None:
         self.key = key
         self.session = session
-        self.revision = revision
+        self.value = value
+        self.beat_revision = 0
         self.task: asyncio.Task[None] | None = None
 
 
@@ -227,7 +250,13 @@ class Broker:
     ``lease_ttl``: seconds a producer lease lives without renewal (how long a stream
     stays locked after its relay died). ``state_interval``: least seconds between two
     writes of a stream's state. ``request_timeout``: seconds any broker request may take.
-    ``reconnect_wait``: seconds between reconnect tries.
+    ``reconnect_wait``: seconds between reconnect tries. ``relay_name``: this relay's name
+    in the subjects and keys of spec §5.7.1 (``[A-Za-z0-9_-]{1,32}``, unique in the
+    cluster); by default its NATS user name (URL or ``user:password`` creds file), and a
+    random one when it has none. The reference broker configuration gives each relay a
+    user of its own whose name is the relay name, and lets it write only its own
+    subjects and keys: that is what keeps a stolen relay credential from blinding the
+    streams the other relays hold (``docs/cluster.md``).
 
     Credentials and TLS (spec §5.7.1 rule 7, ``docs/cluster.md``): ``user:password@`` in
     the URL, or ``creds``, a file holding either a NATS ``.creds`` file (user JWT and
@@ -242,13 +271,14 @@ class Broker:
                  lease_ttl: float = 5.0, state_interval: float = 0.1,
                  request_timeout: float = 1.0, reconnect_wait: float = 0.25,
                  creds: str | Path | None = None, ca_file: str | Path | None = None,
-                 insecure_broker: bool = False) -> None:
+                 insecure_broker: bool = False, relay_name: str | None = None) -> None:
         urls = [u.strip() for u in (servers.split(",") if isinstance(servers, str) else servers)]
         if not urls or not all(u.startswith(("nats://", "tls://")) for u in urls):
             raise UsageError("usage.bad_option",
                              "the broker must be nats://HOST:PORT (or tls://…), comma-separated",
                              path="broker")
         self._auth = _read_creds(creds) if creds is not None else {}
+        self.servers = urls
         for url in urls:  # spec §5.7.1 rule 7: never an empty password
             user, sep, password = _userinfo(url).partition(":")
             if sep and (not user or not password):
@@ -274,19 +304,38 @@ class Broker:
                             ("reconnect_wait", reconnect_wait)):
             if not 0 < value <= 60:
                 raise UsageError("usage.bad_option", f"{name} must be in (0, 60] s", path=name)
-        self.servers = urls
         self.prefix = prefix
         self.lease_ttl = float(lease_ttl)
         self.state_interval = float(state_interval)
         self.request_timeout = float(request_timeout)
         self.reconnect_wait = float(reconnect_wait)
-        #: Identifies this relay in the leases it holds.
+        user = self._user()
+        if relay_name is None:
+            if user is not None and not _RELAY_NAME_RE.fullmatch(user):
+                raise UsageError("usage.bad_option", f"the broker user {user!r} is no relay "
+                                 "name ([A-Za-z0-9_-]{1,32}): give one (--broker-name)",
+                                 path="broker_name")
+            relay_name = user if user is not None else "r" + secrets.token_hex(6)
+        if not _RELAY_NAME_RE.fullmatch(relay_name):
+            raise UsageError("usage.bad_option", "the relay name must match "
+                             "[A-Za-z0-9_-]{1,32}", path="broker_name")
+        #: This relay's name in its subjects and keys (spec §5.7.1).
+        self.relay_name = relay_name
+        #: This run of the relay (in its claims: two runs never take each other's).
         self.relay_id = secrets.token_hex(6)
         self.stats = BrokerStats()
         self._nc: NatsClient | None = None
         self._host: ClusterHost | None = None
+        self._js: JetStreamContext | None = None
         self._state_kv: KeyValue | None = None
-        self._lease_kv: KeyValue | None = None
+        self._claim_kv: KeyValue | None = None
+        self._beat_kv: KeyValue | None = None
+        # the holder of each subscribed stream (relay name; None: no live claim), its
+        # look-ups, when the next may start, and messages from other relays meanwhile
+        self._holders: dict[str, str | None] = {}
+        self._lookups: dict[str, asyncio.Task[None]] = {}
+        self._next_lookup: dict[str, float] = {}
+        self._pending: dict[str, dict[str, deque[Msg]]] = {}
         # consumers: subscriptions, local consumers per stream, kinds seen live
         self._subs: dict[str, Subscription] = {}
         self._users: dict[str, int] = {}
@@ -348,6 +397,11 @@ class Broker:
                 raise nats.errors.Error("the broker does not require TLS, the URL does")
             await self._check_authentication(host)
             await self._ensure_buckets()
+        except UsageError:
+            if self._nc is not None:
+                with contextlib.suppress(*_BROKER_ERRORS):
+                    await self._nc.close()
+            raise
         except _BROKER_ERRORS as exc:
             if self._nc is not None:
                 with contextlib.suppress(*_BROKER_ERRORS):
@@ -407,7 +461,7 @@ class Broker:
             return  # refused: as it should be
         await probe.close()
         raise UsageError("usage.bad_option", f"the broker {self.where} lets the user {user!r} in "
-                         "with an empty password (an empty $POSEWIRE_RELAY_PASS?): anyone could "
+                         "with an empty password (an empty $POSEWIRE_RELAYn_PASS?): anyone could "
                          "act as a relay (spec §5.7.1 rule 7)", path="broker")
 
     async def close(self) -> None:
@@ -429,22 +483,49 @@ class Broker:
             with contextlib.suppress(*_BROKER_ERRORS):
                 await self._nc.close()
 
+    @property
+    def buckets(self) -> tuple[str, str, str]:
+        """The key-value buckets of spec §5.7.1: claims, heartbeats, late-join state."""
+        return (f"{self.prefix}_claim", f"{self.prefix}_beat", f"{self.prefix}_joinstate")
+
     async def _ensure_buckets(self) -> None:
         assert self._nc is not None
-        js = self._nc.jetstream(timeout=self.request_timeout)
-        self._state_kv = await self._bucket(js, f"{self.prefix}_state", ttl=None)
-        self._lease_kv = await self._bucket(js, f"{self.prefix}_lease", ttl=self.lease_ttl)
+        js = self._js = self._nc.jetstream(timeout=self.request_timeout)
+        claim, beat, state = self.buckets
+        self._claim_kv = await self._bucket(js, claim, ttl=None)
+        self._beat_kv = await self._bucket(js, beat, ttl=self.lease_ttl)
+        self._state_kv = await self._bucket(js, state, ttl=None)
 
     @staticmethod
     async def _bucket(js: JetStreamContext, name: str, ttl: float | None) -> KeyValue:
+        """Spec §5.7.1 rule 7: a bucket whose stream refuses rollup headers, purges and
+        message deletion (a key is removed only by a delete marker on its own subject,
+        which the broker's permissions give to its owner alone); an existing one that
+        allows any of them is refused."""
+        stream = f"KV_{name}"
+        config = nats.js.api.StreamConfig(
+            name=stream, subjects=[f"$KV.{name}.>"], allow_direct=True,
+            allow_rollup_hdrs=False, deny_delete=True, deny_purge=True,
+            discard=nats.js.api.DiscardPolicy.NEW, max_msgs_per_subject=1, max_age=ttl,
+            duplicate_window=min(120.0, ttl) if ttl else 120.0, max_consumers=-1, max_msgs=-1)
         try:
-            return await js.key_value(name)
-        except nats.js.errors.BucketNotFoundError:
-            pass
-        try:  # relays may race to create it: the same config is accepted twice
-            return await js.create_key_value(bucket=name, history=1, ttl=ttl)
-        except nats.js.errors.BadRequestError:
-            return await js.key_value(name)
+            info = await js.stream_info(stream)
+        except nats.js.errors.NotFoundError:
+            try:  # relays may race to create it: the same config is accepted twice
+                info = await js.add_stream(config)
+            except nats.js.errors.BadRequestError:
+                info = await js.stream_info(stream)
+        got = info.config
+        if got.allow_rollup_hdrs or not got.deny_purge or not got.deny_delete:
+            raise UsageError("usage.state", f"the broker bucket {name!r} allows rollup, purge "
+                             "or message deletion, which lets one relay credential erase "
+                             "the others' keys (spec §5.7.1 rule 7): delete it (nats kv rm "
+                             f"{name}) and let the relays create it", path="broker")
+        if ttl and (got.max_age or 0) != ttl:
+            raise UsageError("usage.state", f"the broker bucket {name!r} expires keys after "
+                             f"{got.max_age} s, the relays' lease is {ttl} s: give every "
+                             "relay the same lease, or delete the bucket", path="broker")
+        return await js.key_value(name)
 
     def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
         task = asyncio.create_task(coro, name=name)
@@ -465,8 +546,12 @@ class Broker:
         self._spawn(self._resume(), "posewire-broker-resume")
 
     async def _resume(self) -> None:
-        with contextlib.suppress(*_BROKER_ERRORS):
+        try:
             await self._ensure_buckets()
+        except UsageError as exc:  # the store was replaced by one that allows rollup
+            log.error("broker: %s", exc)
+        except _BROKER_ERRORS:
+            pass
         if self._host is None:
             return
         for stream in list(self._leases):
@@ -515,8 +600,9 @@ class Broker:
 
     # ------------------------------------------------------------ live messages
 
-    def _subject(self, stream: str) -> str:
-        return f"{self.prefix}.s.{stream_token(stream)}"
+    def _subject(self, stream: str, relay: str) -> str:
+        """Spec §5.7.1 rule 1: the subject of ``relay``'s messages of ``stream``."""
+        return f"{self.prefix}.s.{stream_token(stream)}.{relay}"
 
     def _on_local(self, stream: str, msg: Message, data: bytes) -> None:
         """A local producer's accepted message: publish it, note the state changed."""
@@ -535,7 +621,7 @@ class Broker:
         if len(self._outbox) >= _OUTBOX:
             self._outbox.popleft()
             self.stats.publish_dropped += 1
-        self._outbox.append((self._subject(stream), data, headers))
+        self._outbox.append((self._subject(stream, self.relay_name), data, headers))
         self._out_wake.set()
 
     async def _send_loop(self) -> None:
@@ -558,6 +644,27 @@ class Broker:
         host = self._host
         if host is None or stream not in self._subs:
             return  # no local consumer left
+        relay = msg.subject.rpartition(".")[2]
+        if stream in self._holders and self._holders[stream] == relay:
+            self._take(stream, msg, host)
+            return
+        # spec §5.7.1 rule 2: only the holder's subject feeds the consumers; another
+        # relay's message may mean the producer moved there: the holder is read again
+        # (at most every _LOOKUP_INTERVAL s), and the message kept until then
+        pending = self._pending.setdefault(stream, {})
+        kept = pending.get(relay)
+        if kept is None:
+            if len(pending) >= _PENDING_RELAYS:
+                self.stats.received_foreign += 1
+                return
+            kept = pending[relay] = deque(maxlen=_PENDING)
+        if len(kept) == kept.maxlen:
+            self.stats.received_foreign += 1
+        kept.append(msg)
+        self._lookup(stream)
+
+    def _take(self, stream: str, msg: Msg, host: ClusterHost, *, new_holder: bool = False) -> None:
+        """A message on the holder's subject: checked (rule 6), then fanned out."""
         try:
             # spec §5.7.1 rule 6: checked like a client's message, with the relay's limit
             message = decode(msg.data, max_size=host.limits.max_message_bytes)
@@ -568,11 +675,84 @@ class Broker:
         if kind is None:
             self.stats.received_bad += 1
             return
-        if msg.headers and PRODUCER_HEADER in msg.headers:
+        if new_holder or (msg.headers and PRODUCER_HEADER in msg.headers):
             host.restart_sequence(stream)  # a new producer numbers from its own start
             self._restarted.add(stream)
         self._live.setdefault(stream, set()).add(kind)
         host.fan_out(stream, message, msg.data)
+
+    def _lookup(self, stream: str) -> asyncio.Task[None]:
+        """The stream's holder look-up under way, or a new one."""
+        task = self._lookups.get(stream)
+        if task is None or task.done():
+            task = self._lookups[stream] = asyncio.create_task(
+                self._refresh_holder(stream), name=f"posewire-holder-{stream}")
+        return task
+
+    async def _refresh_holder(self, stream: str) -> None:
+        loop = asyncio.get_running_loop()
+        wait = self._next_lookup.get(stream, 0.0) - loop.time()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        try:
+            found = await self._find_holder(stream)
+        except _BROKER_ERRORS:
+            self._next_lookup[stream] = loop.time() + _LOOKUP_INTERVAL
+            dropped = self._pending.pop(stream, {})
+            self.stats.received_foreign += sum(len(q) for q in dropped.values())
+            return
+        holder = found[0] if found is not None else None
+        before = self._holders.get(stream)
+        known = stream in self._holders
+        if stream not in self._subs:
+            return  # the last consumer left meanwhile
+        self._holders[stream] = holder
+        pending = self._pending.pop(stream, {})
+        host = self._host
+        for relay, kept in pending.items():
+            if relay != holder or host is None:
+                # input from a relay that holds nothing: the next look-up it can cause
+                # waits (a flood of it costs the broker a request every interval)
+                self._next_lookup[stream] = loop.time() + _LOOKUP_INTERVAL
+                self.stats.received_foreign += len(kept)
+                continue
+            # a holder that changed from a known one is a new producer (rule 4)
+            first = known and before is not None and before != holder
+            for msg in kept:
+                self._take(stream, msg, host, new_holder=first)
+                first = False
+
+    async def _find_holder(self, stream: str) -> tuple[str, bytes] | None:
+        """Spec §5.7.1 rule 2: ``(relay, claim)`` of the oldest claim on ``stream`` whose
+        heartbeat is live and holds the same value, or None."""
+        js, beats = self._js, self._beat_kv
+        if js is None or beats is None:
+            raise nats.errors.ConnectionReconnectingError
+        claim_bucket = self.buckets[0]
+        token = stream_token(stream)
+        subject = f"$KV.{claim_bucket}.{token}.*"
+        seq = 1
+        for _ in range(_MAX_CLAIMS):
+            try:
+                msg = await asyncio.wait_for(js.get_msg(f"KV_{claim_bucket}", seq=seq,
+                                                        subject=subject, next=True),
+                                             self.request_timeout)
+            except nats.js.errors.NotFoundError:
+                return None
+            if msg.seq is None:
+                return None
+            seq = msg.seq + 1
+            headers = msg.headers or {}
+            if headers.get("KV-Operation") in _KV_DELETED or not msg.data:
+                continue
+            relay = (msg.subject or "").rpartition(".")[2]
+            try:
+                beat = await asyncio.wait_for(beats.get(f"{token}.{relay}"), self.request_timeout)
+            except nats.js.errors.KeyNotFoundError:
+                continue  # a claim whose relay stopped renewing it: not the holder
+            if beat.value == msg.data:
+                return relay, msg.data
+        return None
 
     async def _join(self, stream: str) -> None:
         self._users[stream] = self._users.get(stream, 0) + 1
@@ -616,16 +796,18 @@ class Broker:
 
             self._live.pop(stream, None)
             self._restarted.discard(stream)
-            self._subs[stream] = await nc.subscribe(self._subject(stream), cb=on_msg)
+            self._subs[stream] = await nc.subscribe(self._subject(stream, "*"), cb=on_msg)
             await nc.flush(max(1, round(self.request_timeout)))
+        await self._lookup(stream)  # spec §5.7.1 rule 3: the holder's state only
         out: list[tuple[str, bytes]] = []
         kv = self._state_kv
-        if kv is None:
+        holder = self._holders.get(stream)
+        if kv is None or holder is None:
             return out
         token = stream_token(stream)
         for kind in STATE_KINDS:
             try:
-                entry = await kv.get(f"{token}.{kind}")
+                entry = await kv.get(f"{token}.{kind}.{holder}")
             except nats.js.errors.KeyNotFoundError:
                 continue
             if entry.value:
@@ -639,6 +821,12 @@ class Broker:
             return
         self._users.pop(stream, None)
         self._joins.pop(stream, None)
+        self._holders.pop(stream, None)
+        self._pending.pop(stream, None)
+        self._next_lookup.pop(stream, None)
+        lookup = self._lookups.pop(stream, None)
+        if lookup is not None:
+            lookup.cancel()
         self._live.pop(stream, None)
         self._restarted.discard(stream)
         sub = self._subs.pop(stream, None)
@@ -667,7 +855,7 @@ class Broker:
                 if self._host is None:
                     break
                 for kind, data in self._host.late_join_state(stream):
-                    key = f"{stream_token(stream)}.{kind}"
+                    key = f"{stream_token(stream)}.{kind}.{self.relay_name}"
                     if self._written.get(key) == data:
                         continue
                     kv = self._state_kv
@@ -687,56 +875,79 @@ class Broker:
     # ------------------------------------------------------------ one producer per stream
 
     async def _acquire(self, stream: str, session: str) -> bool:
-        kv = self._lease_kv
-        if kv is None or self._closing:
+        """Spec §5.7.1 rule 2: heartbeat, then claim, then the holder look-up; the stream
+        is this relay's when its claim is the oldest live one (else both are removed)."""
+        claims, beats = self._claim_kv, self._beat_kv
+        if claims is None or beats is None or self._closing:
             return False
         releasing = self._releasing.get(stream)
-        if releasing is not None:  # our previous producer's lease is being given back
+        if releasing is not None:  # our previous producer's claim is being given back
             with contextlib.suppress(*_BROKER_ERRORS, asyncio.CancelledError):
                 await asyncio.wait_for(asyncio.shield(releasing), self.request_timeout)
-        key = stream_token(stream)
+        key = f"{stream_token(stream)}.{self.relay_name}"
+        lease = _Lease(key, session, f"{self.relay_id} {session}".encode())
         try:
-            revision = await asyncio.wait_for(kv.create(key, f"{self.relay_id} {session}".encode()),
-                                              self.request_timeout)
-        except _BROKER_ERRORS:  # held elsewhere (KeyWrongLastSequenceError) or no answer
+            lease.beat_revision = await asyncio.wait_for(beats.put(key, lease.value),
+                                                         self.request_timeout)
+            await asyncio.wait_for(claims.put(key, lease.value), self.request_timeout)
+            found = await self._find_holder(stream)
+        except _BROKER_ERRORS:  # no answer: one producer per stream over availability
+            found = None
+        if found != (self.relay_name, lease.value):
             self.stats.leases_refused += 1
+            self._spawn(self._delete_lease(lease), f"posewire-unclaim-{stream}")
             return False
-        lease = self._leases[stream] = _Lease(key, session, revision)
+        self._leases[stream] = lease
         self._lease_of[session] = stream
         self._fresh.add(stream)
         lease.task = self._spawn(self._renew(stream, lease), f"posewire-lease-{stream}")
         return True
 
     async def _renew(self, stream: str, lease: _Lease) -> None:
-        value = f"{self.relay_id} {lease.session}".encode()
+        """Every T/3: the heartbeat again, a check that the claim is still the holder's
+        (a relay cut off for longer than T may have lost it), and the stored state
+        rewritten (spec §5.7.1 rule 3)."""
         while True:
             await asyncio.sleep(self.lease_ttl / 3)
-            kv = self._lease_kv
-            if kv is None:
+            claims, beats = self._claim_kv, self._beat_kv
+            if claims is None or beats is None or not self.connected:
                 continue
             try:
-                lease.revision = await asyncio.wait_for(
-                    kv.update(lease.key, value, last=lease.revision), self.request_timeout)
-                continue
-            except nats.js.errors.KeyWrongLastSequenceError:
-                pass  # expired while we were cut off, or taken: try to take it again
+                try:  # revision-checked: fails when the heartbeat expired meanwhile
+                    lease.beat_revision = await asyncio.wait_for(
+                        beats.update(lease.key, lease.value, last=lease.beat_revision),
+                        self.request_timeout)
+                    found = await self._find_holder(stream)
+                except nats.js.errors.KeyWrongLastSequenceError:
+                    # cut off for longer than T: the stream was free meanwhile, and a
+                    # relay that claimed it then keeps it; else claim it again (newest)
+                    found = await self._find_holder(stream)
+                if found is None:  # nobody holds it (our claim was gone): claim it again
+                    lease.beat_revision = await asyncio.wait_for(
+                        beats.put(lease.key, lease.value), self.request_timeout)
+                    await asyncio.wait_for(claims.put(lease.key, lease.value),
+                                           self.request_timeout)
+                    found = await self._find_holder(stream)
             except _BROKER_ERRORS:
                 continue  # the broker is away: keep serving, retry
-            try:
-                lease.revision = await asyncio.wait_for(kv.create(lease.key, value),
-                                                        self.request_timeout)
+            if found == (self.relay_name, lease.value):
+                self._rewrite(stream)
                 continue
-            except nats.js.errors.KeyWrongLastSequenceError:
-                break  # another relay's producer holds the stream now
-            except _BROKER_ERRORS:
-                continue
+            break  # another relay's producer holds the stream now
         self.stats.leases_lost += 1
         if self._leases.get(stream) is lease:
             del self._leases[stream]
         self._lease_of.pop(lease.session, None)
+        self._spawn(self._delete_lease(lease), f"posewire-unclaim-{stream}")
         log.warning("broker: the producer lease of %r was taken by another relay", stream)
         if self._host is not None:
             await self._host.evict_producer(stream, "another relay holds this stream's producer")
+
+    def _rewrite(self, stream: str) -> None:
+        """Write the stream's whole state again at the next round."""
+        prefix = stream_token(stream) + "."
+        self._written = {k: v for k, v in self._written.items() if not k.startswith(prefix)}
+        self._mark(stream)
 
     def _release(self, stream: str, lease: _Lease) -> None:
         if self._leases.get(stream) is lease:
@@ -752,16 +963,15 @@ class Broker:
                                if self._releasing.get(stream) is t else None)
 
     async def _delete_lease(self, lease: _Lease) -> None:
-        kv = self._lease_kv
-        if kv is None or not self.connected:
-            return  # it expires
-        try:
-            await asyncio.wait_for(kv.delete(lease.key, last=lease.revision), self.request_timeout)
-            return
-        except _BROKER_ERRORS:
-            pass  # e.g. a renewal cancelled in flight went through: a newer revision
-        with contextlib.suppress(*_BROKER_ERRORS):
-            entry = await asyncio.wait_for(kv.get(lease.key), self.request_timeout)
-            if entry.value == f"{self.relay_id} {lease.session}".encode() and entry.revision:
-                await asyncio.wait_for(kv.delete(lease.key, last=entry.revision),
-                                       self.request_timeout)
+        """Give a claim back: its heartbeat and claim deleted (delete markers on this
+        relay's own keys), unless a newer claim of this relay replaced them."""
+        if not self.connected:
+            return  # the heartbeat expires
+        for kv in (self._claim_kv, self._beat_kv):
+            if kv is None:
+                continue
+            with contextlib.suppress(*_BROKER_ERRORS):
+                entry = await asyncio.wait_for(kv.get(lease.key), self.request_timeout)
+                if entry.value == lease.value and entry.revision:
+                    await asyncio.wait_for(kv.delete(lease.key, last=entry.revision),
+                                           self.request_timeout)
