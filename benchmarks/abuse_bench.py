@@ -2,7 +2,7 @@
 backoff, IDN origins, pings that pile up, window acks, frame length; spec §5.7 rules 4, 5, 9,
 11, §5.10): each row re-run against a real ``posewire serve`` process on loopback.
 
-Run: ``.venv/bin/python benchmarks/abuse_bench.py [--only tokens,pings,forged,length,origin,backoff]
+Run: ``.venv/bin/python benchmarks/abuse_bench.py [--only tokens,pings,forged,length,origin,backoff,broker]
 [--seconds S] [--json PATH]``.
 
 * ``tokens`` — 16 concurrent connections from one address (then from each of 8
@@ -35,6 +35,16 @@ Run: ``.venv/bin/python benchmarks/abuse_bench.py [--only tokens,pings,forged,le
   connections it holds, its failed accepts and how long a legitimate client takes to its
   welcome meanwhile.
 
+* ``broker`` — three relays on the broker configuration of ``docs/nats-posewire.conf``
+  (a real ``nats-server``), a 60 Hz producer on relay1, consumers on relay2 and relay3,
+  and an attacker logged in with relay3's credential (spec §5.7.1): (a) one forged frame
+  at seq + 500, with and without ``Posewire-Producer``, on its own subject and on
+  relay1's; (b) relay1's claim and heartbeat deleted and the stream squatted (its own
+  claim, renewed, frames on its subject); (c) ``Nats-Rollup: all`` and purges of the
+  late-join state bucket. Per attack: the consumers' longest gap in real frames, forged
+  frames they got, whether the producer lost the stream; for (c) what the broker
+  answered and how long a late joiner on a cold relay waits for the calibration.
+
 ``--before ROOT``: the ``slowlink`` and ``proxy`` rows also against the relay of another
 checkout (its ``ROOT/.venv/bin/python``), e.g. ``/work/main``, for a before/after table.
 """
@@ -45,6 +55,7 @@ import argparse
 import asyncio
 import base64
 import contextlib
+import itertools
 import json
 import os
 import socket
@@ -65,7 +76,8 @@ import relay_bench  # noqa: E402  (free port, waiting for the relay, stopping it
 
 if str(ROOT / "tests") not in sys.path:
     sys.path.insert(0, str(ROOT / "tests"))
-from netutil import raw_upgrade  # noqa: E402  (a raw WebSocket client, slow or fast)
+from brokerutil import holding  # noqa: E402  (acting on the broker as a relay does)
+from netutil import open_raw, raw_upgrade  # noqa: E402  (a raw WebSocket client, slow or fast)
 
 MiB = 1 << 20
 
@@ -553,10 +565,215 @@ async def bench_proxy(folder: Path, *, root: Path = ROOT, n: int = 1000,
     return out
 
 
+# ---------------------------------------------------------------- the broker (spec §5.7.1)
+
+
+#: the passwords of docs/nats-posewire.conf in the broker rows (and tests/test_broker_forgery.py)
+BROKER_ENV = {"POSEWIRE_RELAY1_PASS": "relay1-pw", "POSEWIRE_RELAY2_PASS": "relay2-pw",
+              "POSEWIRE_RELAY3_PASS": "relay3-pw", "POSEWIRE_MONITOR_PASS": "monitor-pw",
+              "APPS_PASS": "apps-pw"}
+BROKER_RATE = 60.0
+
+
+def broker_url(port: int, user: str) -> str:
+    return f"nats://{user}:{user}-pw@127.0.0.1:{port}"
+
+
+class RealFrames:
+    """A raw consumer's arrival times of the producer's frames (``m_jaw`` unset) and the
+    count of forged ones (``m_jaw`` = 0.9), read in the background."""
+
+    def __init__(self, client: Any) -> None:
+        from posewire.codec.registry import REGISTRY
+
+        self.client = client
+        self.times: list[float] = []
+        self.forged = 0
+        self.calibrations: list[float] = []
+        self._jaw = REGISTRY.index("m_jaw")
+        self.task = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        from posewire.codec.wire import Calibration, Frame, decode
+
+        with contextlib.suppress(ConnectionClosed):
+            async for data in self.client.ws:
+                msg = decode(data)  # type: ignore[arg-type]
+                if isinstance(msg, Calibration):
+                    self.calibrations.append(time.monotonic())
+                elif isinstance(msg, Frame):
+                    if abs(float(msg.values[self._jaw]) - 0.9) < 1e-3:
+                        self.forged += 1
+                    else:
+                        self.times.append(time.monotonic())
+
+    def longest_gap(self, since: float, until: float) -> float:
+        """The longest time in [since, until] without a real frame."""
+        edges = [since, *(t for t in self.times if since < t < until), until]
+        return max(b - a for a, b in itertools.pairwise(edges))
+
+    async def close(self) -> None:
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)
+        self.client.ws.transport.abort()
+
+
+def broker_frame(seq: int, *, forged: bool = False) -> bytes:
+    import numpy as np
+
+    from posewire.codec.registry import REGISTRY
+    from posewire.codec.vector import N_DIMS
+    from posewire.codec.wire import Frame, encode
+
+    values = np.full(N_DIMS, np.nan)
+    values[REGISTRY.index("h_yaw")] = (seq % 100) / 100
+    if forged:
+        values[REGISTRY.index("m_jaw")] = 0.9
+    return encode(Frame(seq, 1_000 + seq * 16_667, values))
+
+
+async def bench_broker(folder: Path, *, watch: float = 4.0, lease_ttl: float = 5.0) -> dict[str, Any]:
+    import nats
+    import nats.errors
+    import nats.js.errors
+    from cluster_bench import NatsServer
+
+    from posewire.codec.wire import Calibration
+    from posewire.relay import Relay
+    from posewire.relay.cluster import Broker, stream_token
+
+    conf = (ROOT / "docs" / "nats-posewire.conf").read_text()
+    server = NatsServer(folder / "nats-broker", config=conf, env=BROKER_ENV).start()
+    relays = [Relay("127.0.0.1", 0, broker=Broker(broker_url(server.port, f"relay{n}"),
+                                                  lease_ttl=lease_ttl, state_interval=0.02))
+              for n in (1, 2, 3)]
+    stream, token = "victim.live", stream_token("victim.live")
+    out: dict[str, Any] = {"liveness_timeout_s": 3.0, "lease_ttl_s": lease_ttl}
+    errors: list[str] = []
+
+    async def on_error(exc: Exception) -> None:
+        errors.append(str(exc))
+
+    seq = 0
+    stop = asyncio.Event()
+    watchers: list[RealFrames] = []
+    attacker = None
+    try:
+        for r in relays:
+            await r.start()
+        r1, r2, r3 = relays
+        prod = await open_raw(r1.url, "producer", stream)
+        await prod.send(Calibration(0.19, 0.50, 0.56, 0.36))
+
+        async def produce() -> None:
+            nonlocal seq
+            while not stop.is_set():
+                await prod.ws.send(broker_frame(seq))
+                seq += 1
+                await asyncio.sleep(1 / BROKER_RATE)
+
+        producing = asyncio.create_task(produce())
+        watchers = [RealFrames(await open_raw(r.url, "consumer", stream)) for r in (r2, r3)]
+        attacker = await nats.connect(broker_url(server.port, "relay3"), error_cb=on_error)
+        js = attacker.jetstream(timeout=1.0)
+        await asyncio.sleep(1.0)
+
+        def row(began: float) -> dict[str, Any]:
+            until = time.monotonic()
+            return {"gap_s": round(max(w.longest_gap(began, until) for w in watchers), 3),
+                    "forged_frames_delivered": sum(w.forged for w in watchers),
+                    "producer_lost_stream": (r1.broker is not None
+                                             and r1.broker.stats.leases_lost > 0)}
+
+        # (a) one forged frame 500 ahead, on the attacker's own subject and on relay1's
+        began = time.monotonic()
+        for subject in (f"posewire.s.{token}.relay3", f"posewire.s.{token}.relay1"):
+            await attacker.publish(subject, broker_frame(seq + 500, forged=True))
+            await attacker.publish(subject, broker_frame(seq + 501, forged=True),
+                                   headers={"Posewire-Producer": "forged"})
+        await attacker.flush()
+        await asyncio.sleep(watch)
+        out["forged_frame"] = row(began)
+
+        # (b) relay1's claim and heartbeat deleted, the stream squatted
+        began = time.monotonic()
+        for bucket in ("claim", "beat"):
+            await attacker.publish(f"$KV.posewire_{bucket}.{token}.relay1", b"",
+                                   headers={"KV-Operation": "DEL"})
+        deleted = []
+        for api in ("$JS.API.STREAM.MSG.DELETE.KV_posewire_claim",
+                    "$JS.API.STREAM.PURGE.KV_posewire_claim"):
+            try:
+                await attacker.request(api, b'{"seq": 1}', timeout=0.5)
+                deleted.append(api)
+            except nats.errors.Error:
+                pass  # a permission violation: no answer
+        async with holding(attacker, stream, "relay3", ttl=lease_ttl) as subject:
+            squat_began = time.monotonic()
+            while time.monotonic() - squat_began < watch:
+                await attacker.publish(subject, broker_frame(seq + 500, forged=True),
+                                       headers={"Posewire-Producer": "forged"})
+                await asyncio.sleep(1 / BROKER_RATE)
+        out["squatted_lease"] = {**row(began), "api_deletes_answered": deleted}
+
+        # (c) rollup and purge of the late-join state
+        began = time.monotonic()
+        refused: dict[str, str] = {}
+        for key in (f"{token}.cal.relay3", f"{token}.cal.relay1"):
+            try:
+                await js.publish(f"$KV.posewire_joinstate.{key}", b"",
+                                 headers={"Nats-Rollup": "all"}, timeout=0.5)
+                refused[key] = "accepted"
+            except nats.js.errors.APIError as exc:
+                refused[key] = f"refused: {exc.description}"
+            except nats.errors.TimeoutError:
+                refused[key] = "refused: no permission"
+        try:
+            await js.purge_stream("KV_posewire_joinstate")
+            refused["STREAM.PURGE"] = "accepted"
+        except nats.errors.TimeoutError:
+            refused["STREAM.PURGE"] = "refused: no permission"
+        except nats.js.errors.APIError as exc:
+            refused["STREAM.PURGE"] = f"refused: {exc.description}"
+        out["purged_state"] = {**row(began), "broker": refused}
+        # a late joiner on a cold relay: relay2's consumer leaves, a new one joins
+        await watchers[0].close()
+        watchers = watchers[1:]
+        assert r2.broker is not None
+        for _ in range(100):
+            if stream not in r2.broker._subs:
+                break
+            await asyncio.sleep(0.02)
+        joined = time.monotonic()
+        late = RealFrames(await open_raw(r2.url, "consumer", stream))
+        watchers.append(late)
+        for _ in range(int(lease_ttl / 0.02)):
+            if late.calibrations:
+                break
+            await asyncio.sleep(0.02)
+        out["purged_state"]["late_joiner_calibration_s"] = (
+            round(late.calibrations[0] - joined, 3) if late.calibrations else None)
+        out["permission_violations"] = sum("ermissions violation" in e for e in errors)
+        stop.set()
+        await producing
+    finally:
+        stop.set()
+        for w in watchers:
+            await w.close()
+        if attacker is not None:
+            await attacker.close()
+        for r in relays:
+            await r.close()
+        server.stop()
+    return out
+
+
 BENCHES: dict[str, Callable[..., Any]] = {
     "tokens": bench_tokens, "pings": bench_pings, "forged": bench_forged,
     "length": bench_length, "origin": bench_origin, "backoff": bench_backoff,
-    "slowlink": bench_slowlink, "proxy": bench_proxy,
+    "slowlink": bench_slowlink, "proxy": bench_proxy, "broker": bench_broker,
 }
 
 

@@ -309,13 +309,13 @@ class Broker:
         self.state_interval = float(state_interval)
         self.request_timeout = float(request_timeout)
         self.reconnect_wait = float(reconnect_wait)
-        user = self._user()
+        login = self._user()
         if relay_name is None:
-            if user is not None and not _RELAY_NAME_RE.fullmatch(user):
-                raise UsageError("usage.bad_option", f"the broker user {user!r} is no relay "
+            if login is not None and not _RELAY_NAME_RE.fullmatch(login):
+                raise UsageError("usage.bad_option", f"the broker user {login!r} is no relay "
                                  "name ([A-Za-z0-9_-]{1,32}): give one (--broker-name)",
                                  path="broker_name")
-            relay_name = user if user is not None else "r" + secrets.token_hex(6)
+            relay_name = login if login is not None else "r" + secrets.token_hex(6)
         if not _RELAY_NAME_RE.fullmatch(relay_name):
             raise UsageError("usage.bad_option", "the relay name must match "
                              "[A-Za-z0-9_-]{1,32}", path="broker_name")
