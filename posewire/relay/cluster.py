@@ -716,8 +716,9 @@ class Broker:
                 self._next_lookup[stream] = loop.time() + _LOOKUP_INTERVAL
                 self.stats.received_foreign += len(kept)
                 continue
-            # a holder that changed from a known one is a new producer (rule 4)
-            first = known and before is not None and before != holder
+            # a holder other than the one known before (or than none) is a new producer
+            # (rule 4); the look-up of a join knows none yet
+            first = known and before != holder
             for msg in kept:
                 self._take(stream, msg, host, new_holder=first)
                 first = False
