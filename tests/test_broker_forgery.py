@@ -9,23 +9,31 @@ relay1, consumers on relay2 and relay3, an attacker logged in as relay3.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
+from collections.abc import Iterator
 from pathlib import Path
 
 import nats
 import nats.js.api
 import pytest
 from benchutil import load_benchmark
+from brokerutil import claim
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from netutil import open_raw, wait_for
 
 from posewire.codec.errors import UsageError
 from posewire.codec.wire import Calibration
 from posewire.relay import Relay
-from posewire.relay.cluster import Broker
+from posewire.relay.cluster import Broker, stream_token
 
 abuse_bench = load_benchmark("abuse_bench")
 cluster_bench = load_benchmark("cluster_bench")
 pytestmark = pytest.mark.skipif(cluster_bench.nats_server_binary() is None,
                                 reason="nats-server is not installed (.ci/run installs it)")
+
+_EXAMPLE = itertools.count()
 
 #: spec §5.7 rule 11: the reference ping timeout, the most an attack may cost a consumer
 LIVENESS_TIMEOUT = 3.0
@@ -154,3 +162,71 @@ async def test_a_producer_that_moves_right_after_a_forged_frame_is_followed_at_o
         for r in relays:
             await r.close()
         server.stop()
+
+
+# ---------------------------------------------------------------- the holder rule
+
+
+_RELAYS = ("relay1", "relay2", "relay3", "relay4")
+_STEPS = st.lists(st.tuples(st.sampled_from(_RELAYS),
+                            st.sampled_from(("claim", "release", "expire"))),
+                  min_size=1, max_size=8)
+
+
+@pytest.fixture(scope="module")
+def open_nats(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    server = cluster_bench.NatsServer(tmp_path_factory.mktemp("nats") / "nats").start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=_STEPS)
+def test_the_holder_is_the_oldest_claim_whose_heartbeat_is_live(
+        open_nats: object, steps: list[tuple[str, str]]) -> None:
+    """Spec §5.7.1 rule 2, against a real broker: after any sequence of claims (heartbeat,
+    then claim), releases (both deleted) and expiries (the heartbeat gone) by four
+    relays, a relay's look-up names the relay of the oldest claim whose heartbeat is
+    live, or none."""
+    stream = f"law.{next(_EXAMPLE)}"
+
+    async def run() -> tuple[str | None, str | None]:
+        relay = Relay("127.0.0.1", 0, broker=Broker(open_nats.url))  # type: ignore[attr-defined]
+        await relay.start()
+        nc = await nats.connect(open_nats.url)  # type: ignore[attr-defined]
+        try:
+            js = nc.jetstream(timeout=2)
+            claims = await js.key_value("posewire_claim")
+            beats = await js.key_value("posewire_beat")
+            order: dict[str, int] = {}  # the model: claim order of each claimed relay
+            live: set[str] = set()
+            for i, (name, op) in enumerate(steps):
+                key = f"{stream_token(stream)}.{name}"
+                if op == "claim":
+                    await claim(nc, stream, name, value=f"v{i}".encode())
+                    order[name] = i
+                    live.add(name)
+                elif op == "release":
+                    for kv in (claims, beats):
+                        with contextlib.suppress(nats.js.errors.KeyNotFoundError):
+                            await kv.delete(key)
+                    order.pop(name, None)
+                    live.discard(name)
+                else:
+                    with contextlib.suppress(nats.js.errors.KeyNotFoundError):
+                        await beats.delete(key)
+                    live.discard(name)
+            candidates = sorted((order[n], n) for n in live if n in order)
+            expected = candidates[0][1] if candidates else None
+            assert relay.broker is not None
+            found = await relay.broker._find_holder(stream)
+            return expected, (found[0] if found is not None else None)
+        finally:
+            await nc.close()
+            await relay.close()
+
+    expected, got = asyncio.run(run())
+    assert got == expected, steps
