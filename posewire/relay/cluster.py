@@ -685,8 +685,8 @@ class Broker:
         """The stream's holder look-up under way, or a new one."""
         task = self._lookups.get(stream)
         if task is None or task.done():
-            task = self._lookups[stream] = asyncio.create_task(
-                self._refresh_holder(stream), name=f"posewire-holder-{stream}")
+            task = self._lookups[stream] = self._spawn(self._refresh_holder(stream),
+                                                       f"posewire-holder-{stream}")
         return task
 
     async def _refresh_holder(self, stream: str) -> None:
@@ -825,9 +825,9 @@ class Broker:
         self._holders.pop(stream, None)
         self._pending.pop(stream, None)
         self._next_lookup.pop(stream, None)
-        lookup = self._lookups.pop(stream, None)
-        if lookup is not None:
-            lookup.cancel()
+        # a look-up under way ends by itself (it finds the stream unsubscribed); a join
+        # may still be waiting on it
+        self._lookups.pop(stream, None)
         self._live.pop(stream, None)
         self._restarted.discard(stream)
         sub = self._subs.pop(stream, None)
