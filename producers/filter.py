@@ -44,8 +44,8 @@ from posewire.codec.errors import UsageError
 from posewire.codec.registry import REGISTRY
 from posewire.codec.vector import N_DIMS
 
-__all__ = ["CHEST_PARAMS", "DEFAULT_PARAMS", "FilterResult", "OneEuroParams", "RotationFilter", "VectorFilter",
-           "filter_vectors", "group_jitter", "jitter"]
+__all__ = ["CHEST_PARAMS", "DEFAULT_PARAMS", "VISIBILITY_HOLD", "FilterResult", "OneEuroParams", "RotationFilter",
+           "VectorFilter", "VisibilityHold", "filter_vectors", "group_jitter", "jitter"]
 
 F64 = NDArray[np.float64]
 
@@ -86,6 +86,40 @@ _THUMB = tuple((REGISTRY.index(f"g_thumb_roll_{s}"), REGISTRY.index(f"g_thumb_cu
                 REGISTRY.index(f"g_thumb_distal_{s}")) for s in ("l", "r"))
 _SCALAR = np.array([d.index for d in REGISTRY.dimensions if d.row.group != "palm"])
 _SCALAR_POS = {int(index): k for k, index in enumerate(_SCALAR)}
+
+
+#: The width of the visibility hold (spec §7.3 "Visibility hysteresis"), in visibility units.
+VISIBILITY_HOLD = 0.15
+
+
+class VisibilityHold:
+    """Hysteresis on the pose landmarks' visibility of a stream (spec §7.3 "Visibility
+    hysteresis"): a backlash of width ``width`` per landmark. The held value starts at the
+    first visibility; each frame it moves to the new visibility where that differs from it
+    by more than ``width`` and stays otherwise. Every visibility cut of the encoder (§6.10's
+    ``visibility_threshold``, the hips' §4.5) is taken on the held value, so a visibility
+    wandering within ``width`` of where it last settled never changes a part's state, and a
+    drop to more than ``width`` below a cut ends the part in that frame. A frame without a
+    pose (visibility 0) is a drop like any other."""
+
+    def __init__(self, width: float = VISIBILITY_HOLD) -> None:
+        if not 0.0 <= width < 1.0:
+            raise UsageError("usage.out_of_range", f"the visibility hold's width must be in [0, 1), got {width}",
+                             path="width")
+        self.width = width
+        self._held: F64 | None = None
+
+    def __call__(self, visibility: ArrayLike) -> F64:
+        """The held visibility ``(33,)`` after this frame's ``visibility (33,)`` (a new array)."""
+        v = np.array(visibility, dtype=np.float64)
+        if v.shape != (33,):
+            raise UsageError("usage.shape", f"visibility must have shape (33,), got {v.shape}")
+        v = np.where(np.isfinite(v), v, 0.0)  # a missing visibility is not seen
+        if self._held is None:
+            self._held = v
+        else:
+            self._held = np.where(np.abs(v - self._held) > self.width, v, self._held)
+        return self._held.copy()
 
 
 def _alpha(cutoff: F64 | float, dt: float) -> F64:

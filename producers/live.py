@@ -52,7 +52,7 @@ from posewire.producers.face import (
     iris_gaze1,
     rotation_part1,
 )
-from posewire.producers.filter import RotationFilter, VectorFilter
+from posewire.producers.filter import RotationFilter, VectorFilter, VisibilityHold
 from posewire.producers.hand import (
     DEPTH_GAIN_MIN_FRAMES,
     DEPTH_GAINS,
@@ -484,14 +484,18 @@ class LiveEncoder:
     frames with a face and the face and mouth dims are re-centred on it afterwards
     (:class:`posewire.producers.face.NeutralFace`, spec §7.3); ``mouthing``: a frame with a
     tracked mouth also carries a viseme mix estimated from it, its mouth dims sent as the
-    deltas that give the same mouth (:func:`posewire.codec.mouthing.mix_from_mouth`, spec §4.7).
+    deltas that give the same mouth (:func:`posewire.codec.mouthing.mix_from_mouth`, spec §4.7);
+    ``visibility_hold``: a :class:`posewire.producers.filter.VisibilityHold` the pose
+    visibilities of a stream pass through before anything reads them (spec §7.3 "Visibility
+    hysteresis"), or None for independent images.
     """
 
     def __init__(self, *, calibration: LandmarkCalibration | None = None, face_expected: bool = True,
                  visibility_threshold: float = 0.5, live: LiveCalibration | None = None,
                  smoothing: VectorFilter | None = None, neutral_face_frames: int = 0,
-                 mouthing: bool = False) -> None:
+                 mouthing: bool = False, visibility_hold: VisibilityHold | None = None) -> None:
         self.smoothing = smoothing
+        self.visibility_hold = visibility_hold
         self.mouthing = mouthing
         # spec §7.3 "Smoothing": with the vector filter, the chest frame is smoothed as well
         self.chest = RotationFilter() if smoothing is not None else None
@@ -517,6 +521,8 @@ class LiveEncoder:
             raise UsageError("usage.bad_option", "smoothing needs the frame time t_us", path="t_us")
         start = time.perf_counter()
         lm = obs.landmarks
+        if self.visibility_hold is not None and lm.batch == 1:  # spec §7.3 "Visibility hysteresis"
+            lm = replace(lm, pose_visibility=self.visibility_hold(lm.pose_visibility[0])[None])
         # one frame prepared once for the live calibration and the encoder, where both take
         # it alike (no image-plane swap check, the same threshold)
         frame = prepare1(lm, visibility_threshold=self.visibility_threshold) if (

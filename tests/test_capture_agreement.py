@@ -77,7 +77,7 @@ def observation(rec: dict[str, Any], width: int, height: int) -> Any:
     iso = (float(width), float(height), float(width))
     pose_image = _pts(rec["pose_image"], 33, iso)
     pose_world = _pts(frame["pose_world"], 33)
-    vis = np.array([_nan(v) for v in frame["pose_visibility"]])
+    vis = np.array([_nan(v) for v in rec["visibility_seen"]])  # the pose model's (before the page's hold)
     if not np.isfinite(pose_world).all():
         pose_world, pose_image, vis = np.full((33, 3), np.nan), np.full((33, 3), np.nan), np.zeros(33)
     mesh = None if rec["face_mesh"] is None else _pts(rec["face_mesh"], 478, iso)
@@ -99,18 +99,19 @@ def observation(rec: dict[str, Any], width: int, height: int) -> Any:
 
 def python_encode(observations: list[Any], gain: dict[str, float], times_us: list[int] | None
                   ) -> tuple[np.ndarray, list[dict[str, str]]]:
-    """The Python live encoder on ``observations``: its live calibration from them, then the
-    frames again with that calibration and the hand depth gain ``gain`` (the page's, 1 with
-    ``depthgain=off``); filtered at ``times_us`` (None: raw). Vectors ``(F, N)`` and states."""
-    from posewire.producers.filter import VectorFilter
+    """The Python live encoder on ``observations`` (a stream: the visibility hold of spec §7.3
+    on, as the page's): its live calibration from them, then the frames again with that
+    calibration and the hand depth gain ``gain`` (the page's, 1 with ``depthgain=off``);
+    filtered at ``times_us`` (None: raw). Vectors ``(F, N)`` and states."""
+    from posewire.producers.filter import VectorFilter, VisibilityHold
     from posewire.producers.live import LiveEncoder
 
-    live = LiveEncoder()
+    live = LiveEncoder(visibility_hold=VisibilityHold())
     for obs in observations:
         live.encode(obs)
     cal = None if live.calibration is None else replace(live.calibration, hand_depth_gain=gain)
-    enc = LiveEncoder(calibration=cal, smoothing=None if times_us is None else VectorFilter()) if cal is not None \
-        else LiveEncoder(smoothing=None if times_us is None else VectorFilter())
+    enc = LiveEncoder(calibration=cal, smoothing=None if times_us is None else VectorFilter(),
+                      visibility_hold=VisibilityHold())
     vectors, states = [], []
     for i, obs in enumerate(observations):
         out = enc.encode(obs, t_us=None if times_us is None else times_us[i])

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from posewire.codec.errors import UsageError
 from posewire.codec.registry import REGISTRY
 from posewire.codec.vector import DEFAULTS, N_DIMS
-from posewire.producers.filter import OneEuroParams, VectorFilter, filter_vectors
+from posewire.producers.filter import VISIBILITY_HOLD, OneEuroParams, VectorFilter, VisibilityHold, filter_vectors
 
 PALM_R = [REGISTRY.index(f"w_q{a}_r") for a in "xyz"]
 FINGER = REGISTRY.index("g_index_curl_r")
@@ -168,3 +168,57 @@ def test_a_smoothed_chest_steadies_the_head_and_matches_frame_by_frame() -> None
                                 None if lm.pose_image is None else lm.pose_image[i:i + 1])
         row = landmarks_to_vectors(one, calibration=plain.calibration, chest_filter=chest, times=times[i:i + 1])
         np.testing.assert_allclose(row.vectors[0], steady.vectors[i], atol=1e-9, equal_nan=True)
+
+
+# ---------------------------------------------------------------------- the visibility hold (spec §7.3)
+
+_VIS = st.floats(0.0, 1.0, allow_nan=False)
+
+
+def _held(seq: list[float], width: float = VISIBILITY_HOLD) -> list[float]:
+    hold = VisibilityHold(width)
+    return [float(hold(np.full(33, v))[0]) for v in seq]
+
+
+@given(_VIS, st.integers(1, 30))
+def test_a_constant_visibility_is_held_unchanged(v: float, n: int) -> None:
+    assert _held([v] * n) == [v] * n
+
+
+@given(st.floats(0.2, 0.8), st.lists(st.floats(-0.99, 0.99), min_size=1, max_size=40))
+def test_a_visibility_wandering_within_the_width_never_crosses_a_cut(start: float, steps: list[float]) -> None:
+    """Settled at ``start``, then anywhere within the width of it: the held value stays
+    ``start``, so no cut (the 0.5 of §6.10, say) is crossed either way."""
+    seq = [start] + [min(1.0, max(0.0, start + VISIBILITY_HOLD * s)) for s in steps]
+    held = _held(seq)
+    assert held == [start] * len(seq)
+    cut = 0.5
+    assert len({h >= cut for h in held}) == 1
+
+
+@given(st.floats(0.5, 1.0), st.floats(0.0, 0.5 - VISIBILITY_HOLD - 1e-9), st.lists(_VIS, max_size=10))
+def test_a_drop_below_the_cut_minus_the_width_ends_the_part_at_once(seen: float, drop: float,
+                                                                    before: list[float]) -> None:
+    """Whatever came before, a visibility more than the width below the cut (0.5) puts the
+    held value below the cut in that very frame; a frame without a pose (NaN) reads 0."""
+    held = _held([*before, seen, drop])
+    assert held[-1] == drop < 0.5
+    hold = VisibilityHold()
+    hold(np.full(33, seen))
+    assert (hold(np.full(33, np.nan)) == 0.0).all()
+
+
+@given(st.lists(_VIS, min_size=1, max_size=40))
+def test_the_held_value_is_never_more_than_the_width_from_the_visibility(seq: list[float]) -> None:
+    held = _held(seq)
+    assert all(abs(h - v) <= VISIBILITY_HOLD for h, v in zip(held, seq, strict=True))
+    assert all(h in seq for h in held)  # it holds values it saw, never made-up ones
+
+
+def test_the_visibility_hold_refuses_bad_input() -> None:
+    with pytest.raises(UsageError) as err:
+        VisibilityHold(1.0)
+    assert err.value.code == "usage.out_of_range"
+    with pytest.raises(UsageError) as err:
+        VisibilityHold()(np.zeros(32))
+    assert err.value.code == "usage.shape"

@@ -106,3 +106,24 @@ def test_js_one_euro_filter_equals_python_on_the_signer() -> None:
     assert np.isnan(want).any() and (np.abs(want - vectors) > 1e-3).any()  # NaNs and real smoothing in the test
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-9, equal_nan=True)
+
+
+def test_js_visibility_hold_equals_python_on_the_signer() -> None:
+    """js/posewire/live.mjs VisibilityHold is producers/filter.py VisibilityHold (spec §7.3
+    "Visibility hysteresis"): exactly equal over the signer recording's pose visibilities,
+    with noise near the cuts and missing values added."""
+    from posewire.producers.filter import VisibilityHold
+
+    vis = read_pose_file(SIGNER).landmarks.pose_visibility
+    rng = np.random.default_rng(7)
+    noisy = np.clip(vis + rng.normal(0.0, 0.1, vis.shape), 0.0, 1.0)
+    noisy[rng.random(noisy.shape) < 0.02] = np.nan
+    hold = VisibilityHold()
+    want = np.array([hold(v) for v in noisy])
+    assert NODE is not None
+    payload = {"width": hold.width, "visibility": [[x if math.isfinite(x) else None for x in v] for v in noisy.tolist()]}
+    done = subprocess.run([NODE, str(ROOT / "js" / "test" / "visibility_hold.mjs")], input=json.dumps(payload),
+                          capture_output=True, text=True, timeout=60, check=True)
+    got = np.array(json.loads(done.stdout))
+    assert (want != np.nan_to_num(noisy)).any() and (np.diff(want, axis=0) != 0).any()  # held and moved
+    np.testing.assert_array_equal(got, want)

@@ -13,7 +13,8 @@
 
 import { FilesetResolver, FaceLandmarker } from '/node_modules/@mediapipe/tasks-vision/vision_bundle.mjs';
 import { encodeFrame, makeCalibration, headFromRotation, TRACKING_PARTS } from '/js/posewire/encoder.mjs';
-import { LiveCalibration, VectorFilter, faceRotation, frameFromResults, handScale, irisGaze } from '/js/posewire/live.mjs';
+import { LiveCalibration, VectorFilter, VisibilityHold, faceRotation, frameFromResults, handScale, irisGaze }
+  from '/js/posewire/live.mjs';
 import { Publisher } from '/js/posewire/client.mjs';
 import { REGISTRY } from '/js/posewire/codec.mjs';
 import { watchLink } from '/js/viewer/problems.mjs';
@@ -182,6 +183,7 @@ async function start() {
   const models = await loadModels();
   const live = new LiveCalibration();
   const smoothing = new VectorFilter();
+  const visibilityHold = new VisibilityHold();
   let cal = makeCalibration(null); // the reference avatar's until a body is seen (producers/live.py)
   const times = [];
   const encodeTimes = [];
@@ -223,6 +225,8 @@ async function start() {
     }
     const t2 = performance.now();
     const frame = frameFromResults(results, face, w, h);
+    const seen = frame.pose_visibility; // what the pose model gave (recorded)
+    frame.pose_visibility = visibilityHold.apply(seen); // spec §7.3 "Visibility hysteresis"
     const e0 = performance.now();
     const gainBefore = live.handDepthGain;
     const changed = live.update(frame, handScale(results, w, h));
@@ -278,7 +282,7 @@ async function start() {
       clamped: enc.clamped, degenerate: enc.degenerate, frame };
     if (record) { // ?record=1: each frame's inputs and outputs, for tests/test_capture_agreement.py
       state.history.push({ t: t0, vector: state.last.vector, raw: state.last.raw, tracking: enc.tracking,
-        frame, pose_image: results?.poseLandmarks?.map((p) => [p.x, p.y, p.z]) ?? null,
+        frame, visibility_seen: seen, pose_image: results?.poseLandmarks?.map((p) => [p.x, p.y, p.z]) ?? null,
         face_mesh: mesh ? mesh.map((p) => [p.x, p.y, p.z]) : null,
         face_matrix: face?.facialTransformationMatrixes?.[0]?.data ? Array.from(face.facialTransformationMatrixes[0].data) : null,
         thumb: thumbnail() });

@@ -517,3 +517,27 @@ export class VectorFilter {
     return out;
   }
 }
+
+/** The width of the visibility hold (spec §7.3 "Visibility hysteresis"; producers/filter.py VISIBILITY_HOLD). */
+export const VISIBILITY_HOLD = 0.15;
+
+/** Hysteresis on the pose landmarks' visibility of a stream (spec §7.3 "Visibility
+ * hysteresis"; producers/filter.py VisibilityHold): a backlash of width `width` per landmark.
+ * The held value starts at the first visibility and moves to a new one only where that differs
+ * from it by more than `width`; the encoder's visibility cuts are taken on the held value. */
+export class VisibilityHold {
+  constructor(width = VISIBILITY_HOLD) {
+    if (!(width >= 0 && width < 1)) throw new RangeError(`the visibility hold's width must be in [0, 1), got ${width}`);
+    this.width = width;
+    this.held = null;
+  }
+
+  /** The held visibility (a new array of 33) after this frame's `visibility` (33 numbers). */
+  apply(visibility) {
+    if (visibility.length !== 33) throw new RangeError(`visibility must have 33 values, got ${visibility.length}`);
+    const v = Array.from(visibility, (x) => (Number.isFinite(x) ? x : 0)); // a missing visibility is not seen
+    if (this.held === null) this.held = v;
+    else this.held = v.map((x, i) => (Math.abs(x - this.held[i]) > this.width ? x : this.held[i]));
+    return this.held.slice();
+  }
+}

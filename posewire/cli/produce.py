@@ -166,7 +166,7 @@ def _positive_seconds(text: str) -> float:
 
 
 def _open_live(args: argparse.Namespace) -> tuple[FrameSource, MediaPipeEstimator, LiveEncoder]:
-    from posewire.producers.filter import VectorFilter
+    from posewire.producers.filter import VectorFilter, VisibilityHold
     from posewire.producers.live import LiveEncoder
     from posewire.producers.mediapipe_source import MediaPipeEstimator, load_mediapipe
     from posewire.producers.sources import ImageFolderSource, NetworkCameraSource, VideoSource, WebcamSource
@@ -193,7 +193,9 @@ def _open_live(args: argparse.Namespace) -> tuple[FrameSource, MediaPipeEstimato
     neutral = 0 if args.calibrate_face is None else max(1, round(args.calibrate_face * source.fps))
     return source, estimator, LiveEncoder(face_expected=not args.no_face,
                                           smoothing=VectorFilter() if smooth else None,
-                                          neutral_face_frames=neutral, mouthing=args.mouthing)
+                                          neutral_face_frames=neutral, mouthing=args.mouthing,
+                                          # spec §7.3 "Visibility hysteresis": a stream's frames follow each other
+                                          visibility_hold=VisibilityHold() if args.images is None else None)
 
 
 class FileNotes:
