@@ -99,8 +99,9 @@ class VisibilityHold:
     by more than ``width`` and stays otherwise. Every visibility cut of the encoder (§6.10's
     ``visibility_threshold``, the hips' §4.5) is taken on the held value, so a visibility
     wandering within ``width`` of where it last settled never changes a part's state, and a
-    drop to more than ``width`` below a cut ends the part in that frame. A frame without a
-    pose (visibility 0) is a drop like any other."""
+    drop to more than ``width`` below a cut ends the part in that frame. A landmark outside
+    the image (``in_frame`` False: the pose model's guess beyond the picture) and a frame
+    without a pose count visibility 0: a drop like any other."""
 
     def __init__(self, width: float = VISIBILITY_HOLD) -> None:
         if not 0.0 <= width < 1.0:
@@ -109,12 +110,19 @@ class VisibilityHold:
         self.width = width
         self._held: F64 | None = None
 
-    def __call__(self, visibility: ArrayLike) -> F64:
-        """The held visibility ``(33,)`` after this frame's ``visibility (33,)`` (a new array)."""
+    def __call__(self, visibility: ArrayLike, in_frame: ArrayLike | None = None) -> F64:
+        """The held visibility ``(33,)`` after this frame's ``visibility (33,)`` and, where
+        known, whether each landmark lies inside the image, ``in_frame (33,)`` (a new array)."""
         v = np.array(visibility, dtype=np.float64)
         if v.shape != (33,):
             raise UsageError("usage.shape", f"visibility must have shape (33,), got {v.shape}")
-        v = np.where(np.isfinite(v), v, 0.0)  # a missing visibility is not seen
+        seen = np.isfinite(v)  # a missing visibility is not seen
+        if in_frame is not None:
+            inside = np.asarray(in_frame, dtype=bool)
+            if inside.shape != (33,):
+                raise UsageError("usage.shape", f"in_frame must have shape (33,), got {inside.shape}")
+            seen &= inside  # nor is a landmark outside the image
+        v = np.where(seen, v, 0.0)
         if self._held is None:
             self._held = v
         else:

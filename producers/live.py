@@ -522,7 +522,8 @@ class LiveEncoder:
         start = time.perf_counter()
         lm = obs.landmarks
         if self.visibility_hold is not None and lm.batch == 1:  # spec §7.3 "Visibility hysteresis"
-            lm = replace(lm, pose_visibility=self.visibility_hold(lm.pose_visibility[0])[None])
+            lm = replace(lm, pose_visibility=self.visibility_hold(
+                lm.pose_visibility[0], None if lm.pose_in_frame is None else lm.pose_in_frame[0])[None])
         # one frame prepared once for the live calibration and the encoder, where both take
         # it alike (no image-plane swap check, the same threshold)
         frame = prepare1(lm, visibility_threshold=self.visibility_threshold) if (

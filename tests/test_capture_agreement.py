@@ -225,3 +225,102 @@ async def test_browser_and_python_agree_on_the_same_pixels(photo: str, tmp_path:
     assert not over, over
     flipped = {d: round(r, 3) for d, r in flips.items() if r > TOLERANCE}
     assert not flipped, flipped
+
+
+CLIP = Path(__file__).resolve().parent / "data" / "video" / "cut.mjpeg"
+CLIP_FPS = 2.0  # tests/data/video/make_cut_clip.py FPS
+FAKE_CAMERA_FPS = 30  # Chromium plays an .mjpeg at 30 frames a second
+CLIP_FRAMES = 45  # page frames: more than one pass of the 10 s clip at 3–4 frames/s
+ARM_PARTS = ("arm_l", "arm_r", "hand_l", "hand_r")
+
+
+def clip_frames(data: bytes) -> list[bytes]:
+    """The JPEG frames of an ``.mjpeg`` (concatenated JPEGs)."""
+    parts = data.split(b"\xff\xd9\xff\xd8")
+    return [(b"" if i == 0 else b"\xff\xd8") + p + (b"" if i == len(parts) - 1 else b"\xff\xd9")
+            for i, p in enumerate(parts)]
+
+
+def _thumb(rgb: np.ndarray) -> np.ndarray:
+    from PIL import Image
+
+    small = np.asarray(Image.fromarray(rgb).resize((8, 8), Image.Resampling.BOX), dtype=np.float64)
+    return small.mean(axis=2).ravel()
+
+
+async def test_the_cut_clip_agrees_and_drops_the_arms_with_the_python_producer(tmp_path: Path) -> None:
+    """The committed clip (tests/data/video: the footballer with a slow zoom, then a cut to a
+    face alone): the page's frames against the Python producer on the same clip frames in the
+    order the page saw them (each page frame matched to its clip frame by its thumbnail), per
+    dim on steady whole-body frames; after each cut the page sends the arm and hand dims for
+    no more frames than the Python producer does."""
+    from PIL import Image
+
+    jpegs = clip_frames(CLIP.read_bytes())
+    assert len(jpegs) == 20 and CLIP.stat().st_size < 1_000_000
+    rgbs = [np.asarray(Image.open(io.BytesIO(j)).convert("RGB")) for j in jpegs]
+    face_only = [k >= 12 for k in range(len(jpegs))]  # make_cut_clip.WHOLE_BODY
+    thumbs = np.array([_thumb(rgb) for rgb in rgbs])
+    hold = round(FAKE_CAMERA_FPS / CLIP_FPS)
+    played = b"".join(j * hold for j in jpegs)
+    shots = Path(os.environ.get("POSEWIRE_SCREENSHOTS", tmp_path))
+    shots.mkdir(parents=True, exist_ok=True)
+    report, _ = await cb.browser_capture(played, tmp_path, shots / "agree_cut.png", frames=CLIP_FRAMES,
+                                         query="&record=1", repeat=1)
+    assert "error" not in report, report
+    assert not report["capture_errors"], report["capture_errors"]
+    hist = report["history"]
+    which = [int(np.argmin(np.abs(thumbs - np.array(h["thumb"], dtype=np.float64)).sum(axis=1))) for h in hist]
+    face = [face_only[k] for k in which]
+    print(f"\ncut.mjpeg: page frames showed clip frames {which}")
+    assert any(face) and not all(face), "the page saw only one side of the cut"
+
+    height, width = rgbs[0].shape[:2]
+    gain = report["hand_depth_gain"]
+    raw = _vec([h["raw"] for h in hist])
+    py_raw, py_states = python_encode([observation(h, width, height) for h in hist], gain, None)
+    both = np.isfinite(raw) & np.isfinite(py_raw)
+    assert np.array_equal(np.isfinite(raw), np.isfinite(py_raw))
+    assert [h["tracking"] for h in hist] == py_states
+    assert float(np.abs(raw[both] - py_raw[both]).max()) <= ENCODING_TOLERANCE
+
+    from posewire.producers.mediapipe_source import MediaPipeEstimator
+
+    t_ms = [round(h["t"]) for h in hist]
+    with MediaPipeEstimator(mode="video") as est:
+        seen = [est.process(rgbs[k], timestamp_ms=t) for k, t in zip(which, t_ms, strict=True)]
+    want, want_states = python_encode(seen, gain, [1000 * t for t in t_ms])
+    sent = _vec([h["vector"] for h in hist])
+    states = [h["tracking"] for h in hist]
+
+    # after each cut: frames (and seconds) that still send the arms, page and Python
+    cuts = [i for i in range(1, len(hist)) if face[i] and not face[i - 1]]
+    for c in cuts:
+        end = next((i for i in range(c, len(hist)) if not face[i]), len(hist))
+
+        def lingering(st: list[dict[str, str]], c: int = c, end: int = end) -> int:
+            return sum(1 for i in range(c, end) if any(st[i].get(p) == "tracked" for p in ARM_PARTS))
+
+        page, python = lingering(states), lingering(want_states)
+        seconds = 0.0 if page == 0 else (hist[c + page - 1]["t"] - hist[c]["t"]) / 1000
+        print(f"cut.mjpeg: cut at page frame {c}: arms still sent for {page} page frames ({seconds:.2f} s), "
+              f"Python {python} frames")
+        assert page <= python, (page, python)
+        assert seconds < 1.0
+
+    # steady whole-body frames: 6 page frames after the last cut or the start
+    err: dict[str, float] = {}
+    for i in range(len(hist)):
+        if face[i] or i < 6 or any(face[i - 6:i]):
+            continue
+        cols = _tracked_cols(states[i]) & _tracked_cols(want_states[i]) & np.isfinite(sent[i]) & np.isfinite(want[i])
+        for k in np.flatnonzero(cols):
+            err[IDS[k]] = max(err.get(IDS[k], 0.0), abs(float(sent[i, k] - want[i, k])))
+    RESULTS["cut.mjpeg"] = err
+    worst = sorted(err.items(), key=lambda kv: -kv[1])[:8]
+    print("cut.mjpeg: max |browser - python| on steady whole-body frames, worst dims: "
+          + json.dumps({k: round(v, 3) for k, v in worst}))
+    print(table(RESULTS))
+    assert err, "no steady whole-body frame compared"
+    over = {d: round(e, 3) for d, e in err.items() if e > TOLERANCE}
+    assert not over, over

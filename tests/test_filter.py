@@ -222,3 +222,13 @@ def test_the_visibility_hold_refuses_bad_input() -> None:
     with pytest.raises(UsageError) as err:
         VisibilityHold()(np.zeros(32))
     assert err.value.code == "usage.shape"
+
+
+@given(st.floats(0.5, 1.0), st.integers(0, 32))
+def test_a_landmark_outside_the_image_is_not_seen(v: float, k: int) -> None:
+    hold = VisibilityHold()
+    hold(np.full(33, v))
+    inside = np.ones(33, dtype=bool)
+    inside[k] = False
+    held = hold(np.full(33, v), inside)
+    assert held[k] == 0.0 and (np.delete(held, k) == v).all()

@@ -111,17 +111,19 @@ def test_js_one_euro_filter_equals_python_on_the_signer() -> None:
 def test_js_visibility_hold_equals_python_on_the_signer() -> None:
     """js/posewire/live.mjs VisibilityHold is producers/filter.py VisibilityHold (spec §7.3
     "Visibility hysteresis"): exactly equal over the signer recording's pose visibilities,
-    with noise near the cuts and missing values added."""
+    with noise near the cuts, missing values and landmarks outside the image added."""
     from posewire.producers.filter import VisibilityHold
 
     vis = read_pose_file(SIGNER).landmarks.pose_visibility
     rng = np.random.default_rng(7)
     noisy = np.clip(vis + rng.normal(0.0, 0.1, vis.shape), 0.0, 1.0)
     noisy[rng.random(noisy.shape) < 0.02] = np.nan
+    inside = rng.random(noisy.shape) > 0.05
     hold = VisibilityHold()
-    want = np.array([hold(v) for v in noisy])
+    want = np.array([hold(v, f) for v, f in zip(noisy, inside, strict=True)])
     assert NODE is not None
-    payload = {"width": hold.width, "visibility": [[x if math.isfinite(x) else None for x in v] for v in noisy.tolist()]}
+    payload = {"width": hold.width, "visibility": [[x if math.isfinite(x) else None for x in v] for v in noisy.tolist()],
+               "in_frame": inside.tolist()}
     done = subprocess.run([NODE, str(ROOT / "js" / "test" / "visibility_hold.mjs")], input=json.dumps(payload),
                           capture_output=True, text=True, timeout=60, check=True)
     got = np.array(json.loads(done.stdout))

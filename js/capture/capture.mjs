@@ -226,7 +226,7 @@ async function start() {
     const t2 = performance.now();
     const frame = frameFromResults(results, face, w, h);
     const seen = frame.pose_visibility; // what the pose model gave (recorded)
-    frame.pose_visibility = visibilityHold.apply(seen); // spec §7.3 "Visibility hysteresis"
+    frame.pose_visibility = visibilityHold.apply(seen, frame.pose_in_frame); // spec §7.3 "Visibility hysteresis"
     const e0 = performance.now();
     const gainBefore = live.handDepthGain;
     const changed = live.update(frame, handScale(results, w, h));

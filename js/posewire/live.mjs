@@ -532,10 +532,13 @@ export class VisibilityHold {
     this.held = null;
   }
 
-  /** The held visibility (a new array of 33) after this frame's `visibility` (33 numbers). */
-  apply(visibility) {
+  /** The held visibility (a new array of 33) after this frame's `visibility` (33 numbers) and,
+   * where known, whether each landmark lies inside the image, `inFrame` (33 booleans): a missing
+   * visibility and a landmark outside the image count 0. */
+  apply(visibility, inFrame = null) {
     if (visibility.length !== 33) throw new RangeError(`visibility must have 33 values, got ${visibility.length}`);
-    const v = Array.from(visibility, (x) => (Number.isFinite(x) ? x : 0)); // a missing visibility is not seen
+    if (inFrame !== null && inFrame.length !== 33) throw new RangeError(`inFrame must have 33 values, got ${inFrame.length}`);
+    const v = Array.from(visibility, (x, i) => (Number.isFinite(x) && (inFrame === null || inFrame[i]) ? x : 0));
     if (this.held === null) this.held = v;
     else this.held = v.map((x, i) => (Math.abs(x - this.held[i]) > this.width ? x : this.held[i]));
     return this.held.slice();
