@@ -122,8 +122,8 @@ def test_js_visibility_hold_equals_python_on_the_signer() -> None:
     hold = VisibilityHold()
     want = np.array([hold(v, f) for v, f in zip(noisy, inside, strict=True)])
     assert NODE is not None
-    payload = {"width": hold.width, "visibility": [[x if math.isfinite(x) else None for x in v] for v in noisy.tolist()],
-               "in_frame": inside.tolist()}
+    payload = {"width": hold.width, "in_frame": inside.tolist(),
+               "visibility": [[x if math.isfinite(x) else None for x in v] for v in noisy.tolist()]}
     done = subprocess.run([NODE, str(ROOT / "js" / "test" / "visibility_hold.mjs")], input=json.dumps(payload),
                           capture_output=True, text=True, timeout=60, check=True)
     got = np.array(json.loads(done.stdout))

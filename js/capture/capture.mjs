@@ -27,7 +27,7 @@ const view = $('view');
 const ctx = view.getContext('2d');
 const statusLine = $('status');
 const work = document.createElement('canvas'); // the frame MediaPipe sees (un-mirrored)
-const wctx = work.getContext('2d', { willReadFrequently: false });
+const wctx = work.getContext('2d', { willReadFrequently: new URLSearchParams(location.search).get('record') === '1' });
 
 // what the page did, for tests and curious users (window.posewireCapture)
 const state = {
@@ -45,14 +45,20 @@ const params = new URLSearchParams(location.search);
 if (params.has('mirrored')) $('mirrored').checked = params.get('mirrored') === '1';
 
 const record = params.get('record') === '1';
-const thumb = document.createElement('canvas');
-thumb.width = 8; thumb.height = 8;
-const tctx = thumb.getContext('2d', { willReadFrequently: true });
-/** The frame MediaPipe saw as 8 × 8 grey levels (which photo a recorded frame showed). */
+/** The frame MediaPipe saw as 16 × 12 grey levels, each the mean of its cell (which clip frame
+ * a recorded frame showed). */
 function thumbnail() {
-  tctx.drawImage(work, 0, 0, 8, 8);
-  const d = tctx.getImageData(0, 0, 8, 8).data;
-  return Array.from({ length: 64 }, (_, i) => Math.round((d[4 * i] + d[4 * i + 1] + d[4 * i + 2]) / 3));
+  const { width: w, height: h } = work;
+  const d = wctx.getImageData(0, 0, w, h).data;
+  const sums = new Float64Array(16 * 12); const counts = new Float64Array(16 * 12);
+  for (let y = 0; y < h; y += 1) {
+    const row = Math.min(11, Math.floor((12 * y) / h));
+    for (let x = 0; x < w; x += 1) {
+      const i = 4 * (y * w + x); const cell = 16 * row + Math.min(15, Math.floor((16 * x) / w));
+      sums[cell] += (d[i] + d[i + 1] + d[i + 2]) / 3; counts[cell] += 1;
+    }
+  }
+  return Array.from(sums, (s, k) => s / counts[k]);
 }
 
 function status(text) { statusLine.textContent = text; if (params.has('debug')) console.log(text); }
