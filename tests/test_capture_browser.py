@@ -69,7 +69,7 @@ pytestmark = pytest.mark.skipif(_deps_missing() is not None, reason=str(_deps_mi
 
 
 def python_producer(jpeg: bytes, frames: int, gain: dict[str, float]) -> tuple[np.ndarray, dict[str, str]]:
-    """The Python producer (MediaPipe 0.10.21, LiveEncoder, One-Euro on) on the decoded frame,
+    """The Python producer (MediaPipe 0.10.21, LiveEncoder, One-Euro and the visibility hold on) on the decoded frame,
     ``frames`` times: the last vector and tracking states. The hand depth gain (spec §4.3) is
     the page's ``gain`` (1: the page runs with ``depthgain=off``): on a still photo the
     rigidity fit over frames sees only each build's jitter (the page found 4.0 for the
@@ -80,18 +80,19 @@ def python_producer(jpeg: bytes, frames: int, gain: dict[str, float]) -> tuple[n
 
     from PIL import Image
 
-    from posewire.producers.filter import VectorFilter
+    from posewire.producers.filter import VectorFilter, VisibilityHold
     from posewire.producers.live import LiveEncoder
     from posewire.producers.mediapipe_source import MediaPipeEstimator
 
     rgb = np.asarray(Image.open(io.BytesIO(jpeg)).convert("RGB"))
-    live = LiveEncoder()
+    live = LiveEncoder(visibility_hold=VisibilityHold())  # a stream (spec §7.3), as the page
     with MediaPipeEstimator(mode="video") as est:
         seen = [est.process(rgb, timestamp_ms=300 * i) for i in range(frames)]
     for obs in seen:
         live.encode(obs)
     assert live.calibration is not None
-    enc = LiveEncoder(calibration=replace(live.calibration, hand_depth_gain=gain), smoothing=VectorFilter())
+    enc = LiveEncoder(calibration=replace(live.calibration, hand_depth_gain=gain), smoothing=VectorFilter(),
+                      visibility_hold=VisibilityHold())
     for i, obs in enumerate(seen):
         out = enc.encode(obs, t_us=300_000 * i)
     states = {p: "tracked" for p in out.tracked} | dict(out.conditions.tracking)
