@@ -49,7 +49,8 @@ pytestmark = cb.pytestmark
 #: model complexity 1, landmark smoothing on, refine off, confidences 0.5, video mode, CPU;
 #: the page's pixels identical from frame to frame, thumbnail spread 0; the encoders equal
 #: within 1e-7 on the browser's landmarks, the first assertion, which must hold on every photo):
-#: soccer_player: the browser's left-hand landmarks move on the still photo (raw g_ring_side_l
+#: soccer_player: the browser's left-hand landmarks move on the still photo (the ring fingertip
+#: relative to its knuckle cycles between (−0.7, 15.6) and (−5.7, 12.0) px; raw g_ring_side_l
 #: spans 0.69, g_pinky_side_l 0.33, where Python's own span at most 0.04 on the same pixels);
 #: steady frames 0.22 (g_ring_side_l) and 0.13 apart. astronaut: the hips lie outside the
 #: photo, both builds guess them inside the letterboxed frame at visibility 0.99, and neither
