@@ -30,6 +30,7 @@ import base64
 import io
 import json
 import os
+import warnings
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -56,7 +57,9 @@ pytestmark = cb.pytestmark
 #: photo, both builds guess them inside the letterboxed frame at visibility 0.99, and neither
 #: is steady: Python's b_pitch goes −0.73 … +0.90 over 20 frames of identical pixels, the
 #: browser's torso pitch 13°–53°, which puts the body outside its plausible range (§4.5) on some
-#: frames (body tracked/lost) and moves the chest-relative head (h_pitch 0.50 apart).
+#: frames (body tracked/lost) and moves the chest-relative head (h_pitch 0.50 apart); its raw
+#: pose landmarks spread 2–12 px over the steady frames (wrists 12.5) where Python's spread
+#: 0.1–0.3 px (printed per part by ``landmark_gaps``).
 BUILDS_DISAGREE = {"soccer_player.jpg", "astronaut.jpg"}
 #: Photos with a person the page tracks (the hand-only photos have no body: Holistic finds
 #: nothing there and the page runs no HandLandmarker, spec §7.5).
@@ -140,6 +143,40 @@ def python_on_pixels(rgb: np.ndarray, frames: int) -> list[Any]:
         return [est.process(rgb, timestamp_ms=250 * i) for i in range(frames)]
 
 
+#: Pose landmarks per part (MediaPipe pose indices) for the raw-landmark comparison.
+POSE_PARTS = {"shoulders": [11, 12], "elbows": [13, 14], "wrists": [15, 16], "hips": [23, 24], "head": [0, 7, 8]}
+
+
+def landmark_gaps(browser: list[Any], python: list[Any]) -> dict[str, tuple[float, float, float]]:
+    """Per part, the raw landmarks of the two builds on the same pixels (both as Observations):
+    (max |browser − python| on the last frame, the browser's and Python's own spread over the
+    steady frames), in image pixels (the pose, the hands, the face mesh) — what MediaPipe gave,
+    before any of our code."""
+    steady = slice(STEADY, None)
+
+    def parts(obs: Any) -> dict[str, np.ndarray]:
+        lm = obs.landmarks
+        out = {name: obs.pose_image[idx, :2] for name, idx in POSE_PARTS.items()}
+        out["hand_l"], out["hand_r"] = lm.left_hand[0][:, :2], lm.right_hand[0][:, :2]
+        out["face_mesh"] = np.full((478, 2), np.nan) if obs.face_mesh is None else obs.face_mesh[:, :2]
+        return out
+
+    def spread(seq: list[dict[str, np.ndarray]], name: str) -> float:
+        pts = np.array([f[name] for f in seq])
+        with warnings.catch_warnings():  # a part missing on some frames: NaN
+            warnings.simplefilter("ignore", RuntimeWarning)
+            d = np.nanmax(np.linalg.norm(pts - np.nanmean(pts, axis=0), axis=-1)) if np.isfinite(pts).any() else np.nan
+        return float(d)
+
+    b, q = [parts(o) for o in browser[steady]], [parts(o) for o in python[steady]]
+    gaps = {}
+    for name in b[-1]:
+        diff = np.linalg.norm(b[-1][name] - q[-1][name], axis=-1)
+        gap = float(np.nanmax(diff)) if np.isfinite(diff).any() else np.nan
+        gaps[name] = (gap, spread(b, name), spread(q, name))
+    return gaps
+
+
 def _vec(rows: list[Any]) -> np.ndarray:
     return np.array([[_nan(x) for x in r] for r in rows])
 
@@ -202,6 +239,11 @@ async def test_browser_and_python_agree_on_the_same_pixels(photo: str, tmp_path:
 
     # end to end: the Python producer on the pixels the page saw
     seen = python_on_pixels(rgb, FRAMES)
+    # landmarks: what each MediaPipe build gave on those pixels, per part (pixels)
+    gaps = landmark_gaps([observation(h, width, height) for h in hist], seen)
+    print(f"{photo}: raw landmarks, px (browser - python on the last frame; browser / python spread over steady "
+          "frames): " + "; ".join(f"{k} {g:.1f} ({sb:.1f} / {sp:.1f})" for k, (g, sb, sp) in gaps.items()
+                                if np.isfinite(g) or np.isfinite(sb) or np.isfinite(sp)))
     times = [250_000 * i for i in range(FRAMES)]
     want, want_states = python_encode(seen, gain, times)
     target = want[-1]
