@@ -307,13 +307,15 @@ async def test_a_forged_window_pong_gains_a_consumer_that_does_not_read_nothing(
             sock = await raw_consumer(relay.port, "s")
             await wait_for(lambda: relay.streams.get("s") == (1, 1))
             (client,) = relay._streams["s"].consumers
-            window = relay._streams["s"].window
+            stream = relay._streams["s"]
+            window = stream.window  # follows the measured rate: the largest it was counts
             delivered = [0]
             began = time.monotonic()
             closed_after: float | None = None
             mark = 0
             while time.monotonic() - began < 6.0:
                 delivered[0] = max(delivered[0], client.sent)
+                window = max(window, stream.window)
                 if relay.streams.get("s") != (1, 1):
                     closed_after = time.monotonic() - began
                     break
