@@ -177,6 +177,15 @@ def landmark_gaps(browser: list[Any], python: list[Any]) -> dict[str, tuple[floa
     return gaps
 
 
+def pixel_digest(rgb: np.ndarray) -> int:
+    """FNV-1a (32 bit) of an opaque frame's RGBA bytes: the page's ``pixelDigest`` (capture.mjs)."""
+    rgba = np.concatenate([rgb, np.full((*rgb.shape[:2], 1), 255, np.uint8)], axis=2)
+    h = 0x811C9DC5
+    for byte in rgba.tobytes():
+        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
 def _vec(rows: list[Any]) -> np.ndarray:
     return np.array([[_nan(x) for x in r] for r in rows])
 
@@ -196,6 +205,7 @@ async def _record(photo: str, tmp: Path) -> tuple[dict[str, Any], np.ndarray]:
     from PIL import Image
 
     png = base64.b64decode(report["pixels"].split(",", 1)[1])
+    (shots / f"agree_{photo}.pixels.png").write_bytes(png)  # for benchmarks/holistic_builds_study.py --pixels
     rgb = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
     return report, rgb
 
@@ -236,6 +246,10 @@ async def test_browser_and_python_agree_on_the_same_pixels(photo: str, tmp_path:
     worst_enc = max(enc_err.values(), default=0.0)
     print(f"\n{photo}: encoding |browser encoder - python encoder| on the browser's landmarks: max {worst_enc:.2e}"
           f" ({max(enc_err, key=enc_err.__getitem__) if enc_err else '-'})")
+
+    # the page gave MediaPipe the very same pixels on every steady frame, those Python is given
+    digests = {h["digest"] for h in hist[STEADY:]}
+    assert digests == {pixel_digest(rgb)}, f"{photo}: the page's pixels changed on a still photo ({len(digests)})"
 
     # end to end: the Python producer on the pixels the page saw
     seen = python_on_pixels(rgb, FRAMES)
