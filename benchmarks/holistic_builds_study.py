@@ -9,7 +9,9 @@ the Python producer the ``mediapipe`` wheel's legacy Holistic. Two questions, tw
    (``mediapipe/modules/...``)? Files whose bytes differ are compared tensor by tensor (the
    TFLite flatbuffer's ``Model.buffers``; the metadata buffers named in ``Model.metadata``
    apart). Also printed: the Holistic subgraph the web graph (``holistic.binarypb``) runs and
-   whether the wasm carries the CPU graphs at all.
+   whether the wasm carries the CPU graphs at all. Then the Python build run with the page's
+   model files in place of the wheel's (its resource root pointed at a copy of
+   ``mediapipe/modules`` with them substituted): the largest landmark difference it makes.
 2. **The conditioning**: the Python build on a photo as the fake camera shows it
    (``tests/captureutil.camera_frame``, decoded by Pillow) and, with ``--pixels``, on the very
    pixels the page gave its MediaPipe (the ``agree_*.pixels.png`` that
@@ -35,9 +37,11 @@ import io
 import json
 import re
 import sys
+import tempfile
 import warnings
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -151,6 +155,57 @@ def web_graph() -> str:
             f"in the simd wasm: {have}")
 
 
+def python_on(rgb: np.ndarray, frames: int, root: Path | None) -> list[Any]:
+    """The Python build on ``rgb`` ``frames`` times (video mode); ``root``: the resource root
+    its models load from (``root/mediapipe/modules/...``; None: the wheel's)."""
+    from mediapipe.python import solution_base
+
+    from posewire.producers.mediapipe_source import MediaPipeEstimator
+
+    real = solution_base.resource_util
+    if root is not None:
+        solution_base.resource_util = SimpleNamespace(set_resource_dir=lambda _wheel: real.set_resource_dir(str(root)))
+    try:
+        with MediaPipeEstimator(mode="video") as est:
+            return [est.process(rgb, timestamp_ms=250 * i) for i in range(frames)]
+    finally:
+        solution_base.resource_util = real
+
+
+def swapped_table(sources: list[str], frames: int) -> str:
+    """Per frame source, the largest |wheel − page files| over the landmarks the Python build gives."""
+    import mediapipe
+
+    wheel = Path(mediapipe.__file__).parent
+    rows = ["| frame | pose (px) | pose world (m) | visibility | hands (px) |", "| --- |" + " ---: |" * 4]
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for path in (wheel / "modules").rglob("*"):
+            if path.is_file():
+                target = root / "mediapipe" / path.relative_to(wheel)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.symlink_to(path)
+        for rel, data in packed_files().items():
+            target = root / "mediapipe" / rel
+            target.unlink(missing_ok=True)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        for source in sources:
+            rgb = frame_pixels(source)
+            a, b = python_on(rgb, frames, None)[-1], python_on(rgb, frames, root)[-1]
+
+            def gap(x: np.ndarray, y: np.ndarray) -> str:
+                d = np.abs(np.asarray(x, dtype=np.float64) - np.asarray(y, dtype=np.float64))
+                return "–" if not np.isfinite(d).any() else f"{float(np.nanmax(d)):.2g}"
+
+            la, lb = a.landmarks, b.landmarks
+            hands = gap(np.stack([la.left_hand[0], la.right_hand[0]]), np.stack([lb.left_hand[0], lb.right_hand[0]]))
+            vis = gap(la.pose_visibility, lb.pose_visibility)
+            rows.append(f"| {Path(source).name} | {gap(a.pose_image, b.pose_image)} | "
+                        f"{gap(la.pose_world, lb.pose_world)} | {vis} | {hands} |")
+    return "\n".join(rows)
+
+
 # --- 2. the conditioning -------------------------------------------------------------------
 
 def frame_pixels(source: str) -> np.ndarray:
@@ -234,6 +289,8 @@ def main() -> None:
     print(weights_table())
     print()
     print(web_graph())
+    print(f"\nThe Python build with the page's model files, against the wheel's (frame {args.frames}):\n")
+    print(swapped_table(args.photos + args.pixels, args.frames))
     if not args.skip_conditioning:
         print(f"\n## The Python build on a still photo, {args.frames} frames (steady: from frame {STEADY})\n")
         print(conditioning_table(args.photos + args.pixels, args.frames))
