@@ -60,7 +60,7 @@ pytestmark = cb.pytestmark
 #: 0.01) but ±1 grey level of noise makes it span 0.41 and moves its wrists 22 px, as the
 #: browser's move 10–26 px on identical pixels; its torso pitch puts the body outside its
 #: plausible range (§4.5) on some frames (body tracked/lost) and moves the chest-relative head
-#: (h_pitch 0.45–0.50 apart, b_pitch 0.3–0.85; the per-part spreads printed by ``landmark_gaps``).
+#: (h_pitch 0.39–0.50 apart, b_pitch 0.3–0.85; the per-part spreads printed by ``landmark_gaps``).
 BUILDS_DISAGREE = {"soccer_player.jpg", "astronaut.jpg"}
 #: Photos with a person the page tracks (the hand-only photos have no body: Holistic finds
 #: nothing there and the page runs no HandLandmarker, spec §7.5).
