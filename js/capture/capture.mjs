@@ -60,6 +60,14 @@ function thumbnail() {
   }
   return Array.from(sums, (s, k) => s / counts[k]);
 }
+/** FNV-1a (32 bit) of the frame MediaPipe saw, RGBA bytes: whether two recorded frames were the
+ * very same pixels (the thumbnail cannot tell a grey level). */
+function pixelDigest() {
+  const d = wctx.getImageData(0, 0, work.width, work.height).data;
+  let h = 0x811c9dc5;
+  for (let i = 0; i < d.length; i += 1) h = Math.imul(h ^ d[i], 0x01000193);
+  return h >>> 0;
+}
 
 function status(text) { statusLine.textContent = text; if (params.has('debug')) console.log(text); }
 
@@ -291,7 +299,7 @@ async function start() {
         frame, visibility_seen: seen, pose_image: results?.poseLandmarks?.map((p) => [p.x, p.y, p.z]) ?? null,
         face_mesh: mesh ? mesh.map((p) => [p.x, p.y, p.z]) : null,
         face_matrix: face?.facialTransformationMatrixes?.[0]?.data ? Array.from(face.facialTransformationMatrixes[0].data) : null,
-        thumb: thumbnail() });
+        thumb: thumbnail(), digest: pixelDigest() });
       if (state.pixels === undefined) state.pixels = work.toDataURL('image/png'); // the pixels MediaPipe saw
     }
     const s = state.stats;
