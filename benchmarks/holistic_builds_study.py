@@ -223,6 +223,8 @@ def conditioning(rgb: np.ndarray, frames: int, noise: int, seed: int = 0) -> tup
     (0: the same pixels): per part the landmark spread over the steady frames (px), per dim
     its raw range (the live encoder, no filter)."""
 
+    from captureutil import perturbed
+
     from posewire.producers.filter import VisibilityHold
     from posewire.producers.live import LiveEncoder
     from posewire.producers.mediapipe_source import MediaPipeEstimator
@@ -231,8 +233,7 @@ def conditioning(rgb: np.ndarray, frames: int, noise: int, seed: int = 0) -> tup
     with MediaPipeEstimator(mode="video") as est:
         seen = []
         for i in range(frames):
-            x = rgb if noise == 0 else np.clip(rgb.astype(np.int16) + rng.integers(-noise, noise + 1, rgb.shape),
-                                               0, 255).astype(np.uint8)
+            x = rgb if noise == 0 else perturbed(rgb, rng, noise)
             seen.append(est.process(x, timestamp_ms=250 * i))
     steady = seen[STEADY:]
 

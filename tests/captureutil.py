@@ -13,8 +13,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 __all__ = ["CHROMIUM", "DRIVER", "NODE", "PHOTOS", "browser_missing", "camera_clip", "camera_frame", "drive_capture",
-           "read_until"]
+           "perturbed", "read_until"]
 
 ROOT = Path(__file__).resolve().parent.parent
 PHOTOS = ROOT / "tests" / "data" / "photos"
@@ -42,6 +44,12 @@ def camera_frame(photo: str) -> bytes:
     out = io.BytesIO()
     canvas.save(out, "JPEG", quality=92)
     return out.getvalue()
+
+
+def perturbed(rgb: np.ndarray, rng: np.random.Generator, noise: int = 1) -> np.ndarray:
+    """``rgb`` with ±``noise`` grey levels of uniform noise per pixel and channel (clipped): of
+    the size of the differences between two JPEG decoders of the same file."""
+    return np.clip(rgb.astype(np.int16) + rng.integers(-noise, noise + 1, rgb.shape), 0, 255).astype(np.uint8)
 
 
 def camera_clip(photo: str, folder: Path) -> Path:

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import pytest
 import test_capture_browser as cb
-from captureutil import camera_frame
+from captureutil import camera_frame, perturbed
 
 from posewire.codec.morph import ARKIT_INDEX, N_ARKIT
 from posewire.codec.registry import DIMENSIONS
@@ -70,6 +70,9 @@ STEADY = 10  # frames after which the filter has settled (0.5 Hz fingers at 3–
 TOLERANCE = 0.15  # per dim, browser against Python on steady frames
 ENCODING_TOLERANCE = 1e-6  # the browser's landmarks through either encoder
 IDS = [d.id for d in DIMENSIONS]
+#: The seeds of the Python producer's runs on a photo's pixels with ±1 grey level of noise per
+#: frame (``perturbed``): with the run as given, the range of answers the picture allows.
+NOISE_SEEDS = (1, 2, 3)
 
 
 def _nan(x: Any) -> float:
@@ -136,12 +139,15 @@ def python_encode(observations: list[Any], gain: dict[str, float], times_us: lis
     return np.array(vectors), states
 
 
-def python_on_pixels(rgb: np.ndarray, frames: int) -> list[Any]:
-    """The Python MediaPipe build (video mode, as the page) on the same pixels, ``frames`` times."""
+def python_on_pixels(rgb: np.ndarray, frames: int, *, noise_seed: int | None = None) -> list[Any]:
+    """The Python MediaPipe build (video mode, as the page) on the same pixels, ``frames`` times;
+    with ``noise_seed``, each frame with its own ±1 grey level of uniform noise per channel."""
     from posewire.producers.mediapipe_source import MediaPipeEstimator
 
+    rng = None if noise_seed is None else np.random.default_rng(noise_seed)
     with MediaPipeEstimator(mode="video") as est:
-        return [est.process(rgb, timestamp_ms=250 * i) for i in range(frames)]
+        return [est.process(rgb if rng is None else perturbed(rgb, rng), timestamp_ms=250 * i) for i in range(frames)]
+
 
 
 #: Pose landmarks per part (MediaPipe pose indices) for the raw-landmark comparison.
@@ -176,6 +182,31 @@ def landmark_gaps(browser: list[Any], python: list[Any]) -> dict[str, tuple[floa
         gap = float(np.nanmax(diff)) if np.isfinite(diff).any() else np.nan
         gaps[name] = (gap, spread(b, name), spread(q, name))
     return gaps
+
+
+def outside_python(sent: np.ndarray, states: list[dict[str, str]],
+                   ensemble: list[tuple[np.ndarray, list[dict[str, str]]]], frames: range,
+                   python_frames: range) -> tuple[dict[str, float], dict[str, float]]:
+    """Per dim, how far the page's ``sent`` vectors on ``frames`` lie outside the range of the
+    Python producer's answers on ``python_frames`` over ``ensemble`` (its runs on the same
+    picture: as given, and under imperceptible noise), where both track the dim's part; and
+    that range (Python's own span: how well the picture determines the dim)."""
+    lo: dict[str, float] = {}
+    hi: dict[str, float] = {}
+    for want, want_states in ensemble:
+        for i in python_frames:
+            cols = _tracked_cols(want_states[i]) & np.isfinite(want[i])
+            for k in np.flatnonzero(cols):
+                d, v = IDS[k], float(want[i, k])
+                lo[d], hi[d] = min(lo.get(d, v), v), max(hi.get(d, v), v)
+    outside: dict[str, float] = {}
+    for i in frames:
+        cols = _tracked_cols(states[i]) & np.isfinite(sent[i])
+        for k in np.flatnonzero(cols):
+            d, v = IDS[k], float(sent[i, k])
+            if d in lo:
+                outside[d] = max(outside.get(d, 0.0), lo[d] - v, v - hi[d], 0.0)
+    return outside, {d: hi[d] - lo[d] for d in lo}
 
 
 def pixel_digest(rgb: np.ndarray) -> int:
@@ -285,10 +316,21 @@ async def test_browser_and_python_agree_on_the_same_pixels(photo: str, tmp_path:
     print(f"{photo}: raw range over steady frames (a flip shows here): "
           + json.dumps({k: round(v, 3) for k, v in spread}))
     print(table(RESULTS))
+
+    # conditioning: Python's own answers to the same picture under ±1 grey level (NOISE_SEEDS)
+    ensemble = [(want, want_states)] + [python_encode(python_on_pixels(rgb, FRAMES, noise_seed=s), gain, times)
+                                        for s in NOISE_SEEDS]
+    outside, python_span = outside_python(sent, states, ensemble, steady, range(STEADY, FRAMES))
+    print(f"{photo}: Python's own steady span under ±1 grey level, worst dims: "
+          + json.dumps({k: round(v, 3) for k, v in sorted(python_span.items(), key=lambda kv: -kv[1])[:5]}))
+    print(f"{photo}: browser outside the range of Python's answers, worst dims: "
+          + json.dumps({k: round(v, 3) for k, v in sorted(outside.items(), key=lambda kv: -kv[1])[:5]}))
     assert worst_enc <= ENCODING_TOLERANCE, enc_err
+    beyond = {d: round(e, 3) for d, e in outside.items() if e > TOLERANCE}
     if photo in BUILDS_DISAGREE:
         pytest.xfail(f"{photo}: Holistic is ill-conditioned on this still photo and the two builds settle apart "
-                     "(BUILDS_DISAGREE, measured above)")
+                     f"(BUILDS_DISAGREE, measured above); beyond Python's own answers under ±1 grey level: {beyond}")
+    assert not beyond, f"{photo}: steady frames further than {TOLERANCE} from any answer Python gives: {beyond}"
     unsteady = {s for i in steady for s in [json.dumps(states[i], sort_keys=True)]}
     assert len(unsteady) == 1, f"tracking states changed on a still photo: {unsteady}"
     over = {d: round(e, 3) for d, e in err.items() if e > TOLERANCE}
