@@ -49,7 +49,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 HOLISTIC = ROOT / "js" / "node_modules" / "@mediapipe" / "holistic"
 PHOTOS = ["soccer_player.jpg", "astronaut.jpg", "grace_hopper.jpg"]
-STEADY = 10  # frames before the filters and Holistic's tracking settle (tests/test_capture_agreement.py)
+#: Frames before the filters and the Python build's Holistic settle on a still photo (the
+#: page's build takes up to 40: tests/test_capture_agreement.py STEADY).
+STEADY = 10
 #: MediaPipe pose indices per part (tests/test_capture_agreement.py POSE_PARTS).
 POSE_PARTS = {"shoulders": [11, 12], "elbows": [13, 14], "wrists": [15, 16], "hips": [23, 24], "head": [0, 7, 8]}
 
