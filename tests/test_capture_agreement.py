@@ -390,8 +390,9 @@ CLIP_SETTLE_S = 12.0
 CLIP_TAIL_S = 40.0
 CLIP_FRAMES = 100  # page frames: the settling, the zoom and the cut at 3–5 frames/s
 #: Page frames before a whole-body frame counts as steady: the footballer, hips in view, settles
-#: within 10 (the photo's figures from frame 10 and from frame 40 are alike).
-CLIP_STEADY = 20
+#: within 10 (the photo's figures from frame 10 and from frame 40 are alike), and a page at
+#: 2 frames/s has its first 8–10 frames before the zoom.
+CLIP_STEADY = 10
 ARM_PARTS = ("arm_l", "arm_r", "hand_l", "hand_r")
 #: Why the page may still send the arms after a cut (measured, printed above): both builds'
 #: Holistic smooths the pose visibility frame by frame (``smoothLandmarks`` /
