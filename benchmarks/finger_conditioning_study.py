@@ -45,7 +45,7 @@ def hand_sizes(hand: np.ndarray) -> np.ndarray:
 
 
 def _sizes_table() -> None:
-    from captureutil import camera_frame
+    from captureutil import camera_frame, clip_frames
     from fidelity_bench import _reprojection_paths
     from PIL import Image
 
@@ -69,7 +69,7 @@ def _sizes_table() -> None:
         print(f"| **all recordings** | {every.size} | {every.min():.1f} | {np.percentile(every, 5):.1f} | "
               f"{np.median(every):.1f} |")
     frames = {name: np.asarray(Image.open(io.BytesIO(camera_frame(name))).convert("RGB")) for name in PHOTOS}
-    first = CLIP.read_bytes().split(b"\xff\xd9\xff\xd8")[0] + b"\xff\xd9"
+    first = clip_frames(CLIP.read_bytes())[0]
     frames["cut.mjpeg (first frame)"] = np.asarray(Image.open(io.BytesIO(first)).convert("RGB"))
     with MediaPipeEstimator(mode="image", face=False) as estimator:
         for name, rgb in frames.items():

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CHROMIUM", "DRIVER", "NODE", "PHOTOS", "browser_missing", "camera_clip", "camera_frame", "drive_capture",
-           "perturbed", "read_until"]
+__all__ = ["CHROMIUM", "DRIVER", "NODE", "PHOTOS", "browser_missing", "camera_clip", "camera_frame", "clip_frames",
+           "drive_capture", "perturbed", "read_until"]
 
 ROOT = Path(__file__).resolve().parent.parent
 PHOTOS = ROOT / "tests" / "data" / "photos"
@@ -50,6 +50,13 @@ def perturbed(rgb: np.ndarray, rng: np.random.Generator, noise: int = 1) -> np.n
     """``rgb`` with ±``noise`` grey levels of uniform noise per pixel and channel (clipped): of
     the size of the differences between two JPEG decoders of the same file."""
     return np.clip(rgb.astype(np.int16) + rng.integers(-noise, noise + 1, rgb.shape), 0, 255).astype(np.uint8)
+
+
+def clip_frames(data: bytes) -> list[bytes]:
+    """The JPEG frames of an ``.mjpeg`` (concatenated JPEGs)."""
+    parts = data.split(b"\xff\xd9\xff\xd8")
+    return [(b"" if i == 0 else b"\xff\xd8") + p + (b"" if i == len(parts) - 1 else b"\xff\xd9")
+            for i, p in enumerate(parts)]
 
 
 def camera_clip(photo: str, folder: Path) -> Path:
